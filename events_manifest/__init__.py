@@ -1,0 +1,57 @@
+"""events-manifest: remove duplicate events with a persistent manifest of (event id, fingerprint, etl time).
+
+The one operation is a conditional put: `manifest.put(event_id, fingerprint, etl_time)` is True for
+an event seen for the first time (or rerun with the same etl time) and False for a natural
+duplicate of an earlier batch.
+"""
+
+from events_manifest.backends.dynamodb import (
+    Billing,
+    ClientOptions,
+    Credentials,
+    DynamoDbManifest,
+    OnDemand,
+    Provisioned,
+    check_table,
+    create_table,
+)
+from events_manifest.backends.memory import InMemoryManifest
+from events_manifest.backends.sqlite import SqliteManifest
+from events_manifest.base import DuplicateStorage, EventsManifest
+from events_manifest.config import DynamoDbConfig, parse_config
+from events_manifest.errors import (
+    ManifestConfigError,
+    ManifestError,
+    ManifestThrottledError,
+    ManifestUnavailableError,
+)
+from events_manifest.factory import init_storage, manifest_from_url, parse_duration
+from events_manifest.model import DEFAULT_TTL, ManifestEntry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_TTL",
+    "Billing",
+    "ClientOptions",
+    "Credentials",
+    "DuplicateStorage",
+    "DynamoDbConfig",
+    "DynamoDbManifest",
+    "EventsManifest",
+    "InMemoryManifest",
+    "ManifestConfigError",
+    "ManifestEntry",
+    "ManifestError",
+    "ManifestThrottledError",
+    "ManifestUnavailableError",
+    "OnDemand",
+    "Provisioned",
+    "SqliteManifest",
+    "check_table",
+    "create_table",
+    "init_storage",
+    "manifest_from_url",
+    "parse_config",
+    "parse_duration",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from events_manifest.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The built-in manifest backends: in-memory, SQLite and DynamoDB."""

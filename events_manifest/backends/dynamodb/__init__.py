@@ -1,0 +1,17 @@
+"""DynamoDB backend: the manifest, its table administration and client setup."""
+
+from events_manifest.backends.dynamodb.client import ClientOptions, Credentials, make_client
+from events_manifest.backends.dynamodb.manifest import DynamoDbManifest
+from events_manifest.backends.dynamodb.table import Billing, OnDemand, Provisioned, check_table, create_table
+
+__all__ = [
+    "Billing",
+    "ClientOptions",
+    "Credentials",
+    "DynamoDbManifest",
+    "OnDemand",
+    "Provisioned",
+    "check_table",
+    "create_table",
+    "make_client",
+]

@@ -1,0 +1,68 @@
+"""Building DynamoDB clients: credentials, region, endpoint, retries and pool size in one place."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+DEFAULT_CONCURRENCY = 32
+"""Requests in flight per manifest in `put_many`; see docs/benchmarks.md for how it was chosen."""
+
+DEFAULT_MAX_ATTEMPTS = 10
+"""botocore's standard retry mode: exponential backoff with full jitter, capped at 20 s a wait."""
+
+
+@attrs.frozen
+class Credentials:
+    """Static AWS credentials; the secret never shows in repr, str or logs."""
+
+    access_key_id: str
+    secret_access_key: str = attrs.field(repr=lambda _: "'***'")
+
+    def __str__(self) -> str:
+        return repr(self)
+
+
+@attrs.frozen
+class ClientOptions:
+    """How to reach DynamoDB: the part of a client's setup that both the sync and async clients share."""
+
+    region: str | None = None
+    credentials: Credentials | None = None
+    endpoint_url: str | None = None
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    max_pool_connections: int = DEFAULT_CONCURRENCY
+    connect_timeout: float = 5.0
+    read_timeout: float = 10.0
+
+    def botocore_config(self) -> Config:
+        return Config(
+            retries={"mode": "standard", "max_attempts": self.max_attempts},
+            max_pool_connections=self.max_pool_connections,
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+        )
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of `session.client("dynamodb", ...)`, for boto3 and aioboto3 alike."""
+        kwargs: dict[str, Any] = {"config": self.botocore_config()}
+        if self.region:
+            kwargs["region_name"] = self.region
+        if self.endpoint_url:
+            kwargs["endpoint_url"] = self.endpoint_url
+        if self.credentials is not None:
+            kwargs["aws_access_key_id"] = self.credentials.access_key_id
+            kwargs["aws_secret_access_key"] = self.credentials.secret_access_key
+        return kwargs
+
+
+def make_client(options: ClientOptions) -> DynamoDBClient:
+    """A boto3 DynamoDB client (thread-safe) for these options."""
+    import boto3
+
+    return boto3.session.Session().client("dynamodb", **options.client_kwargs())

@@ -1,0 +1,107 @@
+"""DynamoDB manifest (boto3): one conditional PutItem per event, many in flight."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from events_manifest.base import DuplicateStorage
+from events_manifest.backends.dynamodb import requests
+from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY
+from events_manifest.model import (
+    DEFAULT_TTL,
+    EventId,
+    ManifestEntry,
+    PutBatch,
+    PutItem,
+    check_fingerprint,
+    normalize_event_id,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+class DynamoDbManifest(DuplicateStorage):
+    """The reference layout (SPEC §2) on a DynamoDB table, through a boto3 client.
+
+    BatchWriteItem takes no conditions, so every put is its own PutItem; `put_many` keeps up to
+    `concurrency` of them in flight on a thread pool (boto3 clients are thread-safe). Retries of
+    throttled or failed requests are botocore's (standard mode when the client comes from this
+    library); a retry of a put that had in fact succeeded is accepted as a rerun of the same etl.
+    """
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: str,
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        close_client: bool = False,
+    ) -> None:
+        super().__init__(ttl=ttl)
+        self.client = client
+        self._close_client = close_client
+        self.table = table
+        self.concurrency = max(1, concurrency)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __repr__(self) -> str:
+        return f"DynamoDbManifest(table={self.table!r}, ttl={self.ttl}, concurrency={self.concurrency})"
+
+    def put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[bool]:
+        """`put` for many items with up to `concurrency` PutItem requests in flight."""
+        batch = PutBatch.of(items)
+        return self._put_batch(batch, concurrency or self.concurrency) if len(batch) else []
+
+    def _put_batch(self, batch: PutBatch, concurrency: int | None = None) -> list[bool]:
+        results = [False] * len(batch)
+
+        def run(group: list[int]) -> None:
+            for i in group:
+                results[i] = self._put_one(batch.event_ids[i], batch.fingerprints[i], batch.etl_seconds[i])
+
+        groups = batch.pair_groups()
+        workers = min(concurrency or self.concurrency, len(groups))
+        if workers <= 1:
+            for group in groups:
+                run(group)
+        else:
+            for _ in self._executor(workers).map(run, groups):
+                pass
+        return results
+
+    def _put_one(self, event_id: str, fingerprint: str, etl: int) -> bool:
+        request = requests.put_request(self.table, event_id, fingerprint, etl, self._ttl_seconds)
+        try:
+            self.client.put_item(**request)
+        except (ClientError, BotoCoreError) as e:
+            return requests.put_outcome(e, self.table)
+        return True
+
+    def _executor(self, workers: int) -> ThreadPoolExecutor:
+        if self._pool is None or self._pool._max_workers < workers:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+            self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events-manifest")
+        return self._pool
+
+    def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
+        request = requests.get_request(self.table, normalize_event_id(event_id), check_fingerprint(fingerprint))
+        try:
+            response: dict[str, Any] = dict(self.client.get_item(**request))
+        except (ClientError, BotoCoreError) as e:
+            raise requests.manifest_error(e, self.table) from e
+        return requests.entry_from_item(response.get("Item"))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if self._close_client:
+            self.client.close()

@@ -1,0 +1,178 @@
+"""SQLite manifest: the embedded, persistent default for one machine.
+
+Several processes may share one file: every batch runs in one `BEGIN IMMEDIATE` transaction and
+the check-and-set is a single conditional upsert, so each pair is accepted once per etl time.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from events_manifest.base import DuplicateStorage
+from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
+from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, check_fingerprint, normalize_event_id
+
+APPLICATION_ID = 0x45564D46  # "EVMF": marks a file as an events manifest
+SCHEMA_VERSION = 1
+
+_CREATE = """
+CREATE TABLE events_manifest (
+    event_id    TEXT    NOT NULL,
+    fingerprint TEXT    NOT NULL,
+    etl_time    INTEGER NOT NULL,
+    ttl         INTEGER NOT NULL,
+    PRIMARY KEY (event_id, fingerprint)
+) WITHOUT ROWID
+"""
+
+# SPEC §2 as one statement: insert, or overwrite a rerun (same etl) or an expired entry.
+_PUT = """
+INSERT INTO events_manifest (event_id, fingerprint, etl_time, ttl) VALUES (?, ?, ?, ?)
+ON CONFLICT (event_id, fingerprint) DO UPDATE SET etl_time = excluded.etl_time, ttl = excluded.ttl
+WHERE events_manifest.etl_time = excluded.etl_time OR events_manifest.ttl <= excluded.etl_time
+"""
+
+_LOOKUP = "SELECT etl_time, ttl FROM events_manifest WHERE event_id = ? AND fingerprint = ?"
+
+
+class SqliteManifest(DuplicateStorage):
+    """A manifest in one SQLite file (WAL mode), safe across threads and processes.
+
+    `busy_timeout` bounds how long a put waits for another process's transaction;
+    `cache_mib` is the page cache per connection (large batches of random ids need it).
+    Picklable: a copy sent to another process opens its own connection.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        busy_timeout: timedelta = timedelta(seconds=60),
+        cache_mib: int = 64,
+    ) -> None:
+        super().__init__(ttl=ttl)
+        self.path = Path(path)
+        self._busy_timeout = busy_timeout
+        self._cache_mib = cache_mib
+        self._lock = threading.Lock()
+        self._conn = self._open()
+        self._pid = os.getpid()
+
+    def __repr__(self) -> str:
+        return f"SqliteManifest({str(self.path)!r}, ttl={self.ttl})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "ttl": self.ttl, "busy_timeout": self._busy_timeout, "cache_mib": self._cache_mib}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        path = state.pop("path")
+        self.__init__(path, **state)  # type: ignore[misc]
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path.is_dir():
+            raise ManifestConfigError(f"SQLite manifest path [{self.path}] is a directory: give a file path")
+        if not self.path.parent.exists():
+            raise ManifestConfigError(
+                f"SQLite manifest path [{self.path}]: folder {self.path.parent} does not exist, create it first"
+            )
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout.total_seconds(),
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as e:
+            raise ManifestUnavailableError(f"cannot open SQLite manifest [{self.path}]: {e}") from None
+        try:
+            self._prepare(conn)
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise ManifestConfigError(
+                f"[{self.path}] is not an events manifest ({e}): choose another path, nothing was written"
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Check that the file is a manifest, creating the table in a new or empty file."""
+        conn.execute(f"PRAGMA cache_size = -{int(self._cache_mib) * 1024}")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            if app_id == 0:
+                tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+                if tables:
+                    raise ManifestConfigError(
+                        f"[{self.path}] is a SQLite database but not an events manifest "
+                        f"(it holds {', '.join(sorted(tables))}): choose another path, nothing was written"
+                    )
+                conn.execute(_CREATE)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            elif app_id != APPLICATION_ID:
+                raise ManifestConfigError(
+                    f"[{self.path}] belongs to another application (application_id {app_id:#x}): choose another path"
+                )
+            else:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    raise ManifestConfigError(
+                        f"[{self.path}] was written by a newer events-manifest (schema {version}): upgrade the library"
+                    )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ManifestUnavailableError(f"SqliteManifest({str(self.path)!r}) is closed")
+        if self._pid != os.getpid():  # forked: never share the parent's connection
+            self._conn, self._pid = self._open(), os.getpid()
+        return self._conn
+
+    def _put_batch(self, batch: PutBatch) -> list[bool]:
+        ttl = self._ttl_seconds
+        results: list[bool] = []
+        append = results.append
+        with self._lock:
+            conn = self._connection()
+            execute = conn.execute
+            try:
+                execute("BEGIN IMMEDIATE")
+                try:
+                    for event_id, fingerprint, etl in zip(batch.event_ids, batch.fingerprints, batch.etl_seconds):
+                        before = conn.total_changes
+                        execute(_PUT, (event_id, fingerprint, etl, etl + ttl))
+                        append(conn.total_changes != before)
+                    execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as e:
+                raise ManifestUnavailableError(f"SQLite manifest [{self.path}]: {e}") from e
+        return results
+
+    def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
+        key = (normalize_event_id(event_id), check_fingerprint(fingerprint))
+        with self._lock:
+            row = self._connection().execute(_LOOKUP, key).fetchone()
+        return None if row is None else ManifestEntry(*key, *row)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None  # type: ignore[assignment]

@@ -1,0 +1,58 @@
+"""The manifest contract: one conditional put of (event id, fingerprint, etl time) with a ttl."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from types import TracebackType
+
+from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, PutItem, ttl_seconds
+
+
+class DuplicateStorage(abc.ABC):
+    """A store of the (event id, fingerprint, etl time) triples seen so far.
+
+    `put` answers True when the event is not a natural duplicate (and records it), False when it
+    is. A rerun with the same etl time is accepted again; an entry whose ttl is at or before the
+    new etl time counts as absent. Every other failure raises a `ManifestError`.
+    """
+
+    def __init__(self, *, ttl: timedelta = DEFAULT_TTL) -> None:
+        self._ttl_seconds = ttl_seconds(ttl)
+
+    @property
+    def ttl(self) -> timedelta:
+        return timedelta(seconds=self._ttl_seconds)
+
+    def put(self, event_id: EventId, fingerprint: str, etl_time: datetime) -> bool:
+        """Record one event; False means it is a natural duplicate of an earlier batch: drop it."""
+        return self.put_many([(event_id, fingerprint, etl_time)])[0]
+
+    def put_many(self, items: Iterable[PutItem]) -> list[bool]:
+        """`put` for many items, answers in input order, as if they were put one after another."""
+        batch = PutBatch.of(items)
+        return self._put_batch(batch) if len(batch) else []
+
+    @abc.abstractmethod
+    def _put_batch(self, batch: PutBatch) -> list[bool]:
+        """Apply a validated, non-empty batch; the one method a backend must implement."""
+
+    @abc.abstractmethod
+    def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
+        """The stored entry of a pair, expired or not, or None: for inspection and tests."""
+
+    def close(self) -> None:
+        """Release connections and files; the manifest cannot be used afterwards."""
+
+    def __enter__(self) -> DuplicateStorage:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+EventsManifest = DuplicateStorage
+"""The Scala library's name for the same contract."""

@@ -1,0 +1,125 @@
+"""The `events-manifest` command line: validate configs, administer tables, put events."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+
+from events_manifest.backends.dynamodb import ClientOptions, OnDemand, Provisioned, check_table, create_table
+from events_manifest.backends.dynamodb.client import make_client
+from events_manifest.config import DynamoDbConfig, parse_config
+from events_manifest.errors import ManifestConfigError, ManifestError
+from events_manifest.factory import manifest_from_url
+
+PROG = "events-manifest"
+
+
+def parse_timestamp(text: str) -> datetime:
+    """An etl timestamp as `2017-01-26 00:01:25.292` or ISO 8601; naive means UTC."""
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ManifestConfigError(
+            f"timestamp [{text}] is not of the form 2017-01-26 00:01:25.292 (UTC) or ISO 8601"
+        ) from None
+
+
+def _config_summary(config: DynamoDbConfig) -> str:
+    auth = "static credentials" if config.credentials else "the default AWS credential chain"
+    return f"{config.version} config {config.name!r}: table {config.table} in {config.region}, using {auth}"
+
+
+def _client(args: argparse.Namespace, config: DynamoDbConfig):  # type: ignore[no-untyped-def]
+    return make_client(ClientOptions(region=config.region, credentials=config.credentials, endpoint_url=args.endpoint))
+
+
+def _config_validate(args: argparse.Namespace) -> int:
+    print("valid: " + _config_summary(parse_config(args.file)))
+    return 0
+
+
+def _table_create(args: argparse.Namespace) -> int:
+    config = parse_config(args.config)
+    billing = OnDemand() if args.provisioned is None else Provisioned(*args.provisioned)
+    create_table(_client(args, config), config.table, billing=billing)
+    print(f"ready: table {config.table} is ACTIVE with TTL on attribute ttl")
+    return 0
+
+
+def _table_check(args: argparse.Namespace) -> int:
+    config = parse_config(args.config)
+    check_table(_client(args, config), config.table, timeout=args.timeout)
+    print(f"ok: table {config.table} is ACTIVE with the manifest's keys")
+    return 0
+
+
+def _put(args: argparse.Namespace) -> int:
+    etl_time = parse_timestamp(args.etl_tstamp)
+    with manifest_from_url(args.manifest) as manifest:
+        print("new" if manifest.put(args.event_id, args.fingerprint, etl_time) else "duplicate")
+    return 0
+
+
+def _capacity(text: str) -> tuple[int, int]:
+    try:
+        read, write = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"[{text}] is not READ,WRITE capacity units such as 20,100") from None
+    return read, write
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Events manifest: deduplicate events across batches.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what is done")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    config = commands.add_parser("config", help="work with manifest configs").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    validate = config.add_parser("validate", help="check a self-describing DynamoDB config")
+    validate.add_argument("file", help="config file (JSON), or the JSON or base64 text itself")
+    validate.set_defaults(run=_config_validate)
+
+    table = commands.add_parser("table", help="administer the DynamoDB table").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    for name, run, text in (
+        ("create", _table_create, "create the table (if missing), wait until ACTIVE, enable TTL"),
+        ("check", _table_check, "check that the table exists, is ACTIVE and has the manifest's keys"),
+    ):
+        sub = table.add_parser(name, help=text)
+        sub.add_argument("--config", required=True, help="config file, JSON or base64")
+        sub.add_argument("--endpoint", help="endpoint URL of a DynamoDB-compatible server")
+        sub.set_defaults(run=run)
+        if name == "create":
+            sub.add_argument("--provisioned", type=_capacity, metavar="READ,WRITE", help="provisioned billing")
+        else:
+            sub.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for ACTIVE")
+
+    put = commands.add_parser("put", help="put one event; prints new or duplicate")
+    put.add_argument("event_id")
+    put.add_argument("fingerprint")
+    put.add_argument("etl_tstamp", help="e.g. '2017-01-26 00:01:25.292' (UTC)")
+    put.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
+    put.set_defaults(run=_put)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        code: int = args.run(args)
+    except ManifestError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Opening a manifest from a URL or a config; third-party backends plug in by URL scheme."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from events_manifest.backends.dynamodb import ClientOptions, DynamoDbManifest, check_table, create_table, make_client
+from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS
+from events_manifest.backends.memory import InMemoryManifest
+from events_manifest.backends.sqlite import SqliteManifest
+from events_manifest.base import DuplicateStorage
+from events_manifest.config import DynamoDbConfig, check_region, check_table_name, parse_config
+from events_manifest.errors import ManifestConfigError
+from events_manifest.model import DEFAULT_TTL
+
+ENTRY_POINT_GROUP = "events_manifest.backends"
+"""Entry-point group where a package registers `scheme = "module:factory"`, factory(url) -> manifest."""
+
+BackendFactory = Callable[[str], DuplicateStorage]
+
+_DURATION = re.compile(r"(\d+)\s*(s|m|h|d|w)?")
+_UNITS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str, what: str = "duration") -> timedelta:
+    """`90`, `90s`, `15m`, `12h`, `180d` or `2w` as a timedelta."""
+    match = _DURATION.fullmatch(text.strip())
+    if not match or int(match.group(1)) == 0:
+        raise ManifestConfigError(f"{what} [{text}] is not a positive duration such as 3600, 15m, 12h or 180d")
+    return timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+
+
+def manifest_from_url(url: str) -> DuplicateStorage:
+    """Open the manifest a URL names.
+
+    - `memory://`
+    - `sqlite:///abs/path.db` (or `sqlite://relative/path.db`)
+    - `dynamodb://TABLE?region=R&endpoint=http://127.0.0.1:PORT&create=true&concurrency=32`
+
+    Every scheme takes `ttl=180d`. Other schemes come from the `events_manifest.backends`
+    entry-point group.
+    """
+    scheme = urlsplit(url).scheme
+    if not scheme:
+        raise ManifestConfigError(f"manifest URL [{url}] has no scheme: use {', '.join(known_schemes())}")
+    factory = _BUILTIN.get(scheme) or _plugin(scheme)
+    return factory(url)
+
+
+def known_schemes() -> list[str]:
+    return sorted({*_BUILTIN, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
+
+
+def init_storage(
+    config: DynamoDbConfig | Mapping[str, Any] | str,
+    *,
+    endpoint_url: str | None = None,
+    create_if_missing: bool = False,
+    ttl: timedelta = DEFAULT_TTL,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> DynamoDbManifest:
+    """The DynamoDB manifest a config describes, its table checked (or created) before use."""
+    if not isinstance(config, DynamoDbConfig):
+        config = parse_config(config)
+    options = ClientOptions(
+        region=config.region,
+        credentials=config.credentials,
+        endpoint_url=endpoint_url,
+        max_attempts=max_attempts,
+        max_pool_connections=concurrency,
+    )
+    return _open_dynamodb(options, config.table, create_if_missing, ttl=ttl, concurrency=concurrency)
+
+
+def _open_dynamodb(
+    options: ClientOptions, table: str, create: bool, *, ttl: timedelta, concurrency: int
+) -> DynamoDbManifest:
+    client = make_client(options)
+    try:
+        if create:
+            create_table(client, table)
+        else:
+            check_table(client, table)
+    except BaseException:
+        client.close()
+        raise
+    return DynamoDbManifest(client, table, ttl=ttl, concurrency=concurrency, close_client=True)
+
+
+class _Query:
+    """The query parameters of a manifest URL; unknown ones are an error, not ignored."""
+
+    def __init__(self, url: str, allowed: set[str]) -> None:
+        self.url = url
+        self.params = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+        unknown = sorted(set(self.params) - allowed - {"ttl"})
+        if unknown:
+            raise ManifestConfigError(
+                f"manifest URL [{url}]: unknown parameter(s) {', '.join(unknown)}; "
+                f"allowed: {', '.join(sorted(allowed | {'ttl'}))}"
+            )
+
+    def ttl(self) -> timedelta:
+        return parse_duration(self.params["ttl"], "ttl") if "ttl" in self.params else DEFAULT_TTL
+
+    def integer(self, name: str, default: int) -> int:
+        value = self.params.get(name)
+        if value is None:
+            return default
+        if not value.isdigit() or int(value) < 1:
+            raise ManifestConfigError(f"manifest URL [{self.url}]: {name} [{value}] must be a positive integer")
+        return int(value)
+
+    def flag(self, name: str) -> bool:
+        value = self.params.get(name, "false").lower()
+        if value not in {"true", "false", "1", "0", "yes", "no"}:
+            raise ManifestConfigError(f"manifest URL [{self.url}]: {name} [{value}] must be true or false")
+        return value in {"true", "1", "yes"}
+
+
+def _memory(url: str) -> DuplicateStorage:
+    return InMemoryManifest(ttl=_Query(url, set()).ttl())
+
+
+def _sqlite(url: str) -> DuplicateStorage:
+    parts = urlsplit(url)
+    path = parts.netloc + parts.path
+    if not path:
+        raise ManifestConfigError(f"manifest URL [{url}] names no file: use sqlite:///abs/path.db")
+    query = _Query(url, {"cache_mib"})
+    return SqliteManifest(Path(path), ttl=query.ttl(), cache_mib=query.integer("cache_mib", 64))
+
+
+def _dynamodb(url: str) -> DuplicateStorage:
+    parts = urlsplit(url)
+    query = _Query(url, {"region", "endpoint", "create", "concurrency", "max_attempts"})
+    table = check_table_name(parts.netloc + parts.path.rstrip("/"), f"manifest URL [{url}]: table")
+    region = query.params.get("region")
+    endpoint = query.params.get("endpoint")
+    if endpoint is not None and urlsplit(endpoint).scheme not in {"http", "https"}:
+        raise ManifestConfigError(f"manifest URL [{url}]: endpoint [{endpoint}] must be an http(s) URL")
+    concurrency = query.integer("concurrency", DEFAULT_CONCURRENCY)
+    options = ClientOptions(
+        region=check_region(region) if region else None,
+        endpoint_url=endpoint,
+        max_attempts=query.integer("max_attempts", DEFAULT_MAX_ATTEMPTS),
+        max_pool_connections=concurrency,
+    )
+    return _open_dynamodb(options, table, query.flag("create"), ttl=query.ttl(), concurrency=concurrency)
+
+
+_BUILTIN: dict[str, BackendFactory] = {"memory": _memory, "sqlite": _sqlite, "dynamodb": _dynamodb}
+
+
+def _plugin(scheme: str) -> BackendFactory:
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=scheme):
+        factory: BackendFactory = ep.load()
+        return factory
+    raise ManifestConfigError(
+        f"no manifest backend for URL scheme [{scheme}]: known are {', '.join(known_schemes())}; "
+        f"a package adds one through the {ENTRY_POINT_GROUP!r} entry-point group"
+    )

@@ -1,0 +1,142 @@
+"""Values of the manifest contract: normalised put requests and stored entries (SPEC §2)."""
+
+from __future__ import annotations
+
+import calendar
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Union
+
+import attrs
+
+from events_manifest.errors import ManifestConfigError
+
+DEFAULT_TTL = timedelta(days=180)
+"""How long an entry protects against duplicates: 180 days, as in the reference system."""
+
+MAX_FINGERPRINT_BYTES = 1024
+"""DynamoDB's limit on a sort key; enforced everywhere so that every backend accepts the same input."""
+
+EventId = Union[uuid.UUID, str]
+PutItem = tuple[EventId, str, datetime]
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+@attrs.frozen
+class ManifestEntry:
+    """What the manifest holds for one (event id, fingerprint) pair."""
+
+    event_id: str
+    fingerprint: str
+    etl_seconds: int
+    ttl_seconds: int
+
+    @property
+    def etl_time(self) -> datetime:
+        return from_epoch_seconds(self.etl_seconds)
+
+
+def ttl_seconds(ttl: timedelta) -> int:
+    """Validate a ttl option and return it in whole seconds."""
+    if not isinstance(ttl, timedelta) or ttl.total_seconds() < 1:
+        raise ManifestConfigError(f"ttl must be a timedelta of at least one second, got {ttl!r}")
+    return int(ttl.total_seconds())
+
+
+def to_epoch_seconds(etl_time: datetime) -> int:
+    """Whole epoch seconds of an etl time, sub-second part truncated; a naive datetime is UTC."""
+    if not isinstance(etl_time, datetime):
+        raise ManifestConfigError(
+            f"etl_time must be a datetime (naive means UTC), got {type(etl_time).__name__} {etl_time!r}"
+        )
+    return calendar.timegm(etl_time.utctimetuple())
+
+
+def from_epoch_seconds(seconds: int) -> datetime:
+    """The naive UTC datetime of whole epoch seconds."""
+    return datetime(1970, 1, 1) + timedelta(seconds=seconds)
+
+
+def normalize_event_id(event_id: EventId) -> str:
+    """The canonical lowercase text of an event id, or a ManifestConfigError naming the value."""
+    if isinstance(event_id, uuid.UUID):
+        return str(event_id)
+    if isinstance(event_id, str) and _UUID.fullmatch(event_id):
+        return event_id.lower()
+    raise ManifestConfigError(
+        f"event_id [{event_id!r}] is not a UUID: pass a uuid.UUID or its canonical text "
+        "(8-4-4-4-12 hexadecimal digits)"
+    )
+
+
+def check_fingerprint(fingerprint: str) -> str:
+    if not isinstance(fingerprint, str) or not fingerprint:
+        raise ManifestConfigError(
+            f"fingerprint [{fingerprint!r}] must be a non-empty string "
+            "(replace a missing fingerprint with a random UUID before the put)"
+        )
+    if len(fingerprint) > MAX_FINGERPRINT_BYTES // 4 and len(fingerprint.encode()) > MAX_FINGERPRINT_BYTES:
+        raise ManifestConfigError(
+            f"fingerprint [{fingerprint[:40]}...] is longer than {MAX_FINGERPRINT_BYTES} bytes: hash it first"
+        )
+    return fingerprint
+
+
+@attrs.frozen
+class PutBatch:
+    """A validated batch of puts in columns: the one input every backend works from."""
+
+    event_ids: Sequence[str]
+    fingerprints: Sequence[str]
+    etl_seconds: Sequence[int]
+
+    def __len__(self) -> int:
+        return len(self.event_ids)
+
+    @classmethod
+    def of(cls, items: Iterable[PutItem]) -> PutBatch:
+        """Validate and normalise (event id, fingerprint, etl time) triples, keeping their order."""
+        event_ids: list[str] = []
+        fingerprints: list[str] = []
+        etls: list[int] = []
+        last_time: object = None
+        last_seconds = 0
+        for item in items:
+            try:
+                event_id, fingerprint, etl_time = item
+            except (TypeError, ValueError):
+                raise ManifestConfigError(
+                    f"each item must be an (event_id, fingerprint, etl_time) triple, got {item!r}"
+                ) from None
+            event_ids.append(
+                event_id if type(event_id) is str and event_id.islower() and _UUID.fullmatch(event_id)
+                else normalize_event_id(event_id)
+            )
+            fingerprints.append(fingerprint if type(fingerprint) is str and 0 < len(fingerprint) <= 256
+                                else check_fingerprint(fingerprint))
+            if etl_time is not last_time:
+                last_time, last_seconds = etl_time, to_epoch_seconds(etl_time)
+            etls.append(last_seconds)
+        return cls(event_ids, fingerprints, etls)
+
+    def keys(self) -> Iterable[tuple[str, str]]:
+        return zip(self.event_ids, self.fingerprints)
+
+    def pair_groups(self) -> list[list[int]]:
+        """Positions grouped by (event id, fingerprint), in input order within each group.
+
+        Different pairs are independent, so groups may run concurrently while the puts of one
+        pair keep their order: the results are those of putting the items one after another.
+        """
+        groups: dict[tuple[str, str], list[int]] = {}
+        for position, key in enumerate(self.keys()):
+            groups.setdefault(key, []).append(position)
+        return list(groups.values())
+
+
+def accepts(stored: tuple[int, int] | None, etl_seconds: int) -> bool:
+    """SPEC §2 in one line: accept when absent, same etl (a rerun), or expired relative to this etl."""
+    return stored is None or stored[0] == etl_seconds or stored[1] <= etl_seconds

@@ -1,0 +1,125 @@
+"""A loopback HTTP proxy in front of a DynamoDB-compatible server that adds delay and throttling.
+
+It stands in for the network and for an overloaded table: `delay` adds a fixed latency per
+request (5 ms is a same-region round trip) and `throttle_rate` answers that share of the chosen
+operations with `ProvisionedThroughputExceededException`, as DynamoDB does.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from urllib.parse import urlsplit
+
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
+_THROTTLED = json.dumps(
+    {
+        "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+        "message": "The level of configured provisioned throughput for the table was exceeded (injected)",
+    }
+).encode()
+
+
+class FaultProxy:
+    """Forward to `upstream`, adding `delay` seconds and throttling `throttle_rate` of `operations`."""
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        delay: float = 0.0,
+        throttle_rate: float = 0.0,
+        operations: frozenset[str] = frozenset({"PutItem"}),
+        seed: int = 0,
+    ) -> None:
+        parts = urlsplit(upstream)
+        self._upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self.delay = delay
+        self.throttle_rate = throttle_rate
+        self.operations = operations
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.throttled = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True)
+        self._thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _should_throttle(self, target: str) -> bool:
+        with self._lock:
+            self.requests += 1
+            if target.rsplit(".", 1)[-1] in self.operations and self._random.random() < self.throttle_rate:
+                self.throttled += 1
+                return True
+            return False
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+        local = threading.local()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if proxy.delay:
+                    time.sleep(proxy.delay)
+                if proxy._should_throttle(self.headers.get("X-Amz-Target", "")):
+                    self._reply(400, [("Content-Type", "application/x-amz-json-1.0")], _THROTTLED)
+                    return
+                status, headers, payload = self._forward(body)
+                self._reply(status, headers, payload)
+
+            def _forward(self, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+                for attempt in (1, 2):
+                    conn = getattr(local, "conn", None)
+                    if conn is None:
+                        conn = local.conn = http.client.HTTPConnection(*proxy._upstream, timeout=30)
+                    try:
+                        conn.request(self.command, self.path, body, dict(self.headers.items()))
+                        response = conn.getresponse()
+                        return response.status, response.getheaders(), response.read()
+                    except (OSError, http.client.HTTPException):
+                        conn.close()
+                        local.conn = None
+                        if attempt == 2:
+                            raise
+                raise AssertionError("unreachable")
+
+            def _reply(self, status: int, headers: list[tuple[str, str]], payload: bytes) -> None:
+                self.send_response(status)
+                for name, value in headers:
+                    if name.lower() not in _HOP_BY_HOP:
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST
+
+        return Handler
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FaultProxy:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
