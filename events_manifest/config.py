@@ -58,9 +58,7 @@ def parse_config(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> 
         )
     schema = document["schema"]
     if schema not in SUPPORTED_SCHEMAS:
-        raise ManifestConfigError(
-            f"unsupported config schema [{schema}]: supported are {', '.join(SUPPORTED_SCHEMAS)}"
-        )
+        raise ManifestConfigError(f"unsupported config schema [{schema}]: supported are {', '.join(SUPPORTED_SCHEMAS)}")
     data = document["data"]
     problems = [_describe(e) for e in _validator(schema).iter_errors(data)]
     if problems:
@@ -143,24 +141,25 @@ def _validator(schema: str) -> jsonschema.protocols.Validator:
 def _describe(error: jsonschema.ValidationError) -> str:
     """One problem as `field [data.x] ...`, showing a value only when it is not a secret."""
     path = ".".join(["data", *(str(p) for p in error.absolute_path)])
-    instance = error.instance
+    instance: Any = error.instance
+    expected: Any = error.validator_value
+    schema: Any = error.schema
     if error.validator == "required":
-        missing = [k for k in error.validator_value if k not in instance]
+        missing = [k for k in expected if k not in instance]
         return "; ".join(f"field [{path}.{k}] is missing" for k in missing)
     if error.validator == "additionalProperties":
-        allowed = error.schema.get("properties", {})
+        allowed = schema.get("properties", {})
         extra = sorted(k for k in instance if k not in allowed)
         return "; ".join(f"field [{path}.{k}] is not allowed" for k in extra)
     if error.validator == "type":
-        expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         return f"field [{path}] must be {expected}, not {_json_type(instance)}"
     shown = "***" if "secret" in path.lower() else json.dumps(instance)
     if error.validator == "enum":
-        return f"field [{path}] must be one of {', '.join(error.validator_value)}, not {shown}"
+        return f"field [{path}] must be one of {', '.join(expected)}, not {shown}"
     if error.validator == "pattern" and path.endswith(".id"):
         return f"field [{path}] must be a UUID, not {shown}"
-    return f"field [{path}] {shown} fails {error.validator} {error.validator_value}"
+    return f"field [{path}] {shown} fails {error.validator} {expected}"
 
 
 def _json_type(value: object) -> str:

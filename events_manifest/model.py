@@ -7,7 +7,6 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Union
 
 import attrs
 
@@ -19,7 +18,7 @@ DEFAULT_TTL = timedelta(days=180)
 MAX_FINGERPRINT_BYTES = 1024
 """DynamoDB's limit on a sort key; enforced everywhere so that every backend accepts the same input."""
 
-EventId = Union[uuid.UUID, str]
+EventId = uuid.UUID | str
 PutItem = tuple[EventId, str, datetime]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
@@ -67,8 +66,7 @@ def normalize_event_id(event_id: EventId) -> str:
     if isinstance(event_id, str) and _UUID.fullmatch(event_id):
         return event_id.lower()
     raise ManifestConfigError(
-        f"event_id [{event_id!r}] is not a UUID: pass a uuid.UUID or its canonical text "
-        "(8-4-4-4-12 hexadecimal digits)"
+        f"event_id [{event_id!r}] is not a UUID: pass a uuid.UUID or its canonical text (8-4-4-4-12 hexadecimal digits)"
     )
 
 
@@ -112,18 +110,25 @@ class PutBatch:
                     f"each item must be an (event_id, fingerprint, etl_time) triple, got {item!r}"
                 ) from None
             event_ids.append(
-                event_id if type(event_id) is str and event_id.islower() and _UUID.fullmatch(event_id)
+                event_id
+                if type(event_id) is str and event_id.islower() and _UUID.fullmatch(event_id)
                 else normalize_event_id(event_id)
             )
-            fingerprints.append(fingerprint if type(fingerprint) is str and 0 < len(fingerprint) <= 256
-                                else check_fingerprint(fingerprint))
+            fingerprints.append(
+                fingerprint
+                if type(fingerprint) is str and 0 < len(fingerprint) <= 256
+                else check_fingerprint(fingerprint)
+            )
             if etl_time is not last_time:
                 last_time, last_seconds = etl_time, to_epoch_seconds(etl_time)
             etls.append(last_seconds)
         return cls(event_ids, fingerprints, etls)
 
+    def rows(self) -> Iterable[tuple[str, str, int]]:
+        return zip(self.event_ids, self.fingerprints, self.etl_seconds, strict=True)
+
     def keys(self) -> Iterable[tuple[str, str]]:
-        return zip(self.event_ids, self.fingerprints)
+        return zip(self.event_ids, self.fingerprints, strict=True)
 
     def pair_groups(self) -> list[list[int]]:
         """Positions grouped by (event id, fingerprint), in input order within each group.

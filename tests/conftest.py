@@ -75,8 +75,10 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         table = unique_table()
         made = Backend(
             name,
-            lambda ttl: f"dynamodb://{table}?region=us-east-1&endpoint={server.endpoint}&create=true"
-            f"&ttl={ttl_text(ttl)}&max_attempts=3",
+            lambda ttl: (
+                f"dynamodb://{table}?region=us-east-1&endpoint={server.endpoint}&create=true"
+                f"&ttl={ttl_text(ttl)}&max_attempts=3"
+            ),
             shared_across_processes=True,
         )
     yield made

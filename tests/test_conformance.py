@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -70,7 +70,7 @@ def test_uuid_objects_and_text_name_the_same_event(backend: Backend) -> None:
 def test_aware_and_naive_etl_times_agree(backend: Backend) -> None:
     m = backend.make()
     plus_two = timezone(timedelta(hours=2))
-    assert m.put(ID, FP, ETL.replace(tzinfo=timezone.utc).astimezone(plus_two))
+    assert m.put(ID, FP, ETL.replace(tzinfo=UTC).astimezone(plus_two))
     entry = m.lookup(ID, FP)
     assert entry is not None and entry.etl_seconds == 1485388885
     assert m.put(ID, FP, ETL)

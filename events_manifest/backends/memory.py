@@ -29,7 +29,7 @@ class InMemoryManifest(DuplicateStorage):
         results: list[bool] = []
         append = results.append
         with self._lock:
-            for key, etl in zip(batch.keys(), batch.etl_seconds):
+            for key, etl in zip(batch.keys(), batch.etl_seconds, strict=True):
                 stored = get(key)
                 if stored is None or stored[0] == etl or stored[1] <= etl:
                     entries[key] = (etl, etl + ttl)

@@ -152,7 +152,7 @@ class SqliteManifest(DuplicateStorage):
             try:
                 execute("BEGIN IMMEDIATE")
                 try:
-                    for event_id, fingerprint, etl in zip(batch.event_ids, batch.fingerprints, batch.etl_seconds):
+                    for event_id, fingerprint, etl in batch.rows():
                         before = conn.total_changes
                         execute(_PUT, (event_id, fingerprint, etl, etl + ttl))
                         append(conn.total_changes != before)

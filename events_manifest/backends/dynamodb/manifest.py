@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from events_manifest.base import DuplicateStorage
 from events_manifest.backends.dynamodb import requests
 from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY
+from events_manifest.base import DuplicateStorage
 from events_manifest.model import (
     DEFAULT_TTL,
     EventId,

@@ -15,9 +15,7 @@ from events_manifest.model import ManifestEntry
 # SPEC §2's condition, extended with the ttl rule; `ttl` is a DynamoDB reserved word, hence #ttl.
 CONDITION = "(attribute_not_exists(eventId) AND attribute_not_exists(fingerprint)) OR etlTime = :tst OR #ttl <= :tst"
 
-THROTTLING_CODES = frozenset(
-    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
-)
+THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
 
 def put_request(table: str, event_id: str, fingerprint: str, etl: int, ttl: int) -> dict[str, Any]:

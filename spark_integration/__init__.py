@@ -1,0 +1,1 @@
+"""PySpark glue: the shred job, generic DataFrame dedup and streaming, on any events manifest."""

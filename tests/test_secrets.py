@@ -1,0 +1,40 @@
+"""A secret key from a config never reaches logs, reprs or error messages."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime
+
+import pytest
+
+from events_manifest import ManifestError, init_storage, parse_config
+from events_manifest.testing import FaultProxy, LocalServer
+from tests.conftest import unique_table
+from tests.test_config import SECRET, V2_CONFIG, with_data
+
+
+def test_secret_absent_from_debug_logs_reprs_and_errors(
+    dynalite: LocalServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = unique_table()
+    config = parse_config(with_data(V2_CONFIG, dynamodbTable=table, awsRegion="us-east-1"))
+    seen: list[str] = [repr(config), str(config)]
+    with caplog.at_level(logging.DEBUG):
+        try:
+            init_storage(config, endpoint_url=dynalite.endpoint)
+        except ManifestError as e:
+            seen += [str(e), repr(e), repr(e.__cause__)]
+        else:
+            pytest.fail("the table does not exist yet")
+        with init_storage(config, endpoint_url=dynalite.endpoint, create_if_missing=True) as manifest:
+            assert manifest.put(str(uuid.uuid4()), "f", datetime(2020, 1, 1))
+            seen.append(repr(manifest))
+        with FaultProxy(dynalite.endpoint, throttle_rate=1.0) as proxy:
+            throttled = init_storage(config, endpoint_url=proxy.endpoint, max_attempts=2)
+            with pytest.raises(ManifestError) as raised:
+                throttled.put(str(uuid.uuid4()), "f", datetime(2020, 1, 1))
+            seen += [str(raised.value), repr(raised.value)]
+    assert "Making request for OperationModel(name=PutItem" in caplog.text, "botocore's debug log was captured"
+    seen.append(caplog.text)
+    assert all(SECRET not in text for text in seen)

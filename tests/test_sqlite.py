@@ -1,0 +1,74 @@
+"""SQLite specifics: persistence, refusing files that are not manifests, pickling to other processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from events_manifest import ManifestConfigError, SqliteManifest
+
+ETL = datetime(2017, 1, 26, 0, 1, 25)
+ID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+
+
+def test_entries_survive_reopening(tmp_path: Path) -> None:
+    with SqliteManifest(tmp_path / "m.db") as m:
+        assert m.put(ID, "f", ETL)
+    with SqliteManifest(tmp_path / "m.db") as m:
+        assert m.put(ID, "f", datetime(2017, 2, 1)) is False
+
+
+def test_text_file_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"my precious notes\n" * 100)
+    with pytest.raises(ManifestConfigError, match=r"is not an events manifest \(file is not a database\)"):
+        SqliteManifest(path)
+    assert path.read_bytes() == b"my precious notes\n" * 100
+
+
+def test_other_sqlite_database_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+    before = path.read_bytes()
+    with pytest.raises(ManifestConfigError, match=r"is a SQLite database but not an events manifest .it holds users"):
+        SqliteManifest(path)
+    assert path.read_bytes() == before
+
+
+def test_foreign_application_id_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA application_id = 1234")
+    with pytest.raises(ManifestConfigError, match="belongs to another application"):
+        SqliteManifest(path)
+
+
+def test_bad_paths_are_named(tmp_path: Path) -> None:
+    with pytest.raises(ManifestConfigError, match="is a directory"):
+        SqliteManifest(tmp_path)
+    with pytest.raises(ManifestConfigError, match="does not exist, create it first"):
+        SqliteManifest(tmp_path / "missing" / "m.db")
+
+
+def _put_in_child(manifest: SqliteManifest, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    out.put(manifest.put(ID, "f", datetime(2017, 3, 1)))
+
+
+def test_pickled_manifest_opens_its_own_connection(tmp_path: Path) -> None:
+    manifest = SqliteManifest(tmp_path / "m.db")
+    assert manifest.put(ID, "f", ETL)
+    copy = pickle.loads(pickle.dumps(manifest))
+    assert copy.put(ID, "f", datetime(2017, 2, 1)) is False
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    child = context.Process(target=_put_in_child, args=(manifest, out))
+    child.start()
+    assert out.get(timeout=60) is False
+    child.join(timeout=30)
+    assert manifest.put(ID, "f", ETL), "the parent's connection still works after the fork"
