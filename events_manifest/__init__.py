@@ -22,6 +22,7 @@ from events_manifest.config import DynamoDbConfig, parse_config
 from events_manifest.errors import (
     ManifestConfigError,
     ManifestError,
+    ManifestRequestError,
     ManifestThrottledError,
     ManifestUnavailableError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "ManifestConfigError",
     "ManifestEntry",
     "ManifestError",
+    "ManifestRequestError",
     "ManifestThrottledError",
     "ManifestUnavailableError",
     "OnDemand",

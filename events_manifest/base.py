@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
 
+from events_manifest.errors import ManifestRequestError
 from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, PutItem, ttl_seconds
 
 
@@ -30,12 +31,24 @@ class DuplicateStorage(abc.ABC):
         return self.put_many([(event_id, fingerprint, etl_time)])[0]
 
     def put_many(self, items: Iterable[PutItem]) -> list[bool]:
-        """`put` for many items, answers in input order, as if they were put one after another."""
+        """`put` for many items, answers in input order, as if they were put one after another.
+
+        If one put fails for a reason of its own, the others are still applied and its
+        `ManifestRequestError` is raised; `try_put_many` returns such errors in place instead.
+        """
+        return raise_first(self.try_put_many(items))
+
+    def try_put_many(self, items: Iterable[PutItem]) -> list[bool | ManifestRequestError]:
+        """`put_many` where a put that failed on its own comes back as its error, in its place.
+
+        Failures that stop every put (`ManifestUnavailableError`, `ManifestThrottledError`) are
+        still raised: a caller can turn the returned errors into bad rows and go on.
+        """
         batch = PutBatch.of(items)
         return self._put_batch(batch) if len(batch) else []
 
     @abc.abstractmethod
-    def _put_batch(self, batch: PutBatch) -> list[bool]:
+    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
         """Apply a validated, non-empty batch; the one method a backend must implement."""
 
     @abc.abstractmethod
@@ -52,6 +65,14 @@ class DuplicateStorage(abc.ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def raise_first(outcomes: list[bool | ManifestRequestError]) -> list[bool]:
+    """The answers of a batch, or the first error among them raised."""
+    for outcome in outcomes:
+        if isinstance(outcome, ManifestRequestError):
+            raise outcome
+    return outcomes  # type: ignore[return-value]
 
 
 EventsManifest = DuplicateStorage

@@ -11,6 +11,10 @@ class ManifestConfigError(ManifestError, ValueError):
     """A configuration, URL or argument is invalid: fix the named field and retry."""
 
 
+class ManifestRequestError(ManifestError):
+    """One put failed for a reason of its own (the store rejected it); other puts may succeed."""
+
+
 class ManifestUnavailableError(ManifestError):
     """The manifest cannot be reached or used (missing table, network, permissions, corrupt file)."""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from events_manifest.backends.dynamodb import ClientOptions, DynamoDbManifest, check_table, create_table, make_client
+from events_manifest.backends.dynamodb import ClientOptions, DynamoDbManifest, check_table, create_table
 from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS
 from events_manifest.backends.memory import InMemoryManifest
 from events_manifest.backends.sqlite import SqliteManifest
@@ -82,16 +82,16 @@ def init_storage(
 def _open_dynamodb(
     options: ClientOptions, table: str, create: bool, *, ttl: timedelta, concurrency: int
 ) -> DynamoDbManifest:
-    client = make_client(options)
+    manifest = DynamoDbManifest.from_options(options, table, ttl=ttl, concurrency=concurrency)
     try:
         if create:
-            create_table(client, table)
+            create_table(manifest.client, table)
         else:
-            check_table(client, table)
+            check_table(manifest.client, table)
     except BaseException:
-        client.close()
+        manifest.close()
         raise
-    return DynamoDbManifest(client, table, ttl=ttl, concurrency=concurrency, close_client=True)
+    return manifest
 
 
 class _Query:

@@ -6,7 +6,16 @@ import threading
 from datetime import timedelta
 
 from events_manifest.base import DuplicateStorage
-from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, check_fingerprint, normalize_event_id
+from events_manifest.errors import ManifestRequestError
+from events_manifest.model import (
+    DEFAULT_TTL,
+    EventId,
+    ManifestEntry,
+    PutBatch,
+    accepts,
+    check_fingerprint,
+    normalize_event_id,
+)
 
 
 class InMemoryManifest(DuplicateStorage):
@@ -23,15 +32,14 @@ class InMemoryManifest(DuplicateStorage):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _put_batch(self, batch: PutBatch) -> list[bool]:
+    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
         entries, ttl = self._entries, self._ttl_seconds
         get = entries.get
-        results: list[bool] = []
+        results: list[bool | ManifestRequestError] = []
         append = results.append
         with self._lock:
             for key, etl in zip(batch.keys(), batch.etl_seconds, strict=True):
-                stored = get(key)
-                if stored is None or stored[0] == etl or stored[1] <= etl:
+                if accepts(get(key), etl):
                     entries[key] = (etl, etl + ttl)
                     append(True)
                 else:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from events_manifest.base import DuplicateStorage
-from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
+from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, check_fingerprint, normalize_event_id
 
 APPLICATION_ID = 0x45564D46  # "EVMF": marks a file as an events manifest
@@ -142,9 +142,9 @@ class SqliteManifest(DuplicateStorage):
             self._conn, self._pid = self._open(), os.getpid()
         return self._conn
 
-    def _put_batch(self, batch: PutBatch) -> list[bool]:
+    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
         ttl = self._ttl_seconds
-        results: list[bool] = []
+        results: list[bool | ManifestRequestError] = []
         append = results.append
         with self._lock:
             conn = self._connection()

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from events_manifest.backends.dynamodb import requests
-from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY
-from events_manifest.base import DuplicateStorage
+from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, make_client
+from events_manifest.base import DuplicateStorage, raise_first
+from events_manifest.errors import ManifestRequestError
 from events_manifest.model import (
     DEFAULT_TTL,
     EventId,
@@ -46,21 +47,50 @@ class DynamoDbManifest(DuplicateStorage):
     ) -> None:
         super().__init__(ttl=ttl)
         self.client = client
-        self._close_client = close_client
         self.table = table
         self.concurrency = max(1, concurrency)
+        self._close_client = close_client
+        self._options: ClientOptions | None = None
         self._pool: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def from_options(
+        cls, options: ClientOptions, table: str, *, ttl: timedelta = DEFAULT_TTL, concurrency: int = DEFAULT_CONCURRENCY
+    ) -> DynamoDbManifest:
+        """A manifest with its own client; picklable, so Spark can ship it to its Python workers."""
+        manifest = cls(make_client(options), table, ttl=ttl, concurrency=concurrency, close_client=True)
+        manifest._options = options
+        return manifest
 
     def __repr__(self) -> str:
         return f"DynamoDbManifest(table={self.table!r}, ttl={self.ttl}, concurrency={self.concurrency})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        if self._options is None:
+            raise TypeError(
+                "a DynamoDbManifest built on your own boto3 client cannot be pickled: "
+                "use DynamoDbManifest.from_options, init_storage or a dynamodb:// URL"
+            )
+        return {"options": self._options, "table": self.table, "ttl": self.ttl, "concurrency": self.concurrency}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        built = DynamoDbManifest.from_options(
+            state["options"], state["table"], ttl=state["ttl"], concurrency=state["concurrency"]
+        )
+        self.__dict__.update(built.__dict__)
+
     def put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[bool]:
         """`put` for many items with up to `concurrency` PutItem requests in flight."""
-        batch = PutBatch.of(items)
-        return self._put_batch(batch, concurrency or self.concurrency) if len(batch) else []
+        return raise_first(self.try_put_many(items, concurrency=concurrency))
 
-    def _put_batch(self, batch: PutBatch, concurrency: int | None = None) -> list[bool]:
-        results = [False] * len(batch)
+    def try_put_many(
+        self, items: Iterable[PutItem], *, concurrency: int | None = None
+    ) -> list[bool | ManifestRequestError]:
+        batch = PutBatch.of(items)
+        return self._put_batch(batch, concurrency) if len(batch) else []
+
+    def _put_batch(self, batch: PutBatch, concurrency: int | None = None) -> list[bool | ManifestRequestError]:
+        results: list[bool | ManifestRequestError] = [False] * len(batch)
 
         def run(group: list[int]) -> None:
             for i in group:
@@ -76,7 +106,7 @@ class DynamoDbManifest(DuplicateStorage):
                 pass
         return results
 
-    def _put_one(self, event_id: str, fingerprint: str, etl: int) -> bool:
+    def _put_one(self, event_id: str, fingerprint: str, etl: int) -> bool | ManifestRequestError:
         request = requests.put_request(self.table, event_id, fingerprint, etl, self._ttl_seconds)
         try:
             self.client.put_item(**request)

@@ -9,7 +9,13 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from events_manifest.errors import ManifestConfigError, ManifestError, ManifestThrottledError, ManifestUnavailableError
+from events_manifest.errors import (
+    ManifestConfigError,
+    ManifestError,
+    ManifestRequestError,
+    ManifestThrottledError,
+    ManifestUnavailableError,
+)
 from events_manifest.model import ManifestEntry
 
 # SPEC §2's condition, extended with the ttl rule; `ttl` is a DynamoDB reserved word, hence #ttl.
@@ -55,11 +61,15 @@ def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
-def put_outcome(error: Exception, table: str) -> bool:
-    """The answer a failed PutItem gives: False for a failed condition, else a typed error raised."""
+def put_outcome(error: Exception, table: str) -> bool | ManifestRequestError:
+    """What a failed PutItem means: False for a failed condition (a duplicate), the error of this
+    one request, or (raised) an error that stops every put."""
     if isinstance(error, ClientError) and error_code(error) == "ConditionalCheckFailedException":
         return False
-    raise manifest_error(error, table) from error
+    failure = manifest_error(error, table)
+    if isinstance(failure, ManifestUnavailableError):
+        raise failure from error
+    return ManifestRequestError(str(failure))
 
 
 def manifest_error(error: Exception, table: str) -> ManifestError:
@@ -84,6 +94,8 @@ def manifest_error(error: Exception, table: str) -> ManifestError:
                 f"DynamoDB table [{table}]: access refused ({code}: {message}); check the credentials and "
                 "that the policy allows dynamodb:PutItem and dynamodb:DescribeTable on the table"
             )
+        if code in {"ServiceUnavailable", "ServiceUnavailableException"}:
+            return ManifestUnavailableError(f"DynamoDB table [{table}] is unavailable ({code}): {message}")
         if code == "ValidationException":
             return ManifestConfigError(f"DynamoDB table [{table}] rejected the request: {message}")
         return ManifestUnavailableError(f"DynamoDB table [{table}]: {code}: {message}")

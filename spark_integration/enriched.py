@@ -1,0 +1,129 @@
+"""Reading and validating enriched events (SPEC §4) with Spark's own functions.
+
+Validation that needs no JSON parsing happens here, in the JVM; the JSON columns are checked by
+`sdj` in the same pass that extracts their entities.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+FIELDS = 131
+MIN_FIELDS = 108
+ETL_TSTAMP, COLLECTOR_TSTAMP, EVENT_ID = 2, 3, 6
+CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS = 52, 58, 122
+EVENT_FINGERPRINT = 129
+JSON_FIELDS = (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS)
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+TSTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$"
+SHOWN = 80
+
+
+def load_enriched(spark: SparkSession, path: str | list[str]) -> DataFrame:
+    """Enriched TSV lines (a folder, file or glob; gzip too) with their position in the input.
+
+    Columns: `line`, `file`, `position` (byte offset of the split, then the row within it): the
+    order of (file, position) is the order of lines in the files whatever the partitioning.
+    """
+    return (
+        spark.read.option("lineSep", "\n")
+        .text(path)
+        .select(
+            F.col("value").alias("line"),
+            F.input_file_name().alias("file"),
+            F.struct(F.input_file_block_start().alias("block"), F.monotonically_increasing_id().alias("row")).alias(
+                "position"
+            ),
+        )
+    )
+
+
+def field(index: int) -> Column:
+    """Field `index` (0-based) of the padded `fields` array."""
+    return F.col("fields")[index]
+
+
+def _show(column: Column) -> Column:
+    return F.when(F.length(column) > SHOWN, F.concat(F.substring(column, 1, SHOWN), F.lit("..."))).otherwise(column)
+
+
+def epoch_micros(column: Column) -> Column:
+    """UTC `yyyy-MM-dd HH:mm:ss[.SSS]` text as epoch microseconds (null when it does not parse)."""
+    parsed = F.try_to_timestamp(F.concat(column, F.lit("Z")), F.lit("yyyy-MM-dd HH:mm:ss[.SSSSSS]X"))
+    return F.when(column.rlike(TSTAMP_PATTERN), F.unix_micros(parsed))
+
+
+def parse(lines: DataFrame) -> DataFrame:
+    """Split, pad and check each line; adds `fields`, key columns and `errors` (empty when valid)."""
+    count = F.size(F.split("line", "\t", -1))
+    parsed = lines.withColumn("field_count", count).withColumn(
+        "fields",
+        F.when(
+            count.between(MIN_FIELDS, FIELDS),
+            F.concat(F.split("line", "\t", -1), F.array_repeat(F.lit(""), F.lit(FIELDS) - count)),
+        ),
+    )
+    parsed = parsed.select(
+        "*",
+        field(EVENT_ID).alias("event_id"),
+        field(EVENT_FINGERPRINT).alias("fingerprint"),
+        field(COLLECTOR_TSTAMP).alias("collector_tstamp"),
+        epoch_micros(field(ETL_TSTAMP)).alias("etl_us"),
+        epoch_micros(field(COLLECTOR_TSTAMP)).alias("collector_us"),
+    )
+
+    def message(failed: Column, text: Column) -> Column:
+        return F.when(failed, text)
+
+    valid_shape = F.col("fields").isNotNull()
+    errors = F.array_compact(
+        F.array(
+            message(
+                count < MIN_FIELDS,
+                F.format_string(
+                    "Line does not match Snowplow enriched event (expected 108+ fields; found %d)", F.col("field_count")
+                ),
+            ),
+            message(
+                count > FIELDS,
+                F.format_string(
+                    "Line does not match Snowplow enriched event (expected at most 131 fields; found %d)",
+                    F.col("field_count"),
+                ),
+            ),
+            message(
+                valid_shape & ~F.col("event_id").rlike(UUID_PATTERN),
+                F.format_string("Field [event_id]: [%s] is not a valid UUID", _show(F.col("event_id"))),
+            ),
+            message(
+                valid_shape & F.col("collector_us").isNull(),
+                F.format_string(
+                    "Field [collector_tstamp]: [%s] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
+                    _show(field(COLLECTOR_TSTAMP)),
+                ),
+            ),
+            message(
+                valid_shape & F.col("etl_us").isNull(),
+                F.format_string(
+                    "Field [etl_tstamp]: [%s] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
+                    _show(field(ETL_TSTAMP)),
+                ),
+            ),
+        )
+    )
+    return parsed.withColumn("errors", errors).drop("field_count")
+
+
+def atomic_line(event_id: Column) -> Column:
+    """The atomic-events line: the three JSON fields removed, 128 fields, with this `event_id`."""
+    parts = F.concat(
+        F.slice("fields", 1, EVENT_ID),
+        F.array(event_id),
+        F.slice("fields", EVENT_ID + 2, CONTEXTS - EVENT_ID - 1),
+        F.slice("fields", CONTEXTS + 2, UNSTRUCT_EVENT - CONTEXTS - 1),
+        F.slice("fields", UNSTRUCT_EVENT + 2, DERIVED_CONTEXTS - UNSTRUCT_EVENT - 1),
+        F.slice("fields", DERIVED_CONTEXTS + 2, FIELDS - DERIVED_CONTEXTS - 1),
+    )
+    return F.concat_ws("\t", parts)

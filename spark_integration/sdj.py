@@ -1,0 +1,169 @@
+"""Self-describing JSON columns of enriched events: validation and byte-exact entity extraction.
+
+Pure Python, no Spark: the shred job calls it once per Arrow batch. The `data` of every entity is
+cut from the input text by position (not re-serialised), so it is kept byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import Any
+
+import attrs
+
+IGLU_URI = re.compile(
+    r"iglu:(?P<vendor>[a-zA-Z0-9_.-]+)/(?P<name>[a-zA-Z0-9_-]+)/(?P<format>[a-zA-Z0-9_-]+)/"
+    r"(?P<version>(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*))"
+)
+CONTEXTS_SCHEMA = re.compile(r"iglu:com\.snowplowanalytics\.snowplow/contexts/jsonschema/1-0-(?:0|[1-9][0-9]*)")
+UNSTRUCT_SCHEMA = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
+SHOWN = 80
+"""Longest value quoted in an error message."""
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+@attrs.frozen
+class Entity:
+    """One self-describing entity: its schema's parts and its `data` exactly as received."""
+
+    vendor: str
+    name: str
+    format: str
+    version: str
+    data: str
+
+
+class InvalidJson(ValueError):
+    """A JSON column is not valid JSON, or not of the self-describing shape its field needs."""
+
+
+def show(value: str) -> str:
+    return value if len(value) <= SHOWN else value[:SHOWN] + "..."
+
+
+def _skip(text: str, pos: int) -> int:
+    return _WS.match(text, pos).end()  # type: ignore[union-attr]
+
+
+def _value(text: str, pos: int) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as e:
+        raise InvalidJson(f"invalid JSON ({e.msg} at character {e.pos})") from None
+    except RecursionError:
+        raise InvalidJson(f"invalid JSON (nested too deeply at character {pos})") from None
+
+
+def _members(text: str, pos: int, where: str) -> tuple[dict[str, tuple[int, int]], int]:
+    """The raw spans of an object's members, starting at `pos`; returns them and the end position."""
+    pos = _skip(text, pos)
+    if text[pos : pos + 1] != "{":
+        raise InvalidJson(f"{where} must be a JSON object")
+    spans: dict[str, tuple[int, int]] = {}
+    pos = _skip(text, pos + 1)
+    if text[pos : pos + 1] == "}":
+        return spans, pos + 1
+    while True:
+        if text[pos : pos + 1] != '"':
+            raise InvalidJson(f"invalid JSON (expecting a property name at character {pos})")
+        try:
+            key, pos = scanstring(text, pos + 1)
+        except json.JSONDecodeError as e:
+            raise InvalidJson(f"invalid JSON ({e.msg} at character {e.pos})") from None
+        pos = _skip(text, pos)
+        if text[pos : pos + 1] != ":":
+            raise InvalidJson(f"invalid JSON (expecting ':' at character {pos})")
+        start = _skip(text, pos + 1)
+        _, end = _value(text, start)
+        if key in spans:
+            raise InvalidJson(f"{where} has the property [{key}] twice")
+        spans[key] = (start, end)
+        pos = _skip(text, end)
+        if text[pos : pos + 1] == ",":
+            pos = _skip(text, pos + 1)
+        elif text[pos : pos + 1] == "}":
+            return spans, pos + 1
+        else:
+            raise InvalidJson(f"invalid JSON (expecting ',' or '}}' at character {pos})")
+
+
+def _envelope(text: str, pos: int, where: str) -> tuple[str, tuple[int, int], int]:
+    """A self-describing JSON at `pos`: its schema URI, the span of its data, its end position."""
+    spans, end = _members(text, pos, where)
+    if set(spans) != {"schema", "data"}:
+        found = ", ".join(sorted(spans)) or "none"
+        raise InvalidJson(f"{where} must have exactly the properties schema and data (found {found})")
+    start, stop = spans["schema"]
+    schema = json.loads(text[start:stop])
+    if not isinstance(schema, str):
+        raise InvalidJson(f"{where}: schema must be a string")
+    return schema, spans["data"], end
+
+
+def _entity(text: str, pos: int, where: str) -> tuple[Entity, int]:
+    schema, (start, stop), end = _envelope(text, pos, where)
+    match = IGLU_URI.fullmatch(schema)
+    if match is None:
+        raise InvalidJson(f"{where}: schema [{show(schema)}] is not an Iglu URI iglu:vendor/name/format/M-R-A")
+    if text[start] != "{":
+        raise InvalidJson(f"{where}: data of [{schema}] must be a JSON object")
+    return Entity(match["vendor"], match["name"], match["format"], match["version"], text[start:stop]), end
+
+
+def _whole(text: str, end: int) -> None:
+    if _skip(text, end) != len(text):
+        raise InvalidJson(f"invalid JSON (extra data at character {_skip(text, end)})")
+
+
+def parse_contexts(text: str) -> list[Entity]:
+    """The entities of a `contexts` or `derived_contexts` column."""
+    schema, (start, _), end = _envelope(text, 0, "the value")
+    _whole(text, end)
+    if not CONTEXTS_SCHEMA.fullmatch(schema):
+        raise InvalidJson(
+            f"schema [{show(schema)}] is not iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-x"
+        )
+    if text[start] != "[":
+        raise InvalidJson("data must be an array of self-describing JSONs")
+    entities: list[Entity] = []
+    pos = _skip(text, start + 1)
+    if text[pos] == "]":
+        return entities
+    while True:
+        entity, pos = _entity(text, pos, f"context {len(entities)}")
+        entities.append(entity)
+        pos = _skip(text, pos)
+        if text[pos] == "]":
+            return entities
+        pos = _skip(text, pos + 1)  # the ',' (the array is valid JSON: raw_decode checked it)
+
+
+def parse_unstruct(text: str) -> list[Entity]:
+    """The one entity of an `unstruct_event` column."""
+    schema, (start, _), end = _envelope(text, 0, "the value")
+    _whole(text, end)
+    if schema != UNSTRUCT_SCHEMA:
+        raise InvalidJson(f"schema [{show(schema)}] is not {UNSTRUCT_SCHEMA}")
+    entity, _ = _entity(text, start, "data")
+    return [entity]
+
+
+PARSERS = (("contexts", parse_contexts), ("unstruct_event", parse_unstruct), ("derived_contexts", parse_contexts))
+
+
+def entities_of(contexts: str | None, unstruct: str | None, derived: str | None) -> tuple[list[Entity], list[str]]:
+    """All entities of an event's three JSON columns, and one message per invalid column."""
+    entities: list[Entity] = []
+    errors: list[str] = []
+    for (field, parse), text in zip(PARSERS, (contexts, unstruct, derived), strict=True):
+        if not text:
+            continue
+        try:
+            entities += parse(text)
+        except InvalidJson as e:
+            errors.append(f"Field [{field}]: {e}")
+    return entities, errors
