@@ -116,14 +116,16 @@ def parse(lines: DataFrame) -> DataFrame:
     return parsed.withColumn("errors", errors).drop("field_count")
 
 
-def atomic_line(event_id: Column) -> Column:
-    """The atomic-events line: the three JSON fields removed, 128 fields, with this `event_id`."""
-    parts = F.concat(
-        F.slice("fields", 1, EVENT_ID),
-        F.array(event_id),
+def atomic_parts() -> tuple[Column, Column]:
+    """The atomic-events line around `event_id`: fields before it and after it, JSON fields removed.
+
+    With the event id between them, 6 + 1 + 121 = 128 fields (SPEC §5).
+    """
+    before = F.slice("fields", 1, EVENT_ID)
+    after = F.concat(
         F.slice("fields", EVENT_ID + 2, CONTEXTS - EVENT_ID - 1),
         F.slice("fields", CONTEXTS + 2, UNSTRUCT_EVENT - CONTEXTS - 1),
         F.slice("fields", UNSTRUCT_EVENT + 2, DERIVED_CONTEXTS - UNSTRUCT_EVENT - 1),
         F.slice("fields", DERIVED_CONTEXTS + 2, FIELDS - DERIVED_CONTEXTS - 1),
     )
-    return F.concat_ws("\t", parts)
+    return F.concat_ws("\t", before), F.concat_ws("\t", after)

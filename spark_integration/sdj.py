@@ -36,6 +36,15 @@ class Entity:
     version: str
     data: str
 
+    def as_row(self) -> dict[str, str]:
+        return {
+            "vendor": self.vendor,
+            "name": self.name,
+            "format": self.format,
+            "version": self.version,
+            "data": self.data,
+        }
+
 
 class InvalidJson(ValueError):
     """A JSON column is not valid JSON, or not of the self-describing shape its field needs."""

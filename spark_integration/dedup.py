@@ -1,0 +1,96 @@
+"""Deduplication of enriched events with Spark functions: natural in-batch, cross-batch through the
+manifest, and synthetic in-batch. Rows are shuffled once, by event id; every window reuses it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from events_manifest.model import to_epoch_seconds
+from spark_integration.manifest_handle import ManifestHandle
+from spark_integration.udfs import manifest_put
+
+KEPT = "kept"
+BAD = "bad"
+IN_BATCH = "in_batch_duplicate"
+CROSS_BATCH = "cross_batch_duplicate"
+MANIFEST_ERROR = "manifest_error"
+
+
+def uuid5(namespace: Column, name: Column) -> Column:
+    """RFC 4122 UUID version 5 (SHA-1) of a UUID namespace and a text name, as Python's uuid.uuid5."""
+    digest = F.sha1(F.concat(F.unhex(F.regexp_replace(namespace, "-", "")), F.encode(name, "UTF-8")))
+    variant = F.lower(F.hex(F.conv(F.substring(digest, 17, 1), 16, 10).cast("int").bitwiseAND(3).bitwiseOR(8)))
+    return F.concat_ws(
+        "-",
+        F.substring(digest, 1, 8),
+        F.substring(digest, 9, 4),
+        F.concat(F.lit("5"), F.substring(digest, 14, 3)),
+        F.concat(variant, F.substring(digest, 18, 3)),
+        F.substring(digest, 21, 12),
+    )
+
+
+def dedup_natural(events: DataFrame, etl_time: datetime) -> DataFrame:
+    """Number each valid event within its (event_id, fingerprint); fill missing fingerprints.
+
+    Adds `rank` (1 = the one to keep: earliest etl, then collector time, then input position) and
+    `fingerprint` filled with a UUID derived from the event id, the batch and the line, so an
+    event without fingerprint is never a natural duplicate and a rerun gives the same output.
+    Expects `events` partitioned by event_id (see `by_event_id`).
+    """
+    missing = F.col("fingerprint") == ""
+    pair = Window.partitionBy("valid", "event_id", "fingerprint").orderBy(
+        "etl_us", "collector_us", F.when(missing, F.col("line")), "file", "position"
+    )
+    rank = F.row_number().over(pair)
+    batch = F.lit(f"missing-fingerprint:{to_epoch_seconds(etl_time)}:")
+    return (
+        events.withColumn("rank", rank)
+        .withColumn(
+            "fingerprint",
+            F.when(
+                missing & F.col("valid"), uuid5(F.col("event_id"), F.concat(batch, F.col("rank").cast("string")))
+            ).otherwise(F.col("fingerprint")),
+        )
+        .withColumn("rank", F.when(missing, F.lit(1)).otherwise(F.col("rank")))
+    )
+
+
+def by_event_id(events: DataFrame) -> DataFrame:
+    """The one shuffle of the job: every later window partitions by event_id and more."""
+    return events.repartition("event_id")
+
+
+def dedup_cross_batch(events: DataFrame, manifest: ManifestHandle | None, etl_time: datetime) -> DataFrame:
+    """Put each first-of-its-pair valid event to the manifest and set `status`."""
+    first = F.col("valid") & (F.col("rank") == 1)
+    status = F.when(~F.col("valid"), F.lit(BAD)).when(~first, F.lit(IN_BATCH))
+    if manifest is None:
+        return events.withColumn("status", status.otherwise(F.lit(KEPT))).withColumn("manifest_error", F.lit(None))
+    put = manifest_put(manifest, etl_time)
+    events = events.withColumn("put", put(F.col("event_id"), F.col("fingerprint"), first))
+    status = (
+        status.when(F.col("put.error").isNotNull(), F.lit(MANIFEST_ERROR))
+        .when(~F.col("put.accepted"), F.lit(CROSS_BATCH))
+        .otherwise(F.lit(KEPT))
+    )
+    return events.withColumn("status", status).withColumn("manifest_error", F.col("put.error")).drop("put")
+
+
+def dedup_synthetic(events: DataFrame, *, enabled: bool = True, random_ids: bool = False) -> DataFrame:
+    """Give kept events that still share an event id a new id each: `synthetic` and `new_event_id`.
+
+    New ids are UUID v5 of (original id, fingerprint), the same on every rerun, or v4 with
+    `random_ids` as in the reference system.
+    """
+    kept = F.col("status") == KEPT
+    sharing = F.count(F.when(kept, F.lit(1))).over(Window.partitionBy("event_id"))
+    synthetic = kept & (sharing > 1) if enabled else F.lit(False)
+    new_id = F.expr("uuid()") if random_ids else uuid5(F.col("event_id"), F.col("fingerprint"))
+    return events.withColumn("synthetic", synthetic).withColumn(
+        "new_event_id", F.when(F.col("synthetic"), new_id).otherwise(F.col("event_id"))
+    )

@@ -1,0 +1,59 @@
+"""Getting a manifest to Spark's Python workers: one open manifest per worker process."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from urllib.parse import urlsplit
+
+import attrs
+
+from events_manifest import DuplicateStorage, ManifestConfigError, SqliteManifest, manifest_from_url
+
+_OPEN: dict[bytes | str, DuplicateStorage] = {}
+_LOCK = threading.Lock()
+
+
+@attrs.frozen
+class ManifestHandle:
+    """A picklable reference to a manifest: its URL, or the manifest itself pickled.
+
+    `open()` in a worker process opens it once and reuses it for every later batch and task.
+    """
+
+    url: str | None = None
+    pickled: bytes | None = attrs.field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, manifest: str | DuplicateStorage) -> ManifestHandle:
+        if isinstance(manifest, str):
+            if urlsplit(manifest).scheme == "memory":
+                raise ManifestConfigError(_NOT_SHARED)
+            return cls(url=manifest)
+        if isinstance(manifest, SqliteManifest):
+            return cls(url=f"sqlite://{manifest.path.resolve()}?ttl={int(manifest.ttl.total_seconds())}s")
+        try:
+            return cls(pickled=pickle.dumps(manifest))
+        except (TypeError, pickle.PicklingError, AttributeError) as e:
+            raise ManifestConfigError(
+                f"{type(manifest).__name__} cannot go to Spark's workers ({e}). {_NOT_SHARED}"
+            ) from e
+
+    def open(self) -> DuplicateStorage:
+        key = self.url if self.url is not None else self.pickled
+        assert key is not None
+        with _LOCK:
+            manifest = _OPEN.get(key)
+            if manifest is None:
+                manifest = manifest_from_url(self.url) if self.url is not None else pickle.loads(key)  # type: ignore[arg-type]
+                _OPEN[key] = manifest
+        return manifest
+
+    def describe(self) -> str:
+        return self.url if self.url is not None else "a pickled manifest"
+
+
+_NOT_SHARED = (
+    "Spark's Python workers are separate processes, so an in-memory manifest would not be shared: "
+    "use sqlite:///path/manifest.db, a dynamodb:// URL, or a manifest from init_storage"
+)

@@ -1,0 +1,36 @@
+"""A local Spark session set up for these jobs: UTC, loopback only, no UI, Arrow batches."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.memory": "4g",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+    "spark.python.worker.reuse": "true",
+}
+
+
+def local_session(master: str = "local[2]", app_name: str = "events-manifest", **conf: str) -> SparkSession:
+    """The active session if there is one (spark-submit, a notebook), else a new local one."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, which brings its own master
+        builder = builder.master(master)
+    for key, value in {**DEFAULTS, **conf}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,72 @@
+"""What a shred run did, in numbers: printed as a table, saved as `_summary.json`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+BUCKETS = ("1", "2", "3-10", "11-100", ">100")
+"""Events per event id, as grouped in the distribution."""
+
+
+def bucket_of(count: int) -> str:
+    if count <= 2:
+        return str(count)
+    return "3-10" if count <= 10 else "11-100" if count <= 100 else ">100"
+
+
+@attrs.frozen
+class ShredSummary:
+    """Counts of one run; every input line is exactly one of kept, bad or a dropped duplicate."""
+
+    input_lines: int
+    kept_events: int
+    bad_rows: int
+    manifest_errors: int
+    in_batch_duplicates: int
+    cross_batch_duplicates: int
+    synthetic_duplicates: int
+    entities: dict[str, int]
+    events_per_event_id: dict[str, int]
+    etl_time: str | None
+    manifest: str | None
+    input_path: str
+    output_path: str
+    bad_path: str
+    seconds: float = attrs.field(eq=False)
+
+    @property
+    def balanced(self) -> bool:
+        dropped = self.in_batch_duplicates + self.cross_batch_duplicates
+        return self.input_lines == self.kept_events + self.bad_rows + dropped
+
+    def to_json(self) -> str:
+        return json.dumps(attrs.asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ShredSummary:
+        data: dict[str, Any] = json.loads(text)
+        return cls(**{f.name: data[f.name] for f in attrs.fields(cls)})
+
+    def table(self) -> str:
+        rows = [
+            ("input lines", self.input_lines),
+            ("kept events", self.kept_events),
+            ("bad rows", self.bad_rows),
+            ("  of which manifest errors", self.manifest_errors),
+            ("natural duplicates dropped in-batch", self.in_batch_duplicates),
+            ("natural duplicates dropped cross-batch", self.cross_batch_duplicates),
+            ("synthetic duplicates re-identified", self.synthetic_duplicates),
+        ]
+        width = max(len(name) for name, _ in rows) + 2
+        lines = [f"Shred run: {self.input_path} -> {self.output_path} ({self.seconds:.1f} s)"]
+        lines.append(f"etl time {self.etl_time or '-'}, manifest {self.manifest or 'none (in-batch dedup only)'}")
+        lines += [f"  {name:<{width}}{value:>12,}" for name, value in rows]
+        lines.append("  events per event id:")
+        lines += [f"    {name:<{width - 2}}{self.events_per_event_id.get(name, 0):>12,}" for name in BUCKETS]
+        lines.append("  entities per shredded type:")
+        lines += [f"    {count:>10,}  {name}" for name, count in sorted(self.entities.items())]
+        lines.append("  check: input = kept + bad + dropped duplicates: " + ("yes" if self.balanced else "NO"))
+        return "\n".join(lines)

@@ -1,0 +1,71 @@
+"""The two places where Spark hands rows to Python, one Arrow batch at a time.
+
+- `json_entities`: validate the JSON columns and cut out their entities byte for byte;
+- `manifest_put`: one `try_put_many` call per batch against the manifest.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import types as T
+from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+
+from events_manifest import ManifestError
+from spark_integration.manifest_handle import ManifestHandle
+from spark_integration.sdj import entities_of
+
+if TYPE_CHECKING:
+    from pyspark.sql._typing import UserDefinedFunctionLike
+
+ENTITY_TYPE = T.StructType([T.StructField(n, T.StringType()) for n in ("vendor", "name", "format", "version", "data")])
+ENTITIES_TYPE = T.StructType(
+    [T.StructField("errors", T.ArrayType(T.StringType())), T.StructField("entities", T.ArrayType(ENTITY_TYPE))]
+)
+PUT_TYPE = T.StructType([T.StructField("accepted", T.BooleanType()), T.StructField("error", T.StringType())])
+
+_ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
+
+
+def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.Array:
+    errors: list[list[str]] = []
+    entities: list[list[dict[str, Any]]] = []
+    for row in zip(contexts.to_pylist(), unstruct.to_pylist(), derived.to_pylist(), strict=True):
+        found, problems = entities_of(*row)
+        errors.append(problems)
+        entities.append([e.as_row() for e in found])
+    return pa.StructArray.from_arrays(
+        [pa.array(errors, type=pa.list_(pa.string())), pa.array(entities, type=pa.list_(_ENTITY_ARROW))],
+        names=["errors", "entities"],
+    )
+
+
+json_entities: UserDefinedFunctionLike = arrow_udf(_entities, ENTITIES_TYPE, ArrowUDFType.SCALAR)
+
+
+def manifest_put(handle: ManifestHandle, etl_time: datetime) -> UserDefinedFunctionLike:
+    """A UDF (event_id, fingerprint, wanted) -> (accepted, error) that puts the wanted rows.
+
+    Marked non-deterministic so Spark never duplicates the call in a plan; if a task is retried,
+    its puts are repeated with the same etl time and so accepted again: retries are safe.
+    """
+
+    def put(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array) -> pa.Array:
+        ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
+        positions = [i for i, w in enumerate(wanted.to_pylist()) if w]
+        accepted: list[bool | None] = [None] * len(ids)
+        errors: list[str | None] = [None] * len(ids)
+        if positions:
+            outcomes = handle.open().try_put_many((ids[i], fingerprint_list[i], etl_time) for i in positions)
+            for i, outcome in zip(positions, outcomes, strict=True):
+                if isinstance(outcome, ManifestError):
+                    errors[i] = f"Manifest: {outcome}"
+                else:
+                    accepted[i] = outcome
+        return pa.StructArray.from_arrays(
+            [pa.array(accepted, type=pa.bool_()), pa.array(errors, type=pa.string())], names=["accepted", "error"]
+        )
+
+    return arrow_udf(put, PUT_TYPE, ArrowUDFType.SCALAR).asNondeterministic()
