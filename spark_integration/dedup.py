@@ -46,17 +46,14 @@ def dedup_natural(events: DataFrame, etl_time: datetime) -> DataFrame:
     pair = Window.partitionBy("valid", "event_id", "fingerprint").orderBy(
         "etl_us", "collector_us", F.when(missing, F.col("line")), "file", "position"
     )
-    rank = F.row_number().over(pair)
     batch = F.lit(f"missing-fingerprint:{to_epoch_seconds(etl_time)}:")
-    return (
-        events.withColumn("rank", rank)
-        .withColumn(
-            "fingerprint",
-            F.when(
-                missing & F.col("valid"), uuid5(F.col("event_id"), F.concat(batch, F.col("rank").cast("string")))
-            ).otherwise(F.col("fingerprint")),
-        )
-        .withColumn("rank", F.when(missing, F.lit(1)).otherwise(F.col("rank")))
+    numbered = events.withColumn("rank", F.row_number().over(pair))
+    return numbered.select(
+        *(c for c in numbered.columns if c not in ("rank", "fingerprint")),
+        F.when(missing & F.col("valid"), uuid5(F.col("event_id"), F.concat(batch, F.col("rank").cast("string"))))
+        .otherwise(F.col("fingerprint"))
+        .alias("fingerprint"),
+        F.when(missing, F.lit(1)).otherwise(F.col("rank")).alias("rank"),
     )
 
 

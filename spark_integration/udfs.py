@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import types as T
-from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+from pyspark.sql.pandas.functions import arrow_udf
 
 from events_manifest import ManifestError
 from spark_integration.manifest_handle import ManifestHandle
@@ -42,7 +42,7 @@ def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.A
     )
 
 
-json_entities: UserDefinedFunctionLike = arrow_udf(_entities, ENTITIES_TYPE, ArrowUDFType.SCALAR)
+json_entities: UserDefinedFunctionLike = arrow_udf(_entities, ENTITIES_TYPE)  # type: ignore[call-overload]
 
 
 def manifest_put(handle: ManifestHandle, etl_time: datetime) -> UserDefinedFunctionLike:
@@ -68,4 +68,4 @@ def manifest_put(handle: ManifestHandle, etl_time: datetime) -> UserDefinedFunct
             [pa.array(accepted, type=pa.bool_()), pa.array(errors, type=pa.string())], names=["accepted", "error"]
         )
 
-    return arrow_udf(put, PUT_TYPE, ArrowUDFType.SCALAR).asNondeterministic()
+    return arrow_udf(put, PUT_TYPE).asNondeterministic()  # type: ignore[call-overload]

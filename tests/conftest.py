@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -84,3 +85,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     yield made
     for manifest in made.opened:
         manifest.close()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one local Spark session of the suite (its Python workers can import `tests`)."""
+    pytest.importorskip("pyspark")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    from spark_integration.session import local_session
+
+    session = local_session("local[2]", "events-manifest-tests", **{"spark.sql.shuffle.partitions": "4"})
+    yield session
+    session.stop()

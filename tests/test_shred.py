@@ -1,0 +1,246 @@
+"""Golden end-to-end tests of the shred job on the local Spark session: exact expected outputs."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events_manifest import SqliteManifest
+from spark_integration import shred
+from spark_integration.summary import ShredSummary
+from tests.shred_helpers import (
+    atomic,
+    contexts,
+    line,
+    read_bad,
+    read_output,
+    sdj,
+    shredded,
+    unstruct,
+    uuid5,
+    write_input,
+)
+
+pytestmark = pytest.mark.spark
+
+A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
+C = "1b1a4c8e-4f2a-4d7e-9a59-2a6f0e7c5a11"
+D = "2c2b5d9f-5a3b-4e8f-8b6a-3b7a1f8d6b22"
+E = "3d3c6eaf-6b4c-4f9a-9c7b-4c8b2a9e7c33"
+WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
+PRODUCT = "iglu:com.acme/product/jsonschema/1-0-2"
+UA = "iglu:com.snowplowanalytics.snowplow/ua_parser_context/jsonschema/1-0-0"
+LINK = "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1"
+SP = "com.snowplowanalytics.snowplow"
+
+
+def run(
+    spark: Any, tmp: Path, *files: list[str], **options: Any
+) -> tuple[ShredSummary, dict[str, list[str]], list[Any]]:
+    source = write_input(tmp / "in", *files)
+    summary = shred(spark, str(source), str(tmp / "out"), str(tmp / "bad"), **options)
+    return summary, read_output(tmp / "out"), read_bad(tmp / "bad")
+
+
+def path(vendor: str, name: str, version: str) -> str:
+    return f"shredded-types/vendor={vendor}/name={name}/format=jsonschema/version={version}"
+
+
+def test_contexts_unstruct_derived_and_legacy_lines(spark: Any, tmp_path: Path) -> None:
+    page = '{"id":"0f4d\\u00e9","n":1.50,"url":"http:\\/\\/x","tags":["été"],"e":1E3}'
+    product = '{"sku":"SKU-1","price":12.50}'
+    ua = '{"useragentFamily":"Firefox"}'
+    link = '{"targetUrl":"https://shop.example.com/sale"}'
+    view = line(
+        A,
+        "FPA",
+        collector="2026-11-01 05:00:00.123",
+        contexts=contexts(sdj(WEB_PAGE, page), sdj(PRODUCT, product)),
+        derived_contexts=contexts(sdj(UA, ua)),
+        page_title="Caf\u00e9 d\u00e9j\u00e0 vu",
+    )
+    click = line(B, "FPB", event="unstruct", unstruct_event=unstruct(sdj(LINK, link)))
+    legacy = line(C, collector="2026-11-01 05:30:00.000", fields=110, contexts=contexts(sdj(WEB_PAGE, '{"id":"z"}')))
+    summary, out, bad = run(spark, tmp_path, [view, click, legacy])
+
+    assert bad == []
+    assert out["atomic-events"] == sorted([atomic(view), atomic(click), atomic(legacy)])
+    assert all(len(x.split("\t")) == 128 for x in out["atomic-events"])
+    assert out == {
+        "atomic-events": out["atomic-events"],
+        path(SP, "web_page", "1-0-0"): sorted(
+            [
+                shredded(SP, "web_page", "1-0-0", page, A, "2026-11-01 05:00:00.123"),
+                shredded(SP, "web_page", "1-0-0", '{"id":"z"}', C, "2026-11-01 05:30:00.000"),
+            ]
+        ),
+        path("com.acme", "product", "1-0-2"): [
+            shredded("com.acme", "product", "1-0-2", product, A, "2026-11-01 05:00:00.123")
+        ],
+        path(SP, "ua_parser_context", "1-0-0"): [
+            shredded(SP, "ua_parser_context", "1-0-0", ua, A, "2026-11-01 05:00:00.123")
+        ],
+        path(SP, "link_click", "1-0-1"): [shredded(SP, "link_click", "1-0-1", link, B, "2026-11-01 05:59:00.000")],
+    }
+    assert (summary.input_lines, summary.kept_events, summary.bad_rows) == (3, 3, 0)
+    assert summary.entities == {
+        f"{SP}/web_page/jsonschema/1-0-0": 2,
+        "com.acme/product/jsonschema/1-0-2": 1,
+        f"{SP}/ua_parser_context/jsonschema/1-0-0": 1,
+        f"{SP}/link_click/jsonschema/1-0-1": 1,
+    }
+    assert summary.etl_time == "2026-11-01 06:00:00"
+    assert ShredSummary.from_json((tmp_path / "out" / "_summary.json").read_text()) == summary
+
+
+def test_natural_and_synthetic_duplicates_in_batch(spark: Any, tmp_path: Path) -> None:
+    late = line(A, "FP1", etl="2026-11-01 06:00:05.000", page_title="late etl")
+    early = line(A, "FP1", etl="2026-11-01 06:00:01.000", page_title="early etl")
+    later_collector = line(B, "FP2", collector="2026-11-01 05:59:30.000", page_title="later collector")
+    earlier_collector = line(B, "FP2", collector="2026-11-01 05:59:10.000", page_title="earlier collector")
+    first_in_file = line(C, "FP3", page_title="first in the file")
+    second_in_file = line(C, "FP3", page_title="second in the file")
+    synthetic_1 = line(D, "FP4", page_title="one payload")
+    synthetic_2 = line(D, "FP5", page_title="another payload")
+    synthetic_2_again = line(D, "FP5", page_title="another payload")
+    files = [
+        [late, later_collector, first_in_file, synthetic_1, synthetic_2],
+        [early, earlier_collector, second_in_file, synthetic_2_again],
+    ]
+    summary, out, bad = run(spark, tmp_path, *files)
+
+    new_4, new_5 = uuid5(D, "FP4"), uuid5(D, "FP5")
+    assert bad == []
+    assert out["atomic-events"] == sorted(
+        [
+            atomic(early),
+            atomic(earlier_collector),
+            atomic(first_in_file),
+            atomic(synthetic_1, new_4),
+            atomic(synthetic_2, new_5),
+        ]
+    )
+    duplicate = '{"originalEventId":"' + D + '"}'
+    assert out[path(SP, "duplicate", "1-0-0")] == sorted(
+        [
+            shredded(SP, "duplicate", "1-0-0", duplicate, new_4, "2026-11-01 05:59:00.000"),
+            shredded(SP, "duplicate", "1-0-0", duplicate, new_5, "2026-11-01 05:59:00.000"),
+        ]
+    )
+    assert (summary.input_lines, summary.kept_events, summary.in_batch_duplicates) == (9, 5, 4)
+    assert summary.synthetic_duplicates == 2
+    assert summary.events_per_event_id == {"1": 0, "2": 3, "3-10": 1, "11-100": 0, ">100": 0}
+
+
+def test_events_without_fingerprint_are_never_natural_duplicates(spark: Any, tmp_path: Path) -> None:
+    same = line(A, "")
+    summary, out, _ = run(spark, tmp_path, [same, same, line(B, "")])
+    assert summary.in_batch_duplicates == 0
+    assert summary.kept_events == 3
+    assert summary.synthetic_duplicates == 2, "two copies without fingerprint share an id: synthetic"
+    ids = sorted(x.split("\t")[6] for x in out["atomic-events"])
+    assert len(set(ids)) == 3
+    assert B in ids
+
+
+def test_synthetic_dedup_can_be_disabled_or_random(spark: Any, tmp_path: Path) -> None:
+    lines = [line(D, "FP4"), line(D, "FP5")]
+    summary, out, _ = run(spark, tmp_path / "off", lines, synthetic_dedup=False)
+    assert summary.synthetic_duplicates == 0
+    assert [x.split("\t")[6] for x in out["atomic-events"]] == [D, D]
+    summary, out, _ = run(spark, tmp_path / "random", lines, random_synthetic_ids=True)
+    ids = {x.split("\t")[6] for x in out["atomic-events"]}
+    assert summary.synthetic_duplicates == 2
+    assert len(ids) == 2
+    assert all(uuid5(D, fp) not in ids for fp in ("FP4", "FP5"))
+    assert all(i[14] == "4" for i in ids), "v4 ids"
+
+
+def test_cross_batch_against_a_prepopulated_manifest(spark: Any, tmp_path: Path) -> None:
+    etl = datetime(2026, 11, 1, 6, 0, 0)
+    store = tmp_path / "manifest.db"
+    with SqliteManifest(store, ttl=timedelta(days=1)) as manifest:
+        assert manifest.put(A, "FPA", etl - timedelta(hours=1))  # an earlier batch: duplicate
+        assert manifest.put(B, "FPB", etl)  # an earlier failed run of this same batch: kept
+        assert manifest.put(C, "FPC", etl - timedelta(days=2))  # expired by now: kept
+        assert manifest.put(E, "other", etl - timedelta(hours=1))  # same id, other fingerprint: kept
+    lines = [line(A, "FPA"), line(B, "FPB"), line(C, "FPC"), line(D, "FPD"), line(E, "FPE")]
+    summary, out, bad = run(spark, tmp_path, lines, manifest=f"sqlite://{store}?ttl=1d")
+
+    assert bad == []
+    assert summary.cross_batch_duplicates == 1
+    assert summary.kept_events == 4
+    assert sorted(x.split("\t")[6] for x in out["atomic-events"]) == sorted([B, C, D, E])
+    with SqliteManifest(store) as manifest:
+        entry = manifest.lookup(D, "FPD")
+        assert entry is not None and entry.etl_time == etl
+        assert manifest.lookup(C, "FPC").etl_time == etl  # type: ignore[union-attr]
+
+
+def test_rerun_of_the_same_input_gives_identical_output(spark: Any, tmp_path: Path) -> None:
+    lines = [line(A, "FP1"), line(A, "FP1"), line(B, ""), line(B, ""), line(C, "FP3"), line(C, "FP4"), "broken"]
+    source = write_input(tmp_path / "in", lines)
+    manifest = f"sqlite://{tmp_path}/manifest.db"
+    first = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest)
+    before = read_output(tmp_path / "out"), read_bad(tmp_path / "bad")
+    second = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest, overwrite=True)
+    assert (read_output(tmp_path / "out"), read_bad(tmp_path / "bad")) == before
+    assert first == second
+    assert second.cross_batch_duplicates == 0
+
+
+def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
+    wrong_contexts = '{"schema":"iglu:com.acme/contexts/jsonschema/1-0-0","data":[]}'
+    lines = {
+        "": ["Line does not match Snowplow enriched event (expected 108+ fields; found 1)"],
+        "garbage": ["Line does not match Snowplow enriched event (expected 108+ fields; found 1)"],
+        line(A, fields=100): ["Line does not match Snowplow enriched event (expected 108+ fields; found 100)"],
+        line(A) + "\textra": ["Line does not match Snowplow enriched event (expected at most 131 fields; found 132)"],
+        line("not-a-uuid"): ["Field [event_id]: [not-a-uuid] is not a valid UUID"],
+        line(A.upper()): [f"Field [event_id]: [{A.upper()}] is not a valid UUID"],
+        line(A, etl="yesterday", collector="2026-13-01 00:00:00.000"): [
+            "Field [collector_tstamp]: [2026-13-01 00:00:00.000] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
+            "Field [etl_tstamp]: [yesterday] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
+        ],
+        line(B, contexts='{"schema":"' + "x" * 10 + '","data":['): [
+            "Field [contexts]: invalid JSON (Expecting value at character 31)"
+        ],
+        line(B, contexts=wrong_contexts, unstruct_event='{"schema":"' + "i" + '"}'): [
+            "Field [contexts]: schema [iglu:com.acme/contexts/jsonschema/1-0-0] is not "
+            "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-x",
+            "Field [unstruct_event]: the value must have exactly the properties schema and data (found schema)",
+        ],
+        line(C, derived_contexts=contexts(sdj("not an iglu uri", "{}"))): [
+            "Field [derived_contexts]: context 0: schema [not an iglu uri] is not an Iglu URI iglu:vendor/name/format/M-R-A"
+        ],
+        line(C, unstruct_event=unstruct(sdj(LINK, "[1]"))): [
+            f"Field [unstruct_event]: data: data of [{LINK}] must be a JSON object"
+        ],
+        line(
+            D, contexts='{"schema":"' + "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0" + '","data":{}}'
+        ): ["Field [contexts]: data must be an array of self-describing JSONs"],
+        line("", etl=""): [
+            "Field [event_id]: [] is not a valid UUID",
+            "Field [etl_tstamp]: [] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
+        ],
+    }
+    summary, out, bad = run(spark, tmp_path, list(lines), manifest=f"sqlite://{tmp_path}/m.db")
+    expected = [
+        {"line": text, "errors": [{"level": "error", "message": m} for m in messages]}
+        for text, messages in sorted(lines.items())
+    ]
+    assert bad == expected
+    assert out["atomic-events"] == []
+    assert (summary.input_lines, summary.bad_rows, summary.kept_events) == (len(lines), len(lines), 0)
+    tstamp = json.loads(
+        (tmp_path / "bad")
+        .joinpath(next(p.name for p in (tmp_path / "bad").glob("part-*") if p.stat().st_size))
+        .read_text()
+        .splitlines()[0]
+    )["failure_tstamp"]
+    assert datetime.strptime(tstamp, "%Y-%m-%dT%H:%M:%S.%fZ")
