@@ -32,7 +32,21 @@ _EXPORTS = {
     "local_session": "session",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ManifestHandle",
+    "OutputExistsError",
+    "ShredSummary",
+    "dedup_cross_batch",
+    "dedup_natural",
+    "dedup_synthetic",
+    "deduplicate",
+    "load_enriched",
+    "local_session",
+    "parse",
+    "shred",
+    "uuid5",
+    "validate",
+]
 
 
 def __getattr__(name: str) -> Any:

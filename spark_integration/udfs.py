@@ -68,4 +68,5 @@ def manifest_put(handle: ManifestHandle, etl_time: datetime) -> UserDefinedFunct
             [pa.array(accepted, type=pa.bool_()), pa.array(errors, type=pa.string())], names=["accepted", "error"]
         )
 
-    return arrow_udf(put, PUT_TYPE).asNondeterministic()  # type: ignore[call-overload]
+    udf: UserDefinedFunctionLike = arrow_udf(put, PUT_TYPE)  # type: ignore[call-overload]
+    return udf.asNondeterministic()
