@@ -204,7 +204,8 @@ def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
         line("not-a-uuid"): ["Field [event_id]: [not-a-uuid] is not a valid UUID"],
         line(A.upper()): [f"Field [event_id]: [{A.upper()}] is not a valid UUID"],
         line(A, etl="yesterday", collector="2026-13-01 00:00:00.000"): [
-            "Field [collector_tstamp]: [2026-13-01 00:00:00.000] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
+            "Field [collector_tstamp]: [2026-13-01 00:00:00.000] is not a timestamp of the form "
+            "yyyy-MM-dd HH:mm:ss.SSS",
             "Field [etl_tstamp]: [yesterday] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
         ],
         line(B, contexts='{"schema":"' + "x" * 10 + '","data":['): [
@@ -216,7 +217,8 @@ def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
             "Field [unstruct_event]: the value must have exactly the properties schema and data (found schema)",
         ],
         line(C, derived_contexts=contexts(sdj("not an iglu uri", "{}"))): [
-            "Field [derived_contexts]: context 0: schema [not an iglu uri] is not an Iglu URI iglu:vendor/name/format/M-R-A"
+            "Field [derived_contexts]: context 0: schema [not an iglu uri] is not an Iglu URI "
+            "iglu:vendor/name/format/M-R-A"
         ],
         line(C, unstruct_event=unstruct(sdj(LINK, "[1]"))): [
             f"Field [unstruct_event]: data: data of [{LINK}] must be a JSON object"
