@@ -138,7 +138,8 @@ def _sqlite(url: str) -> DuplicateStorage:
     return SqliteManifest(Path(path), ttl=query.ttl(), cache_mib=query.integer("cache_mib", 64))
 
 
-def _dynamodb(url: str) -> DuplicateStorage:
+def dynamodb_url_parts(url: str) -> tuple[str, ClientOptions, bool, timedelta, int]:
+    """The table, client options, create flag, ttl and concurrency a dynamodb:// URL names."""
     parts = urlsplit(url)
     query = _Query(url, {"region", "endpoint", "create", "concurrency", "max_attempts"})
     table = check_table_name(parts.netloc + parts.path.rstrip("/"), f"manifest URL [{url}]: table")
@@ -153,7 +154,12 @@ def _dynamodb(url: str) -> DuplicateStorage:
         max_attempts=query.integer("max_attempts", DEFAULT_MAX_ATTEMPTS),
         max_pool_connections=concurrency,
     )
-    return _open_dynamodb(options, table, query.flag("create"), ttl=query.ttl(), concurrency=concurrency)
+    return table, options, query.flag("create"), query.ttl(), concurrency
+
+
+def _dynamodb(url: str) -> DuplicateStorage:
+    table, options, create, ttl, concurrency = dynamodb_url_parts(url)
+    return _open_dynamodb(options, table, create, ttl=ttl, concurrency=concurrency)
 
 
 _BUILTIN: dict[str, BackendFactory] = {"memory": _memory, "sqlite": _sqlite, "dynamodb": _dynamodb}

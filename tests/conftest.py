@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,10 @@ import attrs
 import pytest
 
 from events_manifest import DEFAULT_TTL, DuplicateStorage, manifest_from_url
+from events_manifest.aio import AsyncDynamoDbManifest, AsyncEventsManifest, async_manifest_from_url
+from events_manifest.factory import dynamodb_url_parts
 from events_manifest.testing import LocalServer, start_dynalite, start_moto
+from events_manifest.testing.blocking import BlockingManifest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,26 +51,64 @@ def ttl_text(ttl: timedelta) -> str:
 
 @attrs.define
 class Backend:
-    """Makes fresh, empty manifests of one kind; `url` names one that other processes can open."""
+    """Makes fresh, empty manifests of one kind; `url` names one that other processes can open.
+
+    An `async_open` backend is the async manifest of that URL, driven through `BlockingManifest`
+    so that the same sync tests run against it unchanged.
+    """
 
     name: str
     url: Callable[[timedelta], str]
     shared_across_processes: bool
+    async_open: Callable[[str], Awaitable[AsyncEventsManifest]] | None = None
     opened: list[DuplicateStorage] = attrs.field(factory=list)
 
     def make(self, ttl: timedelta = DEFAULT_TTL) -> DuplicateStorage:
-        manifest = manifest_from_url(self.url(ttl))
+        url = self.url(ttl)
+        opener = self.async_open
+        manifest = manifest_from_url(url) if opener is None else BlockingManifest(lambda: opener(url))
         self.opened.append(manifest)
         return manifest
+
+
+async def _aioboto3_manifest(url: str) -> AsyncEventsManifest:
+    """The async DynamoDB manifest on the user's own aioboto3 client (not the lean path)."""
+    import aioboto3
+
+    table, options, create, ttl, concurrency = dynamodb_url_parts(url)
+    await asyncio.to_thread(lambda: manifest_from_url(url).close())  # creates the table
+    stack = contextlib.AsyncExitStack()
+    client = await stack.enter_async_context(aioboto3.Session().client("dynamodb", **options.client_kwargs()))
+
+    class Owned(AsyncDynamoDbManifest):
+        async def close(self) -> None:
+            await stack.aclose()
+
+    return Owned(client, table, ttl=ttl, concurrency=concurrency)
 
 
 def unique_table() -> str:
     return f"manifest-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(params=["memory", "sqlite", "dynalite", "moto"])
+BACKENDS = ["memory", "sqlite", "dynalite", "moto"]
+ASYNC_BACKENDS = ["async-memory", "async-sqlite", "async-dynalite", "async-moto", "aioboto3-dynalite"]
+
+
+@pytest.fixture(params=BACKENDS + ASYNC_BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    name = request.param
+    made = _backend(request, request.param.removeprefix("async-").removeprefix("aioboto3-"), tmp_path)
+    if request.param.startswith("async-"):
+        made.async_open = async_manifest_from_url
+    elif request.param.startswith("aioboto3-"):
+        made.async_open = _aioboto3_manifest
+    made.name = request.param
+    yield made
+    for manifest in made.opened:
+        manifest.close()
+
+
+def _backend(request: pytest.FixtureRequest, name: str, tmp_path: Path) -> Backend:
     if name == "memory":
         made = Backend(name, lambda ttl: f"memory://?ttl={ttl_text(ttl)}", shared_across_processes=False)
     elif name == "sqlite":
@@ -82,9 +125,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             ),
             shared_across_processes=True,
         )
-    yield made
-    for manifest in made.opened:
-        manifest.close()
+    return made
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from events_manifest.backends.dynamodb import requests
 from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, make_client
+from events_manifest.backends.dynamodb.wire import Endpoint, WireClient
 from events_manifest.base import DuplicateStorage, raise_first
 from events_manifest.errors import ManifestRequestError
 from events_manifest.model import (
@@ -51,15 +52,34 @@ class DynamoDbManifest(DuplicateStorage):
         self.concurrency = max(1, concurrency)
         self._close_client = close_client
         self._options: ClientOptions | None = None
+        self._wire: WireClient | None = None
         self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_options(
-        cls, options: ClientOptions, table: str, *, ttl: timedelta = DEFAULT_TTL, concurrency: int = DEFAULT_CONCURRENCY
+        cls,
+        options: ClientOptions,
+        table: str,
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        lean: bool = True,
     ) -> DynamoDbManifest:
-        """A manifest with its own client; picklable, so Spark can ship it to its Python workers."""
+        """A manifest with its own clients; picklable, so Spark can ship it to its Python workers.
+
+        With `lean` (the default) puts take the lean signed-HTTP path of `wire`, a fraction of
+        boto3's CPU per request with the same retries and errors; table administration and
+        `lean=False` use boto3.
+        """
         manifest = cls(make_client(options), table, ttl=ttl, concurrency=concurrency, close_client=True)
         manifest._options = options
+        if lean:
+            manifest._wire = WireClient(
+                Endpoint.resolve(options),
+                max_attempts=options.max_attempts,
+                pool_size=max(concurrency, 1),
+                timeout=options.read_timeout,
+            )
         return manifest
 
     def __repr__(self) -> str:
@@ -71,13 +91,17 @@ class DynamoDbManifest(DuplicateStorage):
                 "a DynamoDbManifest built on your own boto3 client cannot be pickled: "
                 "use DynamoDbManifest.from_options, init_storage or a dynamodb:// URL"
             )
-        return {"options": self._options, "table": self.table, "ttl": self.ttl, "concurrency": self.concurrency}
+        return {
+            "options": self._options,
+            "table": self.table,
+            "ttl": self.ttl,
+            "concurrency": self.concurrency,
+            "lean": self._wire is not None,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        built = DynamoDbManifest.from_options(
-            state["options"], state["table"], ttl=state["ttl"], concurrency=state["concurrency"]
-        )
-        self.__dict__.update(built.__dict__)
+        options, table = state.pop("options"), state.pop("table")
+        self.__dict__.update(DynamoDbManifest.from_options(options, table, **state).__dict__)
 
     def put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[bool]:
         """`put` for many items with up to `concurrency` PutItem requests in flight."""
@@ -108,6 +132,9 @@ class DynamoDbManifest(DuplicateStorage):
 
     def _put_one(self, event_id: str, fingerprint: str, etl: int) -> bool | ManifestRequestError:
         request = requests.put_request(self.table, event_id, fingerprint, etl, self._ttl_seconds)
+        if self._wire is not None:
+            reply = self._wire.call("PutItem", request)
+            return True if reply.status == 200 else requests.put_outcome(reply.error("PutItem"), self.table)
         try:
             self.client.put_item(**request)
         except (ClientError, BotoCoreError) as e:
@@ -133,5 +160,7 @@ class DynamoDbManifest(DuplicateStorage):
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._wire is not None:
+            self._wire.close()
         if self._close_client:
             self.client.close()

@@ -1,0 +1,223 @@
+"""The manifest for asyncio: the same contract with `await`, for services without Spark.
+
+- `AsyncEventsManifest`: the protocol every async manifest follows;
+- `AsyncDynamoDbManifest`: DynamoDB without blocking the loop (the lean path on aiohttp, or your
+  own aioboto3 client), many puts in flight;
+- `AsyncManifestAdapter` / `to_async`: any sync manifest (in-memory, SQLite, a plugin) with its
+  calls run in a worker thread, so the loop never blocks;
+- `async_manifest_from_url`: the async twin of `manifest_from_url`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from events_manifest.backends.dynamodb import requests
+from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, make_client
+from events_manifest.backends.dynamodb.table import check_table, create_table
+from events_manifest.backends.dynamodb.wire import AsyncWireClient, Endpoint
+from events_manifest.base import DuplicateStorage, raise_first
+from events_manifest.errors import ManifestRequestError
+from events_manifest.model import (
+    DEFAULT_TTL,
+    EventId,
+    ManifestEntry,
+    PutBatch,
+    PutItem,
+    check_fingerprint,
+    normalize_event_id,
+    ttl_seconds,
+)
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient as AsyncDynamoDBClient
+
+Outcome = bool | ManifestRequestError
+
+
+@runtime_checkable
+class AsyncEventsManifest(Protocol):
+    """What an asyncio consumer needs of a manifest; answers as in `DuplicateStorage`."""
+
+    async def put(self, event_id: EventId, fingerprint: str, etl_time: datetime) -> bool: ...
+
+    async def put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[bool]: ...
+
+    async def try_put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[Outcome]: ...
+
+    async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None: ...
+
+    async def close(self) -> None: ...
+
+
+class AsyncManifestBase:
+    """put and put_many in terms of `try_put_many`, and `async with`: shared by the async manifests."""
+
+    async def put(self, event_id: EventId, fingerprint: str, etl_time: datetime) -> bool:
+        return (await self.put_many([(event_id, fingerprint, etl_time)]))[0]
+
+    async def put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[bool]:
+        return raise_first(await self.try_put_many(items, concurrency=concurrency))
+
+    async def try_put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[Outcome]:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release connections."""
+
+    async def __aenter__(self) -> AsyncManifestBase:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+class AsyncManifestAdapter(AsyncManifestBase):
+    """Any sync manifest behind `await`: each call runs in a worker thread, never on the loop."""
+
+    def __init__(self, manifest: DuplicateStorage) -> None:
+        self.manifest = manifest
+
+    def __repr__(self) -> str:
+        return f"AsyncManifestAdapter({self.manifest!r})"
+
+    async def try_put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[Outcome]:
+        return await asyncio.to_thread(self.manifest.try_put_many, list(items))
+
+    async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
+        return await asyncio.to_thread(self.manifest.lookup, event_id, fingerprint)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.manifest.close)
+
+
+def to_async(manifest: DuplicateStorage) -> AsyncManifestAdapter:
+    return AsyncManifestAdapter(manifest)
+
+
+class AsyncDynamoDbManifest(AsyncManifestBase):
+    """The DynamoDB manifest for asyncio, with up to `concurrency` PutItem requests in flight.
+
+    Build it with `await AsyncDynamoDbManifest.open(options, table)` (the lean path), or pass your
+    own aioboto3 client: `AsyncDynamoDbManifest(client, table)`. The request, its condition and
+    the meaning of every answer are the sync manifest's own (`requests`); only the I/O differs.
+    """
+
+    def __init__(
+        self,
+        client: AsyncDynamoDBClient | None,
+        table: str,
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        wire: AsyncWireClient | None = None,
+    ) -> None:
+        if client is None and wire is None:
+            raise ValueError("give an aioboto3 client, or use AsyncDynamoDbManifest.open")
+        self.client = client
+        self.table = table
+        self.concurrency = max(1, concurrency)
+        self._ttl_seconds = ttl_seconds(ttl)
+        self._wire = wire
+
+    @property
+    def ttl(self) -> timedelta:
+        return timedelta(seconds=self._ttl_seconds)
+
+    def __repr__(self) -> str:
+        return f"AsyncDynamoDbManifest(table={self.table!r}, ttl={self.ttl}, concurrency={self.concurrency})"
+
+    @classmethod
+    async def open(
+        cls,
+        options: ClientOptions,
+        table: str,
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        create: bool = False,
+    ) -> AsyncDynamoDbManifest:
+        """Check (or create) the table, then open the lean path; table administration runs in a thread."""
+
+        def prepare() -> Endpoint:
+            admin = make_client(options)
+            try:
+                (create_table if create else check_table)(admin, table)
+            finally:
+                admin.close()
+            return Endpoint.resolve(options)
+
+        endpoint = await asyncio.to_thread(prepare)
+        wire = AsyncWireClient(
+            endpoint, max_attempts=options.max_attempts, pool_size=concurrency, timeout=options.read_timeout
+        )
+        return cls(None, table, ttl=ttl, concurrency=concurrency, wire=wire)
+
+    async def try_put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[Outcome]:
+        batch = PutBatch.of(items)
+        results: list[Outcome] = [False] * len(batch)
+        groups = iter(batch.pair_groups())
+
+        async def worker() -> None:
+            for group in groups:  # one shared iterator: each worker takes the next pair's puts
+                for i in group:
+                    results[i] = await self._put_one(batch.event_ids[i], batch.fingerprints[i], batch.etl_seconds[i])
+
+        workers = min(concurrency or self.concurrency, len(batch)) or 1
+        async with asyncio.TaskGroup() as tasks:
+            for _ in range(workers):
+                tasks.create_task(worker())
+        return results
+
+    async def _put_one(self, event_id: str, fingerprint: str, etl: int) -> Outcome:
+        request = requests.put_request(self.table, event_id, fingerprint, etl, self._ttl_seconds)
+        if self._wire is not None:
+            reply = await self._wire.call("PutItem", request)
+            return True if reply.status == 200 else requests.put_outcome(reply.error("PutItem"), self.table)
+        assert self.client is not None
+        try:
+            await self.client.put_item(**request)
+        except (ClientError, BotoCoreError) as e:
+            return requests.put_outcome(e, self.table)
+        return True
+
+    async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
+        request = requests.get_request(self.table, normalize_event_id(event_id), check_fingerprint(fingerprint))
+        if self._wire is not None:
+            reply = await self._wire.call("GetItem", request)
+            if reply.status != 200:
+                raise requests.manifest_error(reply.error("GetItem"), self.table)
+            document: dict[str, Any] = json.loads(reply.body)
+            return requests.entry_from_item(document.get("Item"))
+        assert self.client is not None
+        try:
+            response: dict[str, Any] = dict(await self.client.get_item(**request))
+        except (ClientError, BotoCoreError) as e:
+            raise requests.manifest_error(e, self.table) from e
+        return requests.entry_from_item(response.get("Item"))
+
+    async def close(self) -> None:
+        if self._wire is not None:
+            await self._wire.close()
+
+
+async def async_manifest_from_url(url: str) -> AsyncEventsManifest:
+    """`manifest_from_url` for asyncio: DynamoDB natively, every other scheme through the adapter."""
+    from events_manifest import factory
+
+    if urlsplit(url).scheme == "dynamodb":
+        table, options, create, ttl, concurrency = factory.dynamodb_url_parts(url)
+        return await AsyncDynamoDbManifest.open(options, table, ttl=ttl, concurrency=concurrency, create=create)
+    opened = await asyncio.to_thread(functools.partial(factory.manifest_from_url, url))
+    return to_async(opened)
