@@ -17,42 +17,42 @@ def _npm(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite against real local servers and a local Spark session."""
-    session.install("-e", ".[all,test]")
+    session.install("-c", "constraints.txt", "-e", ".[all,test]")
     _npm(session)
     session.run("pytest", *(session.posargs or ["-q"]))
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff>=0.6")
+    session.install("-c", "constraints.txt", "ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".[all,lint,test]")
+    session.install("-c", "constraints.txt", "-e", ".[all,lint,test]")
     session.run("mypy")
 
 
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the user's manual strictly: a broken link or a missing page fails."""
-    session.install("-e", ".[docs]")
+    session.install("-c", "constraints.txt", "-e", ".[docs]")
     session.run("mkdocs", "build", "--strict", "--site-dir", "site")
 
 
 @nox.session
 def demo(session: nox.Session) -> None:
     """The main job: the shred job on the two bundled sample batches, on an embedded SQLite manifest."""
-    session.install("-e", ".[spark]")
+    session.install("-c", "constraints.txt", "-e", ".[spark]")
     session.run("python", "-m", "spark_integration.demo", *session.posargs)
 
 
 @nox.session
 def benchmarks(session: nox.Session) -> None:
     """Run on demand: `nox -s benchmarks -- manifest_throughput` (see docs/benchmarks.md)."""
-    session.install("-e", ".[all,test]")
+    session.install("-c", "constraints.txt", "-e", ".[all,test]")
     _npm(session)
     name = session.posargs[0] if session.posargs else "manifest_throughput"
     session.run("python", f"benchmarks/{name}.py", *session.posargs[1:])

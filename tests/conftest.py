@@ -75,7 +75,7 @@ async def _aioboto3_manifest(url: str) -> AsyncEventsManifest:
     """The async DynamoDB manifest on the user's own aioboto3 client (not the lean path)."""
     import aioboto3
 
-    table, options, create, ttl, concurrency = dynamodb_url_parts(url)
+    table, options, _, ttl, concurrency = dynamodb_url_parts(url)
     await asyncio.to_thread(lambda: manifest_from_url(url).close())  # creates the table
     stack = contextlib.AsyncExitStack()
     client = await stack.enter_async_context(aioboto3.Session().client("dynamodb", **options.client_kwargs()))
