@@ -30,7 +30,7 @@ class ManifestHandle:
             if urlsplit(manifest).scheme == "memory":
                 raise ManifestConfigError(_NOT_SHARED)
             return cls(url=manifest)
-        if isinstance(manifest, SqliteManifest):
+        if type(manifest) is SqliteManifest:
             return cls(url=f"sqlite://{manifest.path.resolve()}?ttl={int(manifest.ttl.total_seconds())}s")
         try:
             return cls(pickled=pickle.dumps(manifest))

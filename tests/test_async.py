@@ -106,5 +106,5 @@ def test_adapter_keeps_the_loop_free(tmp_path: Path) -> None:
         return ticks, elapsed
 
     ticks, elapsed = asyncio.run(main())
-    assert elapsed > 0.1, "the batch is long enough to see the loop"
-    assert ticks >= elapsed / 0.005 * 0.3, f"{ticks} ticks in {elapsed:.2f} s: the loop was blocked"
+    assert elapsed > 0.2, "the batch is long enough to see the loop"
+    assert ticks >= 10, f"{ticks} ticks in {elapsed:.2f} s: the loop was blocked (a blocked loop ticks once or twice)"

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import http.client
 import json
+import logging
 import queue
 import random
 import time
@@ -29,6 +30,8 @@ from botocore.exceptions import ClientError
 from events_manifest.backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.backends.dynamodb.requests import THROTTLING_CODES
 from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
+
+log = logging.getLogger(__name__)
 
 TARGET_PREFIX = "DynamoDB_20120810."
 CONTENT_TYPE = "application/x-amz-json-1.0"
@@ -148,6 +151,13 @@ def backoff(attempt: int) -> float:
     return random.random() * min(MAX_BACKOFF, 2.0 ** (attempt - 1))
 
 
+def retry_delay(endpoint: Endpoint, target: str, attempt: int, reply: Reply) -> float:
+    delay = backoff(attempt)
+    reason = reply.code or (type(reply.failure).__name__ if reply.failure else f"HTTP {reply.status}")
+    log.debug("retrying %s to %s in %.3f s after attempt %d: %s", target, endpoint.url, delay, attempt, reason)
+    return delay
+
+
 def encode(request: dict[str, Any]) -> bytes:
     return json.dumps(request, separators=(",", ":")).encode()
 
@@ -199,7 +209,7 @@ class WireClient:
             reply = self._send(target, body)
             if not reply.retryable or attempt == self.max_attempts:
                 break
-            time.sleep(backoff(attempt))
+            time.sleep(retry_delay(self.endpoint, target, attempt, reply))
         if reply.failure is not None:
             raise unreachable(self.endpoint, reply.failure)
         return reply
@@ -243,7 +253,7 @@ class AsyncWireClient:
             reply = await self._send(target, body)
             if not reply.retryable or attempt == self.max_attempts:
                 break
-            await asyncio.sleep(backoff(attempt))
+            await asyncio.sleep(retry_delay(self.endpoint, target, attempt, reply))
         if reply.failure is not None:
             raise unreachable(self.endpoint, reply.failure)
         return reply

@@ -1,0 +1,153 @@
+"""Manifest throughput, measured side by side in one run (run on demand, not in the test suite).
+
+    python benchmarks/manifest_throughput.py [--delay-ms 5] [--events 2000]
+
+Sections:
+1. The reference pattern (one blocking boto3 `put` per event) against `put_many` at concurrency
+   1, 8, 32, 128 (sync threads and asyncio), on dynalite directly and behind a loopback proxy that
+   adds a fixed delay per request (a same-region round trip).
+2. Client CPU per conditional put: the lean path against a plain boto3 `put_item` loop.
+3. In-memory and SQLite `put_many` rates.
+The last line gives the headline ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+
+from events_manifest import ClientOptions, DynamoDbManifest, InMemoryManifest, SqliteManifest, create_table  # noqa: E402
+from events_manifest.aio import AsyncDynamoDbManifest  # noqa: E402
+from events_manifest.backends.dynamodb import make_client  # noqa: E402
+from events_manifest.backends.dynamodb.requests import put_request  # noqa: E402
+from events_manifest.testing import FaultProxy, start_dynalite  # noqa: E402
+
+ETL = datetime(2026, 11, 1, 6, 0)
+CONCURRENCY = (1, 8, 32, 128)
+
+
+def items(n: int) -> list[tuple[str, str, datetime]]:
+    return [(str(uuid.uuid4()), uuid.uuid4().hex.upper(), ETL) for _ in range(n)]
+
+
+def rate(n: int, run: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    run()
+    return n / (time.perf_counter() - started)
+
+
+def options(endpoint: str, pool: int = 128) -> ClientOptions:
+    return ClientOptions(region="us-east-1", endpoint_url=endpoint, max_pool_connections=pool)
+
+
+def throughput(endpoint: str, table: str, events: int, sequential_events: int) -> dict[str, float]:
+    results: dict[str, float] = {}
+    reference = DynamoDbManifest(make_client(options(endpoint, 10)), table)
+    batch = items(sequential_events)
+    results["sequential put (boto3)"] = rate(len(batch), lambda: [reference.put(*item) for item in batch])
+    lean = DynamoDbManifest.from_options(options(endpoint), table, concurrency=128)
+    for c in CONCURRENCY:
+        batch = items(events)
+        results[f"put_many threads c={c}"] = rate(len(batch), lambda b=batch, c=c: lean.put_many(b, concurrency=c))
+
+    async def run_async() -> None:
+        manifest = await AsyncDynamoDbManifest.open(options(endpoint), table, concurrency=128)
+        async with manifest:
+            for c in CONCURRENCY:
+                batch = items(events)
+                started = time.perf_counter()
+                await manifest.put_many(batch, concurrency=c)
+                results[f"put_many asyncio c={c}"] = len(batch) / (time.perf_counter() - started)
+
+    asyncio.run(run_async())
+    lean.close()
+    return results
+
+
+def cpu_per_put(endpoint: str, table: str, n: int) -> tuple[float, float]:
+    """Client CPU microseconds per conditional put, one request at a time: lean path, plain boto3."""
+    client = make_client(options(endpoint, 10))
+    requests = [put_request(table, str(uuid.uuid4()), "FP", 1000, 2000) for _ in range(n)]
+    for r in requests[:50]:
+        client.put_item(**r)
+    started = time.process_time()
+    for r in requests[50:]:
+        client.put_item(**r)
+    boto3_cpu = (time.process_time() - started) / (n - 50) * 1e6
+    lean = DynamoDbManifest.from_options(options(endpoint), table, concurrency=1)
+    batch = items(n)
+    for item in batch[:50]:
+        lean.put(*item)
+    started = time.process_time()
+    for item in batch[50:]:
+        lean.put(*item)
+    lean_cpu = (time.process_time() - started) / (n - 50) * 1e6
+    return lean_cpu, boto3_cpu
+
+
+def embedded_rates() -> dict[str, float]:
+    memory_items = items(1_000_000)
+    results = {"in-memory put_many": rate(len(memory_items), lambda: InMemoryManifest().put_many(memory_items))}
+    with tempfile.TemporaryDirectory() as folder:
+        manifest = SqliteManifest(Path(folder) / "bench.db")
+        sqlite_items = items(200_000)
+        chunks = [sqlite_items[i : i + 10_000] for i in range(0, len(sqlite_items), 10_000)]
+        results["SQLite put_many (10k a call)"] = rate(
+            len(sqlite_items), lambda: [manifest.put_many(c) for c in chunks]
+        )
+        manifest.close()
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--delay-ms", type=float, default=5.0, help="delay the proxy adds per request")
+    parser.add_argument("--events", type=int, default=2000, help="events per put_many measurement")
+    parser.add_argument("--sequential-events", type=int, default=300)
+    parser.add_argument("--cpu-events", type=int, default=1500)
+    args = parser.parse_args()
+    rows: list[tuple[str, str, float]] = []
+    with start_dynalite(ROOT) as server:
+        table = f"bench-{uuid.uuid4().hex[:8]}"
+        create_table(make_client(options(server.endpoint, 10)), table)
+        for name, value in throughput(server.endpoint, table, args.events, args.sequential_events).items():
+            rows.append(("dynalite direct", name, value))
+        with FaultProxy(server.endpoint, delay=args.delay_ms / 1000) as proxy:
+            for name, value in throughput(proxy.endpoint, table, args.events, args.sequential_events).items():
+                rows.append((f"+{args.delay_ms:g} ms per request", name, value))
+        lean_cpu, boto3_cpu = cpu_per_put(server.endpoint, table, args.cpu_events)
+    embedded = embedded_rates()
+
+    print(f"{'setting':<24}{'pattern':<34}{'puts/s':>12}")
+    for setting, name, value in rows:
+        print(f"{setting:<24}{name:<34}{value:>12,.0f}")
+    for name, value in embedded.items():
+        print(f"{'embedded':<24}{name:<34}{value:>12,.0f}")
+    print(f"{'client CPU per put':<24}{'lean path':<34}{lean_cpu:>10,.0f} us")
+    print(f"{'client CPU per put':<24}{'plain boto3 put_item':<34}{boto3_cpu:>10,.0f} us")
+    delayed = {name: value for setting, name, value in rows if setting.startswith("+")}
+    best = max((v, n) for n, v in delayed.items() if n.startswith("put_many"))
+    threads32 = delayed["put_many threads c=32"]
+    print(
+        f"headline: at {args.delay_ms:g} ms, put_many threads c=32 = {threads32 / delayed['sequential put (boto3)']:.1f}x "
+        f"the sequential pattern (best: {best[1]} {best[0] / delayed['sequential put (boto3)']:.1f}x); "
+        f"client CPU per put = {lean_cpu / boto3_cpu:.2f}x boto3; "
+        f"SQLite {embedded['SQLite put_many (10k a call)']:,.0f}/s; in-memory {embedded['in-memory put_many']:,.0f}/s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,200 @@
+"""The shred job's command line, its failure modes, its report and the README demo."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events_manifest import ManifestRequestError, ManifestThrottledError, ManifestUnavailableError, SqliteManifest
+from events_manifest.model import PutBatch
+from events_manifest.testing import FaultProxy, LocalServer
+from spark_integration import OutputExistsError, demo, shred
+from spark_integration.shredder import main
+from tests.conftest import unique_table
+from tests.shred_helpers import line, read_bad, read_output, write_input
+from tests.test_config import SECRET, V2_CONFIG, with_data
+
+pytestmark = pytest.mark.spark
+
+A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
+
+
+class RefusingManifest(SqliteManifest):
+    """A backend whose store refuses puts of one event id: each such put fails on its own."""
+
+    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
+        answers = super()._put_batch(batch)
+        return [
+            ManifestRequestError(f"item for {e} rejected: ItemCollectionSizeLimitExceededException") if e == B else a
+            for e, a in zip(batch.event_ids, answers, strict=True)
+        ]
+
+
+def test_cli_runs_and_refuses_a_non_empty_output(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_input(tmp_path / "in", [line(A, "FP"), line(A, "FP"), "broken"])
+    args = [
+        "--input-folder",
+        str(source),
+        "--output-folder",
+        str(tmp_path / "out"),
+        "--bad-folder",
+        str(tmp_path / "bad"),
+    ]
+    report = tmp_path / "report.html"
+    assert main([*args, "--manifest", f"sqlite://{tmp_path}/m.db", "--report", str(report)]) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"natural duplicates dropped in-batch +1\n", printed)
+    assert "check: input = kept + bad + dropped duplicates: yes" in printed
+    page = report.read_text()
+    assert page.startswith("<!doctype html>") and "<svg" in page and "http" not in page.replace("http://www.w3.org", "")
+    assert main(args) == 1
+    assert (
+        capsys.readouterr().err.strip().startswith(f"shredder: error: output folder [{tmp_path / 'out'}] is not empty")
+    )
+    assert main([*args, "--overwrite", "--etl-time", "2026-11-01 07:00:00"]) == 0
+    assert json.loads((tmp_path / "out" / "_summary.json").read_text())["etl_time"] == "2026-11-01 07:00:00"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--duplicate-storage-config", "bm90IGpzb24="], "base64 config is not valid JSON"),
+        (["--dynamodb-endpoint", "http://127.0.0.1:1"], "--dynamodb-endpoint goes with --duplicate-storage-config"),
+        (["--iglu-config", "%%%"], "--iglu-config: not base64-encoded JSON"),
+        (["--etl-time", "soon"], "timestamp [soon]"),
+        (["--manifest", "memory://"], "in-memory manifest would not be shared"),
+    ],
+)
+def test_cli_bad_flags_are_one_line(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    args = [
+        "--input-folder",
+        str(tmp_path),
+        "--output-folder",
+        str(tmp_path / "o"),
+        "--bad-folder",
+        str(tmp_path / "b"),
+    ]
+    assert main([*args, *extra]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert message in err
+
+
+def test_cli_missing_input(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [
+        "--input-folder",
+        str(tmp_path / "nope"),
+        "--output-folder",
+        str(tmp_path / "o"),
+        "--bad-folder",
+        str(tmp_path / "b"),
+    ]
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "nope" in err
+
+
+def test_cli_with_a_dynamodb_config(
+    spark: Any, tmp_path: Path, dynalite: LocalServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = unique_table()
+    config = with_data(V2_CONFIG, dynamodbTable=table, awsRegion="us-east-1")
+    encoded = base64.b64encode(json.dumps(config).encode()).decode()
+    source = write_input(tmp_path / "in", [line(A, "FP")])
+    args = [
+        "--input-folder",
+        str(source),
+        "--output-folder",
+        str(tmp_path / "o"),
+        "--bad-folder",
+        str(tmp_path / "b"),
+        "--duplicate-storage-config",
+        encoded,
+        "--dynamodb-endpoint",
+        dynalite.endpoint,
+    ]
+    assert main(args) == 1
+    assert f"DynamoDB table [{table}] does not exist" in capsys.readouterr().err
+    assert main([*args, "--create-table"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"kept events +1\n", out)
+    assert SECRET not in out + (tmp_path / "o" / "_summary.json").read_text()
+
+
+def test_request_errors_become_bad_rows(spark: Any, tmp_path: Path) -> None:
+    source = write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
+    summary = shred(
+        spark, str(source), str(tmp_path / "o"), str(tmp_path / "b"), manifest=RefusingManifest(tmp_path / "m.db")
+    )
+    assert (summary.kept_events, summary.bad_rows, summary.manifest_errors) == (1, 1, 1)
+    assert read_bad(tmp_path / "b") == [
+        {
+            "line": line(B, "FP"),
+            "errors": [
+                {
+                    "level": "error",
+                    "message": f"Manifest: item for {B} rejected: ItemCollectionSizeLimitExceededException",
+                }
+            ],
+        }
+    ]
+
+
+def test_exhausted_throttling_fails_before_any_output(spark: Any, tmp_path: Path, dynalite: LocalServer) -> None:
+    table = unique_table()
+    url = f"dynamodb://{table}?region=us-east-1&endpoint={dynalite.endpoint}&create=true"
+    shred(
+        spark,
+        str(write_input(tmp_path / "warm", [line(A, "FP")])),
+        str(tmp_path / "w"),
+        str(tmp_path / "wb"),
+        manifest=url,
+    )
+    source = write_input(tmp_path / "in", [line(B, "FP")])
+    with FaultProxy(dynalite.endpoint, throttle_rate=1.0) as proxy:
+        throttled = f"dynamodb://{table}?region=us-east-1&endpoint={proxy.endpoint}&max_attempts=2"
+        with pytest.raises(ManifestThrottledError, match=rf"\[{table}\] is still throttling"):
+            shred(spark, str(source), str(tmp_path / "o"), str(tmp_path / "b"), manifest=throttled)
+    assert not (tmp_path / "o" / "atomic-events").exists()
+    assert not list((tmp_path / "b").glob("part-*"))
+
+
+def test_missing_table_fails_before_any_work(spark: Any, tmp_path: Path, dynalite: LocalServer) -> None:
+    url = f"dynamodb://no-such-table?region=us-east-1&endpoint={dynalite.endpoint}"
+    with pytest.raises(ManifestUnavailableError, match=r"\[no-such-table\] does not exist"):
+        shred(spark, str(tmp_path), str(tmp_path / "o"), str(tmp_path / "b"), manifest=url)
+    assert not (tmp_path / "o").exists()
+
+
+def test_output_folder_must_be_empty(spark: Any, tmp_path: Path) -> None:
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "keep.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match="keep.txt"):
+        shred(spark, str(write_input(tmp_path / "in", [line(A)])), str(tmp_path / "o"), str(tmp_path / "b"))
+    assert (tmp_path / "o" / "keep.txt").read_text() == "mine"
+
+
+def test_the_readme_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main(["--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    first, second = (json.loads((tmp_path / f"batch-{n}" / "shredded" / "_summary.json").read_text()) for n in (1, 2))
+    assert first["cross_batch_duplicates"] == 0
+    assert second["cross_batch_duplicates"] > 0
+    assert re.search(rf"natural duplicates dropped cross-batch +{second['cross_batch_duplicates']}\n", printed)
+    for summary in (first, second):
+        assert summary["bad_rows"] > 0 and summary["in_batch_duplicates"] > 0 and summary["synthetic_duplicates"] > 0
+        assert summary["events_per_event_id"][">100"] == 1
+    before = read_output(tmp_path / "batch-2" / "shredded")
+    assert demo.main(["--out", str(tmp_path)]) == 0, "a rerun of the demo"
+    assert read_output(tmp_path / "batch-2" / "shredded") == before
