@@ -139,10 +139,11 @@ def main() -> int:
     print(f"{'client CPU per put':<24}{'plain boto3 put_item':<34}{boto3_cpu:>10,.0f} us")
     delayed = {name: value for setting, name, value in rows if setting.startswith("+")}
     best = max((v, n) for n, v in delayed.items() if n.startswith("put_many"))
+    sequential = delayed["sequential put (boto3)"]
     threads32 = delayed["put_many threads c=32"]
     print(
-        f"headline: at {args.delay_ms:g} ms, put_many threads c=32 = {threads32 / delayed['sequential put (boto3)']:.1f}x "
-        f"the sequential pattern (best: {best[1]} {best[0] / delayed['sequential put (boto3)']:.1f}x); "
+        f"headline: at {args.delay_ms:g} ms, put_many threads c=32 = {threads32 / sequential:.1f}x "
+        f"the sequential pattern (best: {best[1]} {best[0] / sequential:.1f}x); "
         f"client CPU per put = {lean_cpu / boto3_cpu:.2f}x boto3; "
         f"SQLite {embedded['SQLite put_many (10k a call)']:,.0f}/s; in-memory {embedded['in-memory put_many']:,.0f}/s"
     )
