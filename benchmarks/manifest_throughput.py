@@ -76,6 +76,23 @@ def throughput(endpoint: str, table: str, events: int, sequential_events: int) -
     return results
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds a process has used (user + system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_per_put(endpoint: str, table: str, pid: int, n: int) -> float:
+    """Server CPU microseconds per conditional put, at concurrency 32."""
+    manifest = DynamoDbManifest.from_options(options(endpoint), table, concurrency=32)
+    batch = items(n)
+    before = process_cpu(pid)
+    manifest.put_many(batch)
+    used = process_cpu(pid) - before
+    manifest.close()
+    return used / n * 1e6
+
+
 def cpu_per_put(endpoint: str, table: str, n: int) -> tuple[float, float]:
     """Client CPU microseconds per conditional put, one request at a time: lean path, plain boto3."""
     client = make_client(options(endpoint, 10))
@@ -128,6 +145,7 @@ def main() -> int:
             for name, value in throughput(proxy.endpoint, table, args.events, args.sequential_events).items():
                 rows.append((f"+{args.delay_ms:g} ms per request", name, value))
         lean_cpu, boto3_cpu = cpu_per_put(server.endpoint, table, args.cpu_events)
+        server_cpu = server_cpu_per_put(server.endpoint, table, server.process.pid, args.events)
     embedded = embedded_rates()
 
     print(f"{'setting':<24}{'pattern':<34}{'puts/s':>12}")
@@ -137,6 +155,7 @@ def main() -> int:
         print(f"{'embedded':<24}{name:<34}{value:>12,.0f}")
     print(f"{'client CPU per put':<24}{'lean path':<34}{lean_cpu:>10,.0f} us")
     print(f"{'client CPU per put':<24}{'plain boto3 put_item':<34}{boto3_cpu:>10,.0f} us")
+    print(f"{'server CPU per put':<24}{'dynalite (node), c=32':<34}{server_cpu:>10,.0f} us")
     delayed = {name: value for setting, name, value in rows if setting.startswith("+")}
     best = max((v, n) for n, v in delayed.items() if n.startswith("put_many"))
     sequential = delayed["sequential put (boto3)"]

@@ -172,7 +172,7 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
         async def worker() -> None:
             for group in groups:  # one shared iterator: each worker takes the next pair's puts
                 for i in group:
-                    results[i] = await self._put_one(batch.event_ids[i], batch.fingerprints[i], batch.etl_seconds[i])
+                    results[i] = await self._put_one(*batch.keys[i], batch.etl_seconds[i])
 
         workers = min(concurrency or self.concurrency, len(batch)) or 1
         async with asyncio.TaskGroup() as tasks:

@@ -134,8 +134,10 @@ def _sqlite(url: str) -> DuplicateStorage:
     path = parts.netloc + parts.path
     if not path:
         raise ManifestConfigError(f"manifest URL [{url}] names no file: use sqlite:///abs/path.db")
-    query = _Query(url, {"cache_mib"})
-    return SqliteManifest(Path(path), ttl=query.ttl(), cache_mib=query.integer("cache_mib", 64))
+    query = _Query(url, {"cache_mib", "durable"})
+    return SqliteManifest(
+        Path(path), ttl=query.ttl(), cache_mib=query.integer("cache_mib", 64), durable=query.flag("durable")
+    )
 
 
 def dynamodb_url_parts(url: str) -> tuple[str, ClientOptions, bool, timedelta, int]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import calendar
+import operator
 import re
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import attrs
 
@@ -22,6 +24,8 @@ EventId = uuid.UUID | str
 PutItem = tuple[EventId, str, datetime]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_FIRST, _SECOND, _THIRD = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
+_KEY = operator.itemgetter(0, 1)
 
 
 @attrs.frozen
@@ -83,52 +87,78 @@ def check_fingerprint(fingerprint: str) -> str:
     return fingerprint
 
 
+_HEX_AS_X = bytes.maketrans(b"0123456789abcdef", b"x" * 16)
+_CANONICAL = b"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx\n"
+
+
+def all_canonical(event_ids: list[str]) -> bool:
+    """Whether every id is canonical lowercase UUID text, checked on the joined bytes at C speed."""
+    try:
+        joined = "\n".join(event_ids).encode("ascii")
+    except (TypeError, UnicodeEncodeError):
+        return False
+    return joined.translate(_HEX_AS_X) + b"\n" == _CANONICAL * len(event_ids)
+
+
 @attrs.frozen
 class PutBatch:
-    """A validated batch of puts in columns: the one input every backend works from."""
+    """A validated batch of puts: (event id, fingerprint) keys and etl seconds, in input order.
 
-    event_ids: Sequence[str]
-    fingerprints: Sequence[str]
+    The one input every backend works from.
+    """
+
+    keys: Sequence[tuple[str, str]]
     etl_seconds: Sequence[int]
 
     def __len__(self) -> int:
-        return len(self.event_ids)
+        return len(self.keys)
 
     @classmethod
     def of(cls, items: Iterable[PutItem]) -> PutBatch:
-        """Validate and normalise (event id, fingerprint, etl time) triples, keeping their order."""
-        event_ids: list[str] = []
-        fingerprints: list[str] = []
+        """Validate and normalise (event id, fingerprint, etl time) triples, keeping their order.
+
+        Whole columns are checked at C speed first; only a batch with an unusual value (an
+        upper-case id, a `uuid.UUID`, a bad item) goes item by item, which names the culprit.
+        """
+        rows = items if isinstance(items, list) else list(items)
+        try:
+            if rows and set(map(len, rows)) != {3}:
+                raise TypeError
+            keys = list(map(_KEY, rows))
+            times = list(map(_THIRD, rows))
+            seconds = {t: to_epoch_seconds(t) for t in set(times)}
+        except (TypeError, ManifestConfigError):
+            return cls._one_by_one(rows)
+        fingerprints = list(map(_SECOND, keys))
+        if not (
+            all_canonical(list(map(_FIRST, keys)))
+            and set(map(type, fingerprints)) == {str}
+            and all(fingerprints)
+            and max(map(len, fingerprints)) <= MAX_FINGERPRINT_BYTES // 4
+        ):
+            return cls._one_by_one(rows)
+        return cls(keys, list(map(seconds.__getitem__, times)))
+
+    @classmethod
+    def _one_by_one(cls, rows: Iterable[Any]) -> PutBatch:
+        keys: list[tuple[str, str]] = []
         etls: list[int] = []
-        last_time: object = None
-        last_seconds = 0
-        for item in items:
+        for item in rows:
             try:
                 event_id, fingerprint, etl_time = item
             except (TypeError, ValueError):
                 raise ManifestConfigError(
                     f"each item must be an (event_id, fingerprint, etl_time) triple, got {item!r}"
                 ) from None
-            event_ids.append(
-                event_id
-                if type(event_id) is str and event_id.islower() and _UUID.fullmatch(event_id)
-                else normalize_event_id(event_id)
-            )
-            fingerprints.append(
-                fingerprint
-                if type(fingerprint) is str and 0 < len(fingerprint) <= 256
-                else check_fingerprint(fingerprint)
-            )
-            if etl_time is not last_time:
-                last_time, last_seconds = etl_time, to_epoch_seconds(etl_time)
-            etls.append(last_seconds)
-        return cls(event_ids, fingerprints, etls)
+            keys.append((normalize_event_id(event_id), check_fingerprint(fingerprint)))
+            etls.append(to_epoch_seconds(etl_time))
+        return cls(keys, etls)
 
     def rows(self) -> Iterable[tuple[str, str, int]]:
-        return zip(self.event_ids, self.fingerprints, self.etl_seconds, strict=True)
-
-    def keys(self) -> Iterable[tuple[str, str]]:
-        return zip(self.event_ids, self.fingerprints, strict=True)
+        return (
+            (event_id, fingerprint, etl)
+            for (event_id, fingerprint), etl in zip(self.keys, self.etl_seconds, strict=True)
+        )
 
     def pair_groups(self) -> list[list[int]]:
         """Positions grouped by (event id, fingerprint), in input order within each group.
@@ -137,7 +167,7 @@ class PutBatch:
         pair keep their order: the results are those of putting the items one after another.
         """
         groups: dict[tuple[str, str], list[int]] = {}
-        for position, key in enumerate(self.keys()):
+        for position, key in enumerate(self.keys):
             groups.setdefault(key, []).append(position)
         return list(groups.values())
 

@@ -165,3 +165,10 @@ def test_context_manager_closes(backend: Backend) -> None:
     with backend.make() as m:
         assert m.put(ID, FP, ETL)
     assert repr(m).startswith(type(m).__name__)
+
+
+def test_epoch_zero_etl_is_an_etl_like_any_other(backend: Backend) -> None:
+    m = backend.make()
+    epoch = datetime(1970, 1, 1)
+    assert m.put(ID, FP, epoch)
+    assert m.put_many([(ID, FP, epoch + timedelta(days=1)), (ID, FP, epoch)]) == [False, True]

@@ -23,7 +23,7 @@ class InMemoryManifest(DuplicateStorage):
 
     def __init__(self, *, ttl: timedelta = DEFAULT_TTL) -> None:
         super().__init__(ttl=ttl)
-        self._entries: dict[tuple[str, str], tuple[int, int]] = {}
+        self._entries: dict[tuple[str, str], int] = {}  # etl seconds; the ttl is this manifest's
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -33,21 +33,27 @@ class InMemoryManifest(DuplicateStorage):
         return len(self._entries)
 
     def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
-        entries, ttl = self._entries, self._ttl_seconds
-        get = entries.get
-        results: list[bool | ManifestRequestError] = []
-        append = results.append
+        keys, etls, ttl = batch.keys, batch.etl_seconds, self._ttl_seconds
+        entries = self._entries
         with self._lock:
-            for key, etl in zip(batch.keys(), batch.etl_seconds, strict=True):
-                if accepts(get(key), etl):
-                    entries[key] = (etl, etl + ttl)
-                    append(True)
-                else:
-                    append(False)
-        return results
+            before = len(entries)
+            if entries.keys().isdisjoint(keys):  # all new: write them at once
+                entries.update(zip(keys, etls, strict=True))
+                if len(entries) == before + len(keys):
+                    return [True] * len(keys)
+                for key in keys:  # some pair came twice in the call: replay it in order below
+                    entries.pop(key, None)
+            results: list[bool | ManifestRequestError] = []
+            for key, etl in zip(keys, etls, strict=True):
+                stored = entries.get(key)
+                accepted = accepts(None if stored is None else (stored, stored + ttl), etl)
+                if accepted:
+                    entries[key] = etl
+                results.append(accepted)
+            return results
 
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         key = (normalize_event_id(event_id), check_fingerprint(fingerprint))
         with self._lock:
-            stored = self._entries.get(key)
-        return None if stored is None else ManifestEntry(*key, *stored)
+            etl = self._entries.get(key)
+        return None if etl is None else ManifestEntry(*key, etl, etl + self._ttl_seconds)

@@ -37,6 +37,8 @@ ON CONFLICT (event_id, fingerprint) DO UPDATE SET etl_time = excluded.etl_time, 
 WHERE events_manifest.etl_time = excluded.etl_time OR events_manifest.ttl <= excluded.etl_time
 """
 
+_INSERT = "INSERT INTO events_manifest (event_id, fingerprint, etl_time, ttl) VALUES (?, ?, ?, ?)"
+
 _LOOKUP = "SELECT etl_time, ttl FROM events_manifest WHERE event_id = ? AND fingerprint = ?"
 
 
@@ -45,6 +47,8 @@ class SqliteManifest(DuplicateStorage):
 
     `busy_timeout` bounds how long a put waits for another process's transaction;
     `cache_mib` is the page cache per connection (large batches of random ids need it).
+    A committed batch survives a crash of the process; with `durable` it also survives a power
+    loss (synchronous=FULL, slower; see docs/benchmarks.md).
     Picklable: a copy sent to another process opens its own connection.
     """
 
@@ -55,11 +59,13 @@ class SqliteManifest(DuplicateStorage):
         ttl: timedelta = DEFAULT_TTL,
         busy_timeout: timedelta = timedelta(seconds=60),
         cache_mib: int = 64,
+        durable: bool = False,
     ) -> None:
         super().__init__(ttl=ttl)
         self.path = Path(path)
         self._busy_timeout = busy_timeout
         self._cache_mib = cache_mib
+        self._durable = durable
         self._lock = threading.Lock()
         self._conn = self._open()
         self._pid = os.getpid()
@@ -68,7 +74,13 @@ class SqliteManifest(DuplicateStorage):
         return f"SqliteManifest({str(self.path)!r}, ttl={self.ttl})"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "ttl": self.ttl, "busy_timeout": self._busy_timeout, "cache_mib": self._cache_mib}
+        return {
+            "path": self.path,
+            "ttl": self.ttl,
+            "busy_timeout": self._busy_timeout,
+            "cache_mib": self._cache_mib,
+            "durable": self._durable,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         path = state.pop("path")
@@ -133,7 +145,8 @@ class SqliteManifest(DuplicateStorage):
             conn.execute("ROLLBACK")
             raise
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if self._durable else 'NORMAL'}")
+        conn.execute("PRAGMA wal_autocheckpoint = 10000")
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -144,25 +157,42 @@ class SqliteManifest(DuplicateStorage):
 
     def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
         ttl = self._ttl_seconds
-        results: list[bool | ManifestRequestError] = []
-        append = results.append
         with self._lock:
             conn = self._connection()
-            execute = conn.execute
             try:
-                execute("BEGIN IMMEDIATE")
+                conn.execute("BEGIN IMMEDIATE")
                 try:
-                    for event_id, fingerprint, etl in batch.rows():
-                        before = conn.total_changes
-                        execute(_PUT, (event_id, fingerprint, etl, etl + ttl))
-                        append(conn.total_changes != before)
-                    execute("COMMIT")
+                    results = self._insert_new(conn, batch, ttl) or self._upsert_each(conn, batch, ttl)
+                    conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
             except sqlite3.Error as e:
                 raise ManifestUnavailableError(f"SQLite manifest [{self.path}]: {e}") from e
+        return results
+
+    @staticmethod
+    def _insert_new(conn: sqlite3.Connection, batch: PutBatch, ttl: int) -> list[bool | ManifestRequestError]:
+        """The common case, all pairs new: one plain INSERT for the batch; [] if any pair exists."""
+        conn.execute("SAVEPOINT all_new")
+        try:
+            conn.executemany(_INSERT, ((*key, etl, etl + ttl) for key, etl in zip(batch.keys, batch.etl_seconds)))
+        except sqlite3.IntegrityError:  # a pair is stored already, or comes twice: check each
+            conn.execute("ROLLBACK TO all_new")
+            conn.execute("RELEASE all_new")
+            return []
+        conn.execute("RELEASE all_new")
+        return [True] * len(batch)
+
+    @staticmethod
+    def _upsert_each(conn: sqlite3.Connection, batch: PutBatch, ttl: int) -> list[bool | ManifestRequestError]:
+        results: list[bool | ManifestRequestError] = []
+        append, execute = results.append, conn.execute
+        for event_id, fingerprint, etl in batch.rows():
+            before = conn.total_changes
+            execute(_PUT, (event_id, fingerprint, etl, etl + ttl))
+            append(conn.total_changes != before)
         return results
 
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:

@@ -44,7 +44,8 @@ class BlockingManifest(DuplicateStorage):
 
     def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
         times = [from_epoch_seconds(s) for s in batch.etl_seconds]
-        return self._run(self.inner.try_put_many(list(zip(batch.event_ids, batch.fingerprints, times, strict=True))))
+        items = [(event_id, fingerprint, time) for (event_id, fingerprint), time in zip(batch.keys, times, strict=True)]
+        return self._run(self.inner.try_put_many(items))
 
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         return self._run(self.inner.lookup(event_id, fingerprint))

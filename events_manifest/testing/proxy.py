@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -69,6 +70,8 @@ class FaultProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else a small reply waits for a delayed ACK (~40 ms)
+            wbufsize = -1  # headers and body leave in one write, flushed after each request
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -88,6 +91,8 @@ class FaultProxy:
                     conn = getattr(local, "conn", None)
                     if conn is None:
                         conn = local.conn = http.client.HTTPConnection(*proxy._upstream, timeout=30)
+                        conn.connect()
+                        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     try:
                         conn.request(self.command, self.path, body, dict(self.headers.items()))
                         response = conn.getresponse()

@@ -118,7 +118,7 @@ class DynamoDbManifest(DuplicateStorage):
 
         def run(group: list[int]) -> None:
             for i in group:
-                results[i] = self._put_one(batch.event_ids[i], batch.fingerprints[i], batch.etl_seconds[i])
+                results[i] = self._put_one(*batch.keys[i], batch.etl_seconds[i])
 
         groups = batch.pair_groups()
         workers = min(concurrency or self.concurrency, len(groups))
