@@ -50,7 +50,9 @@ def generate(folder: Path, events: int, files: int = 4) -> int:
 
 def baseline(spark, source: str, target: str) -> None:  # type: ignore[no-untyped-def]
     fields = F.split("value", "\t", -1)
-    lines = spark.read.text(source).withColumn("event_id", fields[6]).withColumn("fingerprint", fields[129])
+    lines = (
+        spark.read.text(source).withColumn("event_id", F.get(fields, 6)).withColumn("fingerprint", F.get(fields, 129))
+    )
     lines.dropDuplicates(["event_id", "fingerprint"]).select("value").write.text(target)
 
 
@@ -85,6 +87,7 @@ def main() -> int:
         times["baseline 2"] = time.perf_counter() - started
         base = (times["baseline 1"] + times["baseline 2"]) / 2
         print(summary.table())
+        print("shred phases:", ", ".join(f"{k} {v:.1f} s" for k, v in summary.phase_seconds.items()))
         for name, seconds in times.items():
             print(f"{name:<12}{seconds:>8.1f} s {lines / seconds:>12,.0f} lines/s")
         print(

@@ -154,6 +154,14 @@ class PutBatch:
             etls.append(to_epoch_seconds(etl_time))
         return cls(keys, etls)
 
+    @property
+    def event_ids(self) -> list[str]:
+        return list(map(_FIRST, self.keys))
+
+    @property
+    def fingerprints(self) -> list[str]:
+        return list(map(_SECOND, self.keys))
+
     def rows(self) -> Iterable[tuple[str, str, int]]:
         return (
             (event_id, fingerprint, etl)

@@ -43,7 +43,7 @@ def dedup_natural(events: DataFrame, etl_time: datetime) -> DataFrame:
     Expects `events` partitioned by event_id (see `by_event_id`).
     """
     missing = F.col("fingerprint") == ""
-    pair = Window.partitionBy("valid", "event_id", "fingerprint").orderBy(
+    pair = Window.partitionBy("event_id", "valid", "fingerprint").orderBy(
         "etl_us", "collector_us", F.when(missing, F.col("line")), "file", "position"
     )
     batch = F.lit(f"missing-fingerprint:{to_epoch_seconds(etl_time)}:")
@@ -62,8 +62,29 @@ def by_event_id(events: DataFrame) -> DataFrame:
     return events.repartition("event_id")
 
 
+def dedup_synthetic(events: DataFrame, *, enabled: bool = True, random_ids: bool = False) -> DataFrame:
+    """Mark valid events that still share an id after natural in-batch dedup: `synthetic`, and give
+    each a `new_event_id`.
+
+    New ids are UUID v5 of (original id, fingerprint), the same on every rerun, or v4 with
+    `random_ids` as in the reference system. The window is by event id alone, so it reuses the
+    shuffle and the sort of `dedup_natural`.
+    """
+    first = F.col("valid") & (F.col("rank") == 1)
+    sharing = F.count(F.when(first, F.lit(1))).over(Window.partitionBy("event_id"))
+    synthetic = first & (sharing > 1) if enabled else F.lit(False)
+    new_id = F.expr("uuid()") if random_ids else uuid5(F.col("event_id"), F.col("fingerprint"))
+    return events.withColumn("synthetic", synthetic).withColumn(
+        "new_event_id", F.when(F.col("synthetic"), new_id).otherwise(F.col("event_id"))
+    )
+
+
 def dedup_cross_batch(events: DataFrame, manifest: ManifestHandle | None, etl_time: datetime) -> DataFrame:
-    """Put each first-of-its-pair valid event to the manifest and set `status`."""
+    """Put each first-of-its-pair valid event, under its original id, to the manifest; set `status`.
+
+    Synthetic duplicates are put too: a later re-delivery of one of them is then a natural
+    duplicate across batches, as it should be.
+    """
     first = F.col("valid") & (F.col("rank") == 1)
     status = F.when(~F.col("valid"), F.lit(BAD)).when(~first, F.lit(IN_BATCH))
     if manifest is None:
@@ -76,18 +97,3 @@ def dedup_cross_batch(events: DataFrame, manifest: ManifestHandle | None, etl_ti
         .otherwise(F.lit(KEPT))
     )
     return events.withColumn("status", status).withColumn("manifest_error", F.col("put.error")).drop("put")
-
-
-def dedup_synthetic(events: DataFrame, *, enabled: bool = True, random_ids: bool = False) -> DataFrame:
-    """Give kept events that still share an event id a new id each: `synthetic` and `new_event_id`.
-
-    New ids are UUID v5 of (original id, fingerprint), the same on every rerun, or v4 with
-    `random_ids` as in the reference system.
-    """
-    kept = F.col("status") == KEPT
-    sharing = F.count(F.when(kept, F.lit(1))).over(Window.partitionBy("event_id"))
-    synthetic = kept & (sharing > 1) if enabled else F.lit(False)
-    new_id = F.expr("uuid()") if random_ids else uuid5(F.col("event_id"), F.col("fingerprint"))
-    return events.withColumn("synthetic", synthetic).withColumn(
-        "new_event_id", F.when(F.col("synthetic"), new_id).otherwise(F.col("event_id"))
-    )

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 IGLU_URI = re.compile(
     r"iglu:(?P<vendor>[a-zA-Z0-9_.-]+)/(?P<name>[a-zA-Z0-9_-]+)/(?P<format>[a-zA-Z0-9_-]+)/"
@@ -26,24 +24,17 @@ _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
-@attrs.frozen
-class Entity:
-    """One self-describing entity: its schema's parts and its `data` exactly as received."""
+class Entity(NamedTuple):
+    """One self-describing entity: its schema's parts and its `data` exactly as received.
+
+    A named tuple, not an attrs class: millions are made per batch and unpacked into columns.
+    """
 
     vendor: str
     name: str
     format: str
     version: str
     data: str
-
-    def as_row(self) -> dict[str, str]:
-        return {
-            "vendor": self.vendor,
-            "name": self.name,
-            "format": self.format,
-            "version": self.version,
-            "data": self.data,
-        }
 
 
 class InvalidJson(ValueError):
@@ -101,7 +92,26 @@ def _members(text: str, pos: int, where: str) -> tuple[dict[str, tuple[int, int]
 
 
 def _envelope(text: str, pos: int, where: str) -> tuple[str, tuple[int, int], int]:
-    """A self-describing JSON at `pos`: its schema URI, the span of its data, its end position."""
+    """A self-describing JSON at `pos`: its schema URI, the span of its data, its end position.
+
+    Enrichment writes compact JSON with `schema` first: that form is read in a few C calls;
+    anything else (whitespace, other key order, errors) goes through the general walker.
+    """
+    if text.startswith('{"schema":"', pos):
+        try:
+            schema, after = scanstring(text, pos + 11)
+        except json.JSONDecodeError:
+            pass
+        else:
+            if text.startswith(',"data":', after):
+                start = after + 8
+                _, stop = _value(text, start)
+                if text.startswith("}", stop):
+                    return schema, (start, stop), stop + 1
+    return _general_envelope(text, pos, where)
+
+
+def _general_envelope(text: str, pos: int, where: str) -> tuple[str, tuple[int, int], int]:
     spans, end = _members(text, pos, where)
     if set(spans) != {"schema", "data"}:
         found = ", ".join(sorted(spans)) or "none"
@@ -130,6 +140,36 @@ def _whole(text: str, end: int) -> None:
 
 def parse_contexts(text: str) -> list[Entity]:
     """The entities of a `contexts` or `derived_contexts` column."""
+    return _compact_contexts(text) or _general_contexts(text)
+
+
+def _compact_contexts(text: str) -> list[Entity] | None:
+    """Enrichment's compact form, each element parsed once; None for anything else (or empty)."""
+    if not text.startswith('{"schema":"'):
+        return None
+    try:
+        schema, pos = scanstring(text, 11)
+    except json.JSONDecodeError:
+        return None
+    if not (text.startswith(',"data":[{', pos) and CONTEXTS_SCHEMA.fullmatch(schema)):
+        return None
+    pos += 9
+    entities: list[Entity] = []
+    while True:
+        try:
+            entity, pos = _entity(text, pos, f"context {len(entities)}")
+        except InvalidJson:
+            return None  # the general walker gives the message
+        entities.append(entity)
+        if text.startswith(",{", pos):
+            pos += 1
+        elif text.startswith("]}", pos) and pos + 2 == len(text):
+            return entities
+        else:
+            return None
+
+
+def _general_contexts(text: str) -> list[Entity]:
     schema, (start, _), end = _envelope(text, 0, "the value")
     _whole(text, end)
     if not CONTEXTS_SCHEMA.fullmatch(schema):

@@ -10,6 +10,7 @@ import argparse
 import base64
 import binascii
 import json
+import logging
 import re
 import sys
 import time
@@ -39,6 +40,8 @@ from spark_integration.session import local_session
 from spark_integration.summary import BUCKETS, ShredSummary, bucket_of
 from spark_integration.udfs import json_entities
 
+log = logging.getLogger(__name__)
+
 
 class OutputExistsError(ManifestConfigError):
     """The output or bad folder already holds files: choose an empty one or pass overwrite."""
@@ -61,8 +64,8 @@ def validate(spark: SparkSession, input_path: str | list[str]) -> DataFrame:
 def scan_batch(spark: SparkSession, input_path: str | list[str]) -> tuple[int, datetime | None]:
     """The number of input lines and the batch etl time, the earliest etl_tstamp among lines that
     pass the field checks (a rerun of the same input finds the same), in one cheap pass."""
-    events = enriched.parse(enriched.load_enriched(spark, input_path))
-    row = events.agg(F.count(F.lit(1)), F.min(F.when(F.size("errors") == 0, F.col("etl_us")))).first()
+    keys = enriched.batch_keys(spark.read.option("lineSep", "\n").text(input_path).withColumnRenamed("value", "line"))
+    row = keys.agg(F.count(F.lit(1)), F.min("etl_us")).first()
     assert row is not None
     lines, earliest = row
     return lines, None if earliest is None else from_epoch_seconds(earliest // 1_000_000)
@@ -76,27 +79,27 @@ def deduplicate(
     synthetic: bool = True,
     random_ids: bool = False,
 ) -> DataFrame:
-    """All rows with `status`, and for kept events their final id, atomic parts and entities."""
-    prefix, suffix = enriched.atomic_parts()
-    events = (
-        events.withColumn("prefix", F.when(F.col("valid"), prefix))
-        .withColumn("suffix", F.when(F.col("valid"), suffix))
-        .drop("fields")
-    )
-    events = dedup.by_event_id(events)
+    """All rows with `status`, and for kept events their final id, atomic line and entities.
+
+    One shuffle (by event id) and one sort serve natural and synthetic dedup; the manifest is
+    asked last, and the wide atomic line is built after the shuffle, from the line itself.
+    """
+    events = dedup.by_event_id(events.drop("fields"))
     events = dedup.dedup_natural(events, etl_time)
-    events = dedup.dedup_cross_batch(events, manifest, etl_time)
     events = dedup.dedup_synthetic(events, enabled=synthetic, random_ids=random_ids)
+    events = dedup.dedup_cross_batch(events, manifest, etl_time)
     kept = F.col("status") == dedup.KEPT
     bad = F.col("status").isin(dedup.BAD, dedup.MANIFEST_ERROR)
     errors = F.when(F.col("status") == dedup.MANIFEST_ERROR, F.array("manifest_error")).otherwise(F.col("errors"))
+    before, after = enriched.atomic_parts()
+    events = events.withColumn("fields", F.when(kept, enriched.padded_line("line")))
     return events.select(
         "status",
         F.when(F.col("valid"), F.col("event_id")).alias("event_id"),
         F.when(kept, F.col("new_event_id")).alias("new_event_id"),
         F.when(kept, F.col("synthetic")).alias("synthetic"),
         F.when(kept, F.col("collector_tstamp")).alias("collector_tstamp"),
-        F.when(kept, F.concat_ws("\t", "prefix", "new_event_id", "suffix")).alias("atomic"),
+        F.when(kept, F.concat_ws("\t", before, "new_event_id", after)).alias("atomic"),
         F.when(kept, F.col("entities")).alias("entities"),
         F.when(bad, F.col("line")).alias("line"),
         F.when(bad, errors).alias("errors"),
@@ -154,7 +157,9 @@ def shred(
     _prepare_folder(storage, output_path, overwrite, "output folder")
     _prepare_folder(storage, bad_path, overwrite, "bad folder")
 
+    clock = _Clock()
     input_lines, earliest = scan_batch(spark, input_path)
+    clock.lap("scan")
     etl = etl_time or earliest or datetime(1970, 1, 1)
     result = deduplicate(
         validate(spark, input_path), etl, handle, synthetic=synthetic_dedup, random_ids=random_synthetic_ids
@@ -167,6 +172,7 @@ def shred(
             if failure is not None:
                 raise failure from None
             raise
+        clock.lap("validate, dedup, manifest")
         statuses: dict[str, int] = {}
         for status, _, count in counts:
             statuses[status] = statuses.get(status, 0) + count
@@ -180,9 +186,7 @@ def shred(
             in_batch_duplicates=statuses.get(dedup.IN_BATCH, 0),
             cross_batch_duplicates=statuses.get(dedup.CROSS_BATCH, 0),
             synthetic_duplicates=sum(count for _, synthetic, count in counts if synthetic),
-            entities=dict(
-                sorted(("/".join(r[:4]), r[4]) for r in shredded.groupBy(*output.PARTITIONS).count().collect())
-            ),
+            entities=_entity_counts(shredded),
             events_per_event_id=_distribution(result),
             etl_time=from_epoch_seconds(to_epoch_seconds(etl)).strftime("%Y-%m-%d %H:%M:%S"),
             manifest=handle.describe() if handle else None,
@@ -191,6 +195,7 @@ def shred(
             bad_path=bad_path,
             seconds=0.0,
         )
+        clock.lap("counts")
         if not summary.balanced:
             raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
         out_staging, bad_staging = output.Staging(storage, output_path), output.Staging(storage, bad_path)
@@ -205,11 +210,26 @@ def shred(
             raise
         out_staging.commit()
         bad_staging.commit()
+        clock.lap("write")
     finally:
         result.unpersist()
-    summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3))
+    summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3), phase_seconds=clock.laps)
     storage.write_text(output.join(output_path, output.SUMMARY), summary.to_json())
     return summary
+
+
+class _Clock:
+    """Seconds spent in each phase of a run, for the summary and the log."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, phase: str) -> None:
+        now = time.monotonic()
+        self.laps[phase] = round(now - self._last, 3)
+        self._last = now
+        log.info("shred phase %s: %.1f s", phase, self.laps[phase])
 
 
 def _entity_counts(shredded: DataFrame) -> dict[str, int]:

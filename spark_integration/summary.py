@@ -36,6 +36,7 @@ class ShredSummary:
     output_path: str
     bad_path: str
     seconds: float = attrs.field(eq=False)
+    phase_seconds: dict[str, float] = attrs.field(factory=dict, eq=False)
 
     @property
     def balanced(self) -> bool:
@@ -48,7 +49,7 @@ class ShredSummary:
     @classmethod
     def from_json(cls, text: str) -> ShredSummary:
         data: dict[str, Any] = json.loads(text)
-        return cls(**{f.name: data[f.name] for f in attrs.fields(cls)})
+        return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
 
     def table(self) -> str:
         rows = [

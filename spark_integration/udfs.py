@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql import types as T
@@ -15,7 +15,7 @@ from pyspark.sql.pandas.functions import arrow_udf
 
 from events_manifest import ManifestError
 from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.sdj import entities_of
+from spark_integration.sdj import Entity, entities_of
 
 if TYPE_CHECKING:
     from pyspark.sql._typing import UserDefinedFunctionLike
@@ -31,13 +31,17 @@ _ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "f
 
 def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.Array:
     errors: list[list[str]] = []
-    entities: list[list[dict[str, Any]]] = []
+    found: list[Entity] = []
+    offsets = [0]
     for row in zip(contexts.to_pylist(), unstruct.to_pylist(), derived.to_pylist(), strict=True):
-        found, problems = entities_of(*row)
+        entities, problems = entities_of(*row)
         errors.append(problems)
-        entities.append([e.as_row() for e in found])
+        found += entities
+        offsets.append(len(found))
+    columns = list(zip(*found, strict=True)) if found else [()] * len(_ENTITY_ARROW)
+    flat = pa.StructArray.from_arrays([pa.array(c, pa.string()) for c in columns], fields=list(_ENTITY_ARROW))
     return pa.StructArray.from_arrays(
-        [pa.array(errors, type=pa.list_(pa.string())), pa.array(entities, type=pa.list_(_ENTITY_ARROW))],
+        [pa.array(errors, type=pa.list_(pa.string())), pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), flat)],
         names=["errors", "entities"],
     )
 

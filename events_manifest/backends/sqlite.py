@@ -177,7 +177,9 @@ class SqliteManifest(DuplicateStorage):
         """The common case, all pairs new: one plain INSERT for the batch; [] if any pair exists."""
         conn.execute("SAVEPOINT all_new")
         try:
-            conn.executemany(_INSERT, ((*key, etl, etl + ttl) for key, etl in zip(batch.keys, batch.etl_seconds)))
+            conn.executemany(
+                _INSERT, ((*key, etl, etl + ttl) for key, etl in zip(batch.keys, batch.etl_seconds, strict=True))
+            )
         except sqlite3.IntegrityError:  # a pair is stored already, or comes twice: check each
             conn.execute("ROLLBACK TO all_new")
             conn.execute("RELEASE all_new")
