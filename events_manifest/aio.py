@@ -183,8 +183,7 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
     async def _put_one(self, event_id: str, fingerprint: str, etl: int) -> Outcome:
         request = requests.put_request(self.table, event_id, fingerprint, etl, self._ttl_seconds)
         if self._wire is not None:
-            reply = await self._wire.call("PutItem", request)
-            return True if reply.status == 200 else requests.put_outcome(reply.error("PutItem"), self.table)
+            return (await self._wire.call("PutItem", request)).put_outcome(self.table)
         assert self.client is not None
         try:
             await self.client.put_item(**request)

@@ -133,8 +133,7 @@ class DynamoDbManifest(DuplicateStorage):
     def _put_one(self, event_id: str, fingerprint: str, etl: int) -> bool | ManifestRequestError:
         request = requests.put_request(self.table, event_id, fingerprint, etl, self._ttl_seconds)
         if self._wire is not None:
-            reply = self._wire.call("PutItem", request)
-            return True if reply.status == 200 else requests.put_outcome(reply.error("PutItem"), self.table)
+            return (self._wire.call("PutItem", request)).put_outcome(self.table)
         try:
             self.client.put_item(**request)
         except (ClientError, BotoCoreError) as e:

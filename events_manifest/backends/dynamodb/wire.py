@@ -27,9 +27,10 @@ import botocore.session
 from botocore.credentials import Credentials as BotocoreCredentials
 from botocore.exceptions import ClientError
 
+from events_manifest.backends.dynamodb import requests
 from events_manifest.backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.backends.dynamodb.requests import THROTTLING_CODES
-from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
+from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,10 @@ class Reply:
     @property
     def retryable(self) -> bool:
         return self.failure is not None or self.status >= 500 or self.code in THROTTLING_CODES | TRANSIENT_CODES
+
+    def put_outcome(self, table: str) -> bool | ManifestRequestError:
+        """What this answer to a conditional PutItem means, exactly as for the boto3 path."""
+        return True if self.status == 200 else requests.put_outcome(self.error("PutItem"), table)
 
     def error(self, operation: str) -> ClientError:
         """This answer as the botocore error the SDK would raise, for the shared outcome logic."""
