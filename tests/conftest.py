@@ -58,10 +58,18 @@ class Backend:
     """
 
     name: str
-    url: Callable[[timedelta], str]
+    fresh: Callable[[], Callable[[timedelta], str]]
     shared_across_processes: bool
     async_open: Callable[[str], Awaitable[AsyncEventsManifest]] | None = None
     opened: list[DuplicateStorage] = attrs.field(factory=list)
+    url: Callable[[timedelta], str] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.url = self.fresh()
+
+    def renew(self) -> None:
+        """Point at a new, empty store (file or table) for the next manifests."""
+        self.url = self.fresh()
 
     def make(self, ttl: timedelta = DEFAULT_TTL) -> DuplicateStorage:
         url = self.url(ttl)
@@ -110,22 +118,24 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 
 def _backend(request: pytest.FixtureRequest, name: str, tmp_path: Path) -> Backend:
     if name == "memory":
-        made = Backend(name, lambda ttl: f"memory://?ttl={ttl_text(ttl)}", shared_across_processes=False)
-    elif name == "sqlite":
-        path = tmp_path / "manifest.db"
-        made = Backend(name, lambda ttl: f"sqlite://{path}?ttl={ttl_text(ttl)}", shared_across_processes=True)
-    else:
-        server: LocalServer = request.getfixturevalue("dynalite" if name == "dynalite" else "moto_server")
+        return Backend(name, lambda: lambda ttl: f"memory://?ttl={ttl_text(ttl)}", shared_across_processes=False)
+    if name == "sqlite":
+
+        def sqlite_url() -> Callable[[timedelta], str]:
+            path = tmp_path / f"manifest-{uuid.uuid4().hex[:8]}.db"
+            return lambda ttl: f"sqlite://{path}?ttl={ttl_text(ttl)}"
+
+        return Backend(name, sqlite_url, shared_across_processes=True)
+    server: LocalServer = request.getfixturevalue("dynalite" if name == "dynalite" else "moto_server")
+
+    def dynamodb_url() -> Callable[[timedelta], str]:
         table = unique_table()
-        made = Backend(
-            name,
-            lambda ttl: (
-                f"dynamodb://{table}?region=us-east-1&endpoint={server.endpoint}&create=true"
-                f"&ttl={ttl_text(ttl)}&max_attempts=3"
-            ),
-            shared_across_processes=True,
+        return lambda ttl: (
+            f"dynamodb://{table}?region=us-east-1&endpoint={server.endpoint}&create=true"
+            f"&ttl={ttl_text(ttl)}&max_attempts=3"
         )
-    return made
+
+    return Backend(name, dynamodb_url, shared_across_processes=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,68 @@
+"""A hypothesis state machine that runs the manifest contract against any backend.
+
+For the author of a new backend:
+
+    from events_manifest.testing.conformance import manifest_state_machine
+
+    TestRedisManifest = manifest_state_machine(lambda ttl: RedisManifest(..., ttl=ttl)).TestCase
+
+Each example starts from a fresh, empty manifest made by the factory, drives it with random
+`put` and `put_many` steps over a small pool of ids, fingerprints and etl times (so reruns,
+later and earlier etl times, in-call duplicates and ttl expiry all happen), and compares every
+answer and every stored entry with `ReferenceManifest`. Needs hypothesis.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from events_manifest.base import DuplicateStorage
+from events_manifest.testing.reference import ReferenceManifest
+
+TTL = timedelta(days=2)
+EPOCH = datetime(2026, 1, 1)
+
+event_ids = st.sampled_from([str(uuid.UUID(int=n, version=4)) for n in range(1, 5)])
+fingerprints = st.sampled_from(["A", "B", "C"])
+etl_times = st.integers(min_value=0, max_value=5 * 24).map(lambda hours: EPOCH + timedelta(hours=hours * 12))
+"""Twelve-hour steps over ten weeks, with a two-day ttl: reruns, other etls and expiry all occur."""
+items = st.tuples(event_ids, fingerprints, etl_times)
+
+
+def manifest_state_machine(
+    make: Callable[[timedelta], DuplicateStorage], *, examples: int = 25, steps: int = 20
+) -> type[RuleBasedStateMachine]:
+    """A state machine class checking manifests from `make(ttl)`; its `.TestCase` is a unittest case."""
+
+    class ManifestStateMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.manifest = make(TTL)
+            self.model = ReferenceManifest(TTL)
+
+        @rule(item=items)
+        def put(self, item: tuple[str, str, datetime]) -> None:
+            assert self.manifest.put(*item) == self.model.put_many([item])[0], item
+
+        @rule(batch=st.lists(items, max_size=8))
+        def put_many(self, batch: list[tuple[str, str, datetime]]) -> None:
+            assert self.manifest.put_many(batch) == self.model.put_many(batch), batch
+
+        @invariant()
+        def entries_match(self) -> None:
+            for (event_id, fingerprint), (etl, ttl) in self.model.entries.items():
+                entry = self.manifest.lookup(event_id, fingerprint)
+                assert entry is not None, (event_id, fingerprint)
+                assert (entry.etl_seconds, entry.ttl_seconds) == (etl, ttl)
+
+        def teardown(self) -> None:
+            self.manifest.close()
+
+    ManifestStateMachine.TestCase.settings = settings(max_examples=examples, stateful_step_count=steps, deadline=None)
+    return ManifestStateMachine
