@@ -31,7 +31,7 @@ class ManifestHandle:
                 raise ManifestConfigError(_NOT_SHARED)
             return cls(url=manifest)
         if type(manifest) is SqliteManifest:
-            return cls(url=f"sqlite://{manifest.path.resolve()}?ttl={int(manifest.ttl.total_seconds())}s")
+            return cls(url=manifest.url)
         try:
             return cls(pickled=pickle.dumps(manifest))
         except (TypeError, pickle.PicklingError, AttributeError) as e:

@@ -43,16 +43,7 @@ def _plot(distribution: dict[str, int]) -> str:
 
 
 def render_report(summary: ShredSummary) -> str:
-    rows = [
-        ("input lines", summary.input_lines),
-        ("kept events", summary.kept_events),
-        ("bad rows", summary.bad_rows),
-        ("of which manifest errors", summary.manifest_errors),
-        ("natural duplicates dropped in-batch", summary.in_batch_duplicates),
-        ("natural duplicates dropped cross-batch", summary.cross_batch_duplicates),
-        ("synthetic duplicates re-identified", summary.synthetic_duplicates),
-    ]
-    counts = "".join(f"<tr><td>{escape(n)}</td><td class=n>{v:,}</td></tr>" for n, v in rows)
+    counts = "".join(f"<tr><td>{escape(n.strip())}</td><td class=n>{v:,}</td></tr>" for n, v in summary.counts())
     entities = "".join(
         f"<tr><td>{escape(n)}</td><td class=n>{v:,}</td></tr>" for n, v in sorted(summary.entities.items())
     )

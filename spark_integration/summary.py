@@ -51,8 +51,9 @@ class ShredSummary:
         data: dict[str, Any] = json.loads(text)
         return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
 
-    def table(self) -> str:
-        rows = [
+    def counts(self) -> list[tuple[str, int]]:
+        """The line counts, labelled, in the order the table and the report show them."""
+        return [
             ("input lines", self.input_lines),
             ("kept events", self.kept_events),
             ("bad rows", self.bad_rows),
@@ -61,6 +62,9 @@ class ShredSummary:
             ("natural duplicates dropped cross-batch", self.cross_batch_duplicates),
             ("synthetic duplicates re-identified", self.synthetic_duplicates),
         ]
+
+    def table(self) -> str:
+        rows = self.counts()
         width = max(len(name) for name, _ in rows) + 2
         lines = [f"Shred run: {self.input_path} -> {self.output_path} ({self.seconds:.1f} s)"]
         lines.append(f"etl time {self.etl_time or '-'}, manifest {self.manifest or 'none (in-batch dedup only)'}")

@@ -72,3 +72,14 @@ def test_pickled_manifest_opens_its_own_connection(tmp_path: Path) -> None:
     assert out.get(timeout=60) is False
     child.join(timeout=30)
     assert manifest.put(ID, "f", ETL), "the parent's connection still works after the fork"
+
+
+def test_url_round_trips_the_options(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from events_manifest import manifest_from_url
+
+    manifest = SqliteManifest(tmp_path / "m.db", ttl=timedelta(days=3), cache_mib=8, durable=True)
+    again = manifest_from_url(manifest.url)
+    assert isinstance(again, SqliteManifest)
+    assert (again.path, again.ttl, again.url) == (manifest.path, timedelta(days=3), manifest.url)

@@ -73,6 +73,12 @@ class SqliteManifest(DuplicateStorage):
     def __repr__(self) -> str:
         return f"SqliteManifest({str(self.path)!r}, ttl={self.ttl})"
 
+    @property
+    def url(self) -> str:
+        """The `manifest_from_url` form of this manifest, options included."""
+        options = f"ttl={self._ttl_seconds}s&cache_mib={self._cache_mib}"
+        return f"sqlite://{self.path.resolve()}?{options}" + ("&durable=true" if self._durable else "")
+
     def __getstate__(self) -> dict[str, Any]:
         return {
             "path": self.path,
