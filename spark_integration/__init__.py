@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from spark_integration.enriched import load_enriched, parse
     from spark_integration.manifest_handle import ManifestHandle
     from spark_integration.session import local_session
-    from spark_integration.shredder import OutputExistsError, deduplicate, shred, validate
+    from spark_integration.shredder import EtlMismatchError, OutputExistsError, deduplicate, shred, validate
     from spark_integration.summary import ShredSummary
 
 _EXPORTS = {
@@ -21,6 +21,7 @@ _EXPORTS = {
     "validate": "shredder",
     "deduplicate": "shredder",
     "OutputExistsError": "shredder",
+    "EtlMismatchError": "shredder",
     "ShredSummary": "summary",
     "load_enriched": "enriched",
     "parse": "enriched",
@@ -33,6 +34,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "EtlMismatchError",
     "ManifestHandle",
     "OutputExistsError",
     "ShredSummary",

@@ -14,6 +14,8 @@ from pyspark.sql import functions as F
 ATOMIC = "atomic-events"
 SHREDDED = "shredded-types"
 SUMMARY = "_summary.json"
+RUN_MARKER = "_run.json"
+"""Written before the first manifest put, removed when the run has finished: its etl time."""
 DUPLICATE_CONTEXT = ("com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0")
 PARTITIONS = ["vendor", "name", "format", "version"]
 

@@ -107,7 +107,7 @@ def deduplicate(
 
 
 def _prepare_folder(storage: output.Storage, folder: str, overwrite: bool, what: str) -> None:
-    children = [c for c in storage.children(folder) if not c.startswith(".staging-")]
+    children = [c for c in storage.children(folder) if not c.startswith(".staging-") and c != output.RUN_MARKER]
     if children and not overwrite:
         raise OutputExistsError(
             f"{what} [{folder}] is not empty ({', '.join(children[:3])}{'...' if len(children) > 3 else ''}): "
@@ -154,6 +154,7 @@ def shred(
     if handle is not None:
         handle.open()  # in the driver: a missing table or unusable file fails here, before any work
     storage = output.Storage(spark)
+    unfinished = _unfinished_run(storage, output_path)
     _prepare_folder(storage, output_path, overwrite, "output folder")
     _prepare_folder(storage, bad_path, overwrite, "bad folder")
 
@@ -161,6 +162,10 @@ def shred(
     input_lines, earliest = scan_batch(spark, input_path)
     clock.lap("scan")
     etl = etl_time or earliest or datetime(1970, 1, 1)
+    marker = output.join(output_path, output.RUN_MARKER)
+    if handle is not None:  # only a manifest remembers a failed run's events
+        _check_rerun(unfinished, etl, etl_time is not None, output_path)
+        storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
     result = deduplicate(
         validate(spark, input_path), etl, handle, synthetic=synthetic_dedup, random_ids=random_synthetic_ids
     ).persist()
@@ -188,7 +193,7 @@ def shred(
             synthetic_duplicates=sum(count for _, synthetic, count in counts if synthetic),
             entities=_entity_counts(shredded),
             events_per_event_id=_distribution(result),
-            etl_time=from_epoch_seconds(to_epoch_seconds(etl)).strftime("%Y-%m-%d %H:%M:%S"),
+            etl_time=_text(etl),
             manifest=handle.describe() if handle else None,
             input_path=input_path if isinstance(input_path, str) else ",".join(input_path),
             output_path=output_path,
@@ -215,7 +220,41 @@ def shred(
         result.unpersist()
     summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3), phase_seconds=clock.laps)
     storage.write_text(output.join(output_path, output.SUMMARY), summary.to_json())
+    if storage.exists(marker):
+        storage.delete(marker)
     return summary
+
+
+class EtlMismatchError(ManifestConfigError):
+    """A rerun after a failed run would use another etl time, and reject that run's events."""
+
+
+def _text(etl: datetime) -> str:
+    return from_epoch_seconds(to_epoch_seconds(etl)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _unfinished_run(storage: output.Storage, output_path: str) -> str | None:
+    """The etl time of an earlier run into this folder that stopped before finishing, if any."""
+    marker = output.join(output_path, output.RUN_MARKER)
+    if not storage.exists(marker):
+        return None
+    etl: str = json.loads(storage.read_text(marker))["etl_time"]
+    return etl
+
+
+def _check_rerun(unfinished: str | None, etl: datetime, overridden: bool, output_path: str) -> None:
+    """Refuse a rerun whose etl time differs from the failed run's: the manifest holds that run's
+    events under its etl time and would reject them now as duplicates, losing them."""
+    if unfinished is None or unfinished == _text(etl):
+        return
+    if overridden:
+        log.warning("rerun into %s with etl time %s; the unfinished run had %s", output_path, _text(etl), unfinished)
+        return
+    raise EtlMismatchError(
+        f"an earlier run into [{output_path}] stopped after recording events with etl time {unfinished}, "
+        f"but this input's etl time is {_text(etl)} (the input changed): its events would now be rejected "
+        f"as duplicates. Rerun with --etl-time '{unfinished}' (etl_time= in Python) to finish that run"
+    )
 
 
 class _Clock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from events_manifest import ManifestRequestError, ManifestThrottledError, ManifestUnavailableError, SqliteManifest
 from events_manifest.model import PutBatch
 from events_manifest.testing import FaultProxy, LocalServer
-from spark_integration import OutputExistsError, demo, shred
+from spark_integration import EtlMismatchError, OutputExistsError, demo, shred
 from spark_integration.shredder import main
 from tests.conftest import unique_table
 from tests.shred_helpers import line, read_bad, read_output, write_input
@@ -198,3 +199,37 @@ def test_the_readme_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixtu
     before = read_output(tmp_path / "batch-2" / "shredded")
     assert demo.main(["--out", str(tmp_path)]) == 0, "a rerun of the demo"
     assert read_output(tmp_path / "batch-2" / "shredded") == before
+
+
+class FailingAfterPuts(SqliteManifest):
+    """A store that records a batch and then fails, as a crash right after the puts would."""
+
+    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
+        super()._put_batch(batch)
+        raise ManifestUnavailableError("the store went away after writing")
+
+
+def test_rerun_after_a_failed_run_with_changed_input_is_refused(spark: Any, tmp_path: Path) -> None:
+    store = tmp_path / "m.db"
+    first = [line(A, "FP", etl="2026-11-01 06:00:00.000")]
+    out, bad = str(tmp_path / "o"), str(tmp_path / "b")
+    with pytest.raises(ManifestUnavailableError, match="went away"):
+        shred(spark, str(write_input(tmp_path / "in1", first)), out, bad, manifest=FailingAfterPuts(store))
+    assert not (tmp_path / "o" / "atomic-events").exists()
+    assert SqliteManifest(store).lookup(A, "FP") is not None, "the failed run recorded its event"
+
+    changed = write_input(tmp_path / "in2", [*first, line(B, "FP", etl="2026-11-01 05:00:00.000")])
+    with pytest.raises(EtlMismatchError, match=r"Rerun with --etl-time '2026-11-01 06:00:00'"):
+        shred(spark, str(changed), out, bad, manifest=f"sqlite://{store}")
+    summary = shred(spark, str(changed), out, bad, manifest=f"sqlite://{store}", etl_time=datetime(2026, 11, 1, 6))
+    assert (summary.kept_events, summary.cross_batch_duplicates) == (2, 0), "the failed run's event is kept"
+    assert not (tmp_path / "o" / "_run.json").exists()
+
+
+def test_rerun_after_a_failed_run_with_the_same_input_needs_no_flag(spark: Any, tmp_path: Path) -> None:
+    store = tmp_path / "m.db"
+    source = str(write_input(tmp_path / "in", [line(A, "FP")]))
+    with pytest.raises(ManifestUnavailableError):
+        shred(spark, source, str(tmp_path / "o"), str(tmp_path / "b"), manifest=FailingAfterPuts(store))
+    summary = shred(spark, source, str(tmp_path / "o"), str(tmp_path / "b"), manifest=f"sqlite://{store}")
+    assert summary.kept_events == 1
