@@ -83,7 +83,7 @@ def test_throttling_mid_batch_is_retried_without_reordering(dynalite: LocalServe
 
 
 def test_adapter_keeps_the_loop_free(tmp_path: Path) -> None:
-    items = [(str(uuid.uuid4()), "fp", ETL) for _ in range(60_000)]
+    items = [(str(uuid.uuid4()), "fp", ETL) for _ in range(200_000)]
 
     async def main() -> tuple[int, float]:
         manifest = await async_manifest_from_url(f"sqlite://{tmp_path}/m.db")
