@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -194,11 +193,7 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
     async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         request = requests.get_request(self.table, normalize_event_id(event_id), check_fingerprint(fingerprint))
         if self._wire is not None:
-            reply = await self._wire.call("GetItem", request)
-            if reply.status != 200:
-                raise requests.manifest_error(reply.error("GetItem"), self.table)
-            document: dict[str, Any] = json.loads(reply.body)
-            return requests.entry_from_item(document.get("Item"))
+            return (await self._wire.call("GetItem", request)).lookup_outcome(self.table)
         assert self.client is not None
         try:
             response: dict[str, Any] = dict(await self.client.get_item(**request))

@@ -174,19 +174,14 @@ def load_enriched(spark: SparkSession, path: str | list[str]) -> DataFrame:
     )
 
 
-def padded(split: str) -> Column:
-    """The split fields padded to 131 (older lines have fewer), or null for a line of the wrong shape."""
-    count = F.size(split)
-    return F.when(
-        count.between(MIN_FIELDS, FIELDS), F.concat(F.col(split), F.array_repeat(F.lit(""), F.lit(FIELDS) - count))
-    )
-
-
-def padded_line(line: str) -> Column:
-    """`padded` straight from a line column."""
-    split = F.split(line, "\t", -1)
+def padded(split: Column) -> Column:
+    """Split fields padded to 131 (older lines have fewer), or null for a line of the wrong shape."""
     count = F.size(split)
     return F.when(count.between(MIN_FIELDS, FIELDS), F.concat(split, F.array_repeat(F.lit(""), F.lit(FIELDS) - count)))
+
+
+def split_line(line: str = "line") -> Column:
+    return F.split(line, "\t", -1)
 
 
 def field(index: int) -> Column:
@@ -206,9 +201,9 @@ def epoch_micros(column: Column) -> Column:
 
 def parse(lines: DataFrame) -> DataFrame:
     """Split, pad and check each line; adds `fields`, key columns and `errors` (empty when valid)."""
-    split = lines.withColumn("split", F.split("line", "\t", -1))  # one split; Spark keeps it shared
+    split = lines.withColumn("split", split_line())  # one split; Spark keeps it shared
     count = F.col("field_count")
-    parsed = split.withColumn("field_count", F.size("split")).withColumn("fields", padded("split")).drop("split")
+    parsed = split.withColumn("field_count", F.size("split")).withColumn("fields", padded(F.col("split"))).drop("split")
     parsed = parsed.select(
         "*",
         field(EVENT_ID).alias("event_id"),
@@ -264,7 +259,7 @@ def batch_keys(lines: DataFrame) -> DataFrame:
     """The lines' count and etl time at a fraction of `parse`'s cost: `etl_us` where the line has
     108 to 131 fields, a UUID event_id and parseable timestamps, else null."""
     head = F.split("line", "\t", EVENT_ID + 2)
-    fields = F.size(F.split("line", "\t", -1))
+    fields = F.size(split_line())
     well_formed = (
         fields.between(MIN_FIELDS, FIELDS)
         & head[EVENT_ID].rlike(UUID_PATTERN)

@@ -64,7 +64,7 @@ def validate(spark: SparkSession, input_path: str | list[str]) -> DataFrame:
 def scan_batch(spark: SparkSession, input_path: str | list[str]) -> tuple[int, datetime | None]:
     """The number of input lines and the batch etl time, the earliest etl_tstamp among lines that
     pass the field checks (a rerun of the same input finds the same), in one cheap pass."""
-    keys = enriched.batch_keys(spark.read.option("lineSep", "\n").text(input_path).withColumnRenamed("value", "line"))
+    keys = enriched.batch_keys(enriched.load_enriched(spark, input_path))
     row = keys.agg(F.count(F.lit(1)), F.min("etl_us")).first()
     assert row is not None
     lines, earliest = row
@@ -92,7 +92,7 @@ def deduplicate(
     bad = F.col("status").isin(dedup.BAD, dedup.MANIFEST_ERROR)
     errors = F.when(F.col("status") == dedup.MANIFEST_ERROR, F.array("manifest_error")).otherwise(F.col("errors"))
     before, after = enriched.atomic_parts()
-    events = events.withColumn("fields", F.when(kept, enriched.padded_line("line")))
+    events = events.withColumn("fields", F.when(kept, enriched.padded(enriched.split_line())))
     return events.select(
         "status",
         F.when(F.col("valid"), F.col("event_id")).alias("event_id"),

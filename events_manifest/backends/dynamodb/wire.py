@@ -31,6 +31,7 @@ from events_manifest.backends.dynamodb import requests
 from events_manifest.backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.backends.dynamodb.requests import THROTTLING_CODES
 from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
+from events_manifest.model import ManifestEntry
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,12 @@ class Reply:
     def put_outcome(self, table: str) -> bool | ManifestRequestError:
         """What this answer to a conditional PutItem means, exactly as for the boto3 path."""
         return True if self.status == 200 else requests.put_outcome(self.error("PutItem"), table)
+
+    def lookup_outcome(self, table: str) -> ManifestEntry | None:
+        """The entry a GetItem answer holds, or the error it stands for, raised."""
+        if self.status != 200:
+            raise requests.manifest_error(self.error("GetItem"), table)
+        return requests.entry_from_item(json.loads(self.body).get("Item"))
 
     def error(self, operation: str) -> ClientError:
         """This answer as the botocore error the SDK would raise, for the shared outcome logic."""
