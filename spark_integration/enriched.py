@@ -220,6 +220,10 @@ def parse(lines: DataFrame) -> DataFrame:
     errors = F.array_compact(
         F.array(
             message(
+                ~F.is_valid_utf8("line"),
+                F.lit("Line is not valid UTF-8 (its invalid bytes are shown here as U+FFFD)"),
+            ),
+            message(
                 count < MIN_FIELDS,
                 F.format_string(
                     "Line does not match Snowplow enriched event (expected 108+ fields; found %d)", F.col("field_count")

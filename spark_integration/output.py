@@ -63,7 +63,9 @@ def shredded_lines(events: DataFrame) -> DataFrame:
 def bad_rows(rows: DataFrame, failure_tstamp: str) -> DataFrame:
     """`{"line":...,"errors":[{"level":"error","message":...}],"failure_tstamp":...}` per bad line."""
     errors = F.transform("errors", lambda m: F.struct(F.lit("error").alias("level"), m.alias("message")))
-    document = F.struct(F.col("line"), errors.alias("errors"), F.lit(failure_tstamp).alias("failure_tstamp"))
+    document = F.struct(
+        F.make_valid_utf8("line").alias("line"), errors.alias("errors"), F.lit(failure_tstamp).alias("failure_tstamp")
+    )
     return rows.select(F.to_json(document).alias("value"))
 
 

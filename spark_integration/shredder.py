@@ -107,7 +107,12 @@ def deduplicate(
 
 
 def _prepare_folder(storage: output.Storage, folder: str, overwrite: bool, what: str) -> None:
-    children = [c for c in storage.children(folder) if not c.startswith(".staging-") and c != output.RUN_MARKER]
+    children = []
+    for child in storage.children(folder):
+        if child.startswith(".staging-"):  # left by a run that was killed while writing
+            storage.delete(output.join(folder, child))
+        elif child != output.RUN_MARKER:
+            children.append(child)
     if children and not overwrite:
         raise OutputExistsError(
             f"{what} [{folder}] is not empty ({', '.join(children[:3])}{'...' if len(children) > 3 else ''}): "

@@ -66,12 +66,13 @@ def shredded(vendor: str, name: str, version: str, data: str, root_id: str, root
 def write_input(folder: Path, *files: list[str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for n, lines in enumerate(files):
-        (folder / f"part-{n:05d}.tsv").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+        (folder / f"part-{n:05d}.tsv").write_bytes("".join(x + "\n" for x in lines).encode("utf-8"))
     return folder
 
 
 def _lines(folder: Path) -> list[str]:
-    return sorted(x for p in folder.glob("part-*") for x in p.read_text(encoding="utf-8").splitlines())
+    """Lines split on "\n" only, as Spark writes them (a field may hold "\r" or "\u2028")."""
+    return sorted(x for p in folder.glob("part-*") for x in p.read_bytes().decode("utf-8").split("\n")[:-1])
 
 
 def read_output(out: Path) -> dict[str, list[str]]:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
+from events_manifest import manifest_from_url
 from events_manifest.testing import FaultProxy, LocalServer
+from events_manifest.testing.strategies import EPOCH, Event
 from spark_integration import shred
 from tests.conftest import unique_table
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
@@ -56,3 +62,67 @@ def test_hostile_schema_names_stay_inside_the_output(spark: Any, tmp_path: Path)
     produced = {p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*") if p.is_file()}
     assert produced == {"in", "out", "bad"}
     assert not Path("/tmp/evil").exists()
+
+
+def test_hostile_lines_become_bad_rows_naming_the_problem(spark: Any, tmp_path: Path) -> None:
+    """Invalid UTF-8, huge fields and JSON bombs: the job finishes and says what is wrong."""
+    fine = line(IDS[0], "FP", page_url="https://example.com/")
+    deep = contexts(sdj("iglu:com.acme/x/jsonschema/1-0-0", "[" * 100_000 + "]" * 100_000))
+    wide = contexts(*[sdj("iglu:com.acme/x/jsonschema/1-0-0", "{}")] * 20_000)
+    source = tmp_path / "in"
+    source.mkdir()
+    lines = [
+        fine.encode(),
+        line(IDS[1], "FP", page_url="https://example.com/\udcff", page_title="x").encode("utf-8", "surrogateescape"),
+        line(IDS[2], "FP", page_url="x" * 5_000_000).encode(),
+        line(IDS[3], "FP", contexts=deep).encode(),
+        line(IDS[4], "FP", contexts=wide).encode(),
+        line(IDS[5], "FP", contexts="{" * 2_000_000).encode(),
+        "\t".join(["x"] * 100_000).encode(),
+    ]
+    (source / "part-00000.tsv").write_bytes(b"".join(x + b"\n" for x in lines))
+    summary = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"))
+    out, bad = read_output(tmp_path / "out"), read_bad(tmp_path / "bad")
+    messages = {row["line"][:120]: [e["message"] for e in row["errors"]] for row in bad}
+    assert summary.input_lines == 7 and summary.bad_rows == 4 and summary.kept_events == 3
+    assert len(out["atomic-events"]) == 3
+    assert len(out["shredded-types/vendor=com.acme/name=x/format=jsonschema/version=1-0-0"]) == 20_000
+    assert sorted(len(a) for a in out["atomic-events"])[-1] > 5_000_000
+    by_id = {m[0].split("\t")[6] if "\t" in m[0] else m[0]: m[1] for m in messages.items()}
+    assert "not valid UTF-8" in by_id[IDS[1]][0]
+    assert "nested too deeply" in by_id[IDS[3]][0]
+    assert "invalid JSON" in by_id[IDS[5]][0]
+    assert any("expected at most 131 fields; found 100000" in m[0] for m in messages.values())
+
+
+@pytest.mark.parametrize("store", ["sqlite", "dynalite"])
+def test_two_racing_jobs_on_overlapping_inputs_keep_each_event_once(
+    spark: Any, tmp_path: Path, request: pytest.FixtureRequest, store: str
+) -> None:
+    """Job A reads days 1-2, job B days 2-3, at the same time, against one manifest: the events of
+    day 2 are each kept by exactly one of them (the batch etl times differ, so neither is a rerun)."""
+    days = []
+    for day in range(3):
+        etl = EPOCH + timedelta(days=day)
+        events = [
+            Event(str(uuid.UUID(int=day * 1000 + n + 1, version=4)), f"F{n % 3}", etl, etl, f"D{day}-{n}")
+            for n in range(300)
+        ]
+        days.append(write_input(tmp_path / f"day-{day}", [e.line() for e in events] + [events[0].line()]))
+    if store == "sqlite":
+        url = f"sqlite:///{tmp_path}/manifest.db"
+    else:
+        url = f"dynamodb://{unique_table()}?region=us-east-1&endpoint={request.getfixturevalue('dynalite').endpoint}"
+        url_create = url + "&create=true"
+        manifest_from_url(url_create).close()
+    jobs = {"a": [str(days[0]), str(days[1])], "b": [str(days[1]), str(days[2])]}
+    with ThreadPoolExecutor(2) as pool:
+        running = {
+            j: pool.submit(shred, spark, inputs, str(tmp_path / j), str(tmp_path / f"{j}-bad"), manifest=url)
+            for j, inputs in jobs.items()
+        }
+        summaries = {j: future.result() for j, future in running.items()}
+    kept = Counter(a.split("\t")[7] for j in jobs for a in read_output(tmp_path / j)["atomic-events"])
+    assert set(kept.values()) == {1} and len(kept) == 900
+    assert sum(s.cross_batch_duplicates for s in summaries.values()) == 300
+    assert all(s.in_batch_duplicates == 2 and s.balanced for s in summaries.values())

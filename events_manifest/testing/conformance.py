@@ -14,7 +14,6 @@ answer and every stored entry with `ReferenceManifest`. Needs hypothesis.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -24,15 +23,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from events_manifest.base import DuplicateStorage
 from events_manifest.testing.reference import ReferenceManifest
+from events_manifest.testing.strategies import items
 
 TTL = timedelta(days=2)
-EPOCH = datetime(2026, 1, 1)
-
-event_ids = st.sampled_from([str(uuid.UUID(int=n, version=4)) for n in range(1, 5)])
-fingerprints = st.sampled_from(["A", "B", "C"])
-etl_times = st.integers(min_value=0, max_value=5 * 24).map(lambda hours: EPOCH + timedelta(hours=hours * 12))
-"""Twelve-hour steps over ten weeks, with a two-day ttl: reruns, other etls and expiry all occur."""
-items = st.tuples(event_ids, fingerprints, etl_times)
 
 
 def manifest_state_machine(

@@ -1,0 +1,147 @@
+"""Properties of the shred job on generated batches: every line accounted for, every event kept
+exactly once over a sequence of batches, reruns identical, the input's order and split irrelevant.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
+from spark_integration import shred
+from tests.shred_helpers import read_bad, read_output, write_input
+
+pytestmark = pytest.mark.spark
+
+SLOW = settings(
+    max_examples=5,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+EVENT_ID = 6
+
+
+def _key(event: Event) -> tuple[str, str]:
+    """What makes an event one event: its pair, or for a line without fingerprint the line itself."""
+    return (event.event_id, event.fingerprint or event.marker)
+
+
+@SLOW
+@given(data=enriched_batches(batches=3))
+def test_every_line_is_accounted_for_and_every_event_is_kept_once(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, data: Batches
+) -> None:
+    folder = tmp_path_factory.mktemp("sequence")
+    manifest = f"sqlite:///{folder}/manifest.db"
+    kept_in: dict[tuple[str, str], list[int]] = {}
+    first_seen: dict[tuple[str, str], int] = {}
+    copies_without_fingerprint: Counter[tuple[str, str]] = Counter()
+    for k, lines in enumerate(data.batches):
+        source = str(write_input(folder / f"in-{k}", lines))
+        summary = shred(spark, source, str(folder / f"out-{k}"), str(folder / f"bad-{k}"), manifest=manifest)
+        atomic = read_output(folder / f"out-{k}")["atomic-events"]
+        dropped = summary.in_batch_duplicates + summary.cross_batch_duplicates
+        assert summary.input_lines == len(lines) == len(atomic) + summary.bad_rows + dropped
+        assert sorted(row["line"] for row in read_bad(folder / f"bad-{k}")) == sorted(data.bad[k])
+        ids = [a.split("\t")[EVENT_ID] for a in atomic]
+        assert len(set(ids)) == len(ids), "two kept events share an event id"
+
+        events = {e.marker: e for e in data.events[k]}
+        distinct = {_key(e): e for e in data.events[k] if e.fingerprint}.values()  # each copy without one is an event
+        events_per_id = Counter(e.event_id for e in [*distinct, *(e for e in data.events[k] if not e.fingerprint)])
+        for event in data.events[k]:
+            first_seen.setdefault(_key(event), k)
+            if not event.fingerprint:
+                copies_without_fingerprint[_key(event)] += 1
+        for a in atomic:
+            event = events[a.split("\t")[TXN_ID]]
+            kept_in.setdefault(_key(event), []).append(k)
+            new_id = a.split("\t")[EVENT_ID]
+            assert new_id == event.event_id or (events_per_id[event.event_id] > 1 and uuid.UUID(new_id).version == 5)
+
+    for key, k in first_seen.items():
+        expected = [k] * copies_without_fingerprint[key] if copies_without_fingerprint[key] else [k]
+        assert sorted(kept_in.get(key, [])) == expected, key
+
+    last = len(data.batches) - 1
+    rerun = shred(
+        spark, str(folder / f"in-{last}"), str(folder / "rerun"), str(folder / "rerun-bad"), manifest=manifest
+    )
+    assert read_output(folder / "rerun") == read_output(folder / f"out-{last}")
+    assert read_bad(folder / "rerun-bad") == read_bad(folder / f"bad-{last}")
+    assert rerun.counts() == summary.counts()
+
+
+@SLOW
+@given(
+    data=enriched_batches(batches=1, max_events=20), order=st.randoms(use_true_random=False), files=st.integers(2, 4)
+)
+def test_output_does_not_depend_on_line_order_or_partitioning(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, data: Batches, order: random.Random, files: int
+) -> None:
+    folder = tmp_path_factory.mktemp("order")
+    lines = data.batches[0]
+    shuffled = order.sample(lines, len(lines))
+    parts = [shuffled[n::files] for n in range(files)]
+    results = []
+    for name, inputs in [("one", [lines]), ("many", parts)]:
+        source = str(write_input(folder / f"in-{name}", *inputs))
+        manifest = f"sqlite:///{folder}/{name}.db"
+        summary = shred(spark, source, str(folder / name), str(folder / f"{name}-bad"), manifest=manifest)
+        results.append((read_output(folder / name), read_bad(folder / f"{name}-bad"), summary.counts()))
+    assert results[0] == results[1]
+
+
+def _fields(texts: list[str]) -> str:
+    return "\t".join(texts)
+
+
+_text = st.text(st.characters(exclude_characters="\n", exclude_categories=["Cs"]), max_size=30)
+arbitrary_lines = st.one_of(
+    _text,
+    st.lists(_text, max_size=140).map(_fields),
+    st.lists(
+        st.sampled_from(["", "x", "{", "2026-01-01 00:00:00", "00000000-0000-4000-8000-000000000001"]), max_size=140
+    ).map(_fields),
+)
+
+
+@SLOW
+@given(
+    data=enriched_batches(batches=1, max_events=6),
+    arbitrary=st.lists(arbitrary_lines, max_size=25),
+    mangled=st.lists(st.tuples(st.integers(0, 130), _text), max_size=10),
+)
+def test_fuzzed_lines_never_crash_and_each_ends_up_once(
+    spark: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    data: Batches,
+    arbitrary: list[str],
+    mangled: list[tuple[int, str]],
+) -> None:
+    """Arbitrary text, random field counts, and valid lines with a random field replaced: each line
+    is kept, dropped as a duplicate or a bad row whose message names the problem."""
+    folder = tmp_path_factory.mktemp("fuzz")
+    lines = list(data.batches[0])
+    for n, (index, text) in enumerate(mangled):
+        fields = Event(str(uuid.UUID(int=n + 1, version=4)), f"M{n}", EPOCH, EPOCH, f"M{n}").line().split("\t")
+        fields[index] = text
+        lines.append("\t".join(fields))
+    lines += arbitrary
+    summary = shred(spark, str(write_input(folder / "in", lines)), str(folder / "out"), str(folder / "bad"))
+    bad = read_bad(folder / "bad")
+    atomic = read_output(folder / "out")["atomic-events"]
+    assert summary.input_lines == len(lines)
+    assert summary.balanced and len(atomic) == summary.kept_events and len(bad) == summary.bad_rows
+    assert Counter(row["line"] for row in bad) <= Counter(lines)
+    assert set(data.bad[0]) <= {row["line"] for row in bad}
+    assert all(row["errors"] and all(e["message"] for e in row["errors"]) for row in bad)
+    assert set(arbitrary) <= {row["line"] for row in bad}
