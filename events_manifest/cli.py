@@ -1,4 +1,4 @@
-"""The `events-manifest` command line: validate configs, administer tables, put events."""
+"""The `events-manifest` command line: validate configs, administer tables, put events, dedup records."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from events_manifest.backends.dynamodb import ClientOptions, OnDemand, Provision
 from events_manifest.backends.dynamodb.client import make_client
 from events_manifest.config import DynamoDbConfig, parse_config
 from events_manifest.errors import ManifestConfigError, ManifestError
-from events_manifest.factory import manifest_from_url
+from events_manifest.factory import manifest_from_url, parse_duration
 
 PROG = "events-manifest"
 
@@ -63,6 +63,47 @@ def _put(args: argparse.Namespace) -> int:
     return 0
 
 
+def _field_list(text: str) -> list[str]:
+    fields = [f.strip() for f in text.split(",")]
+    if not all(fields):
+        raise argparse.ArgumentTypeError(f"[{text}] is not a comma-separated list of field names")
+    return fields
+
+
+def _dedup(args: argparse.Namespace) -> int:
+    from events_manifest.dedup import Expiry, Outcome
+    from events_manifest.ndjson_dedup import run
+
+    if (args.expiry_field is None) != (args.expiry_period is None):
+        raise ManifestConfigError("--expiry-field and --expiry-period go together")
+    expiry = (
+        Expiry(args.expiry_field, parse_duration(args.expiry_period, "--expiry-period")) if args.expiry_field else None
+    )
+    outputs = {
+        Outcome.UNIQUE: args.unique,
+        Outcome.DUPLICATE: args.duplicates,
+        Outcome.EXPIRED: args.expired,
+        Outcome.ERROR: args.errors,
+    }
+    with manifest_from_url(args.manifest) as manifest:
+        counts, etl_time = run(
+            manifest,
+            args.input,
+            outputs,
+            key=args.key,
+            fingerprint=args.fingerprint,
+            expiry=expiry,
+            etl_time=parse_timestamp(args.etl_time) if args.etl_time else None,
+            progress=sys.stderr,
+        )
+    width = max(len(f"{n:,}") for n in counts.values())
+    lines = [f"etl time {etl_time:%Y-%m-%d %H:%M:%S} (rerun after a failure with --etl-time '{etl_time}')"]
+    for (outcome, path), count in zip(outputs.items(), counts.values(), strict=True):
+        lines.append(f"{outcome.value:<10} {count:>{width},}  -> {path or '(not written)'}")
+    print("\n".join(lines), file=sys.stderr if args.unique == "-" else sys.stdout)
+    return 0
+
+
 def _capacity(text: str) -> tuple[int, int]:
     try:
         read, write = (int(x) for x in text.split(","))
@@ -105,6 +146,26 @@ def build_parser() -> argparse.ArgumentParser:
     put.add_argument("etl_tstamp", help="e.g. '2017-01-26 00:01:25.292' (UTC)")
     put.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
     put.set_defaults(run=_put)
+
+    dedup = commands.add_parser(
+        "dedup",
+        help="sort NDJSON records into unique, duplicates, expired and errors",
+        description="Stream NDJSON records through the manifest: each lands in exactly one output.",
+    )
+    dedup.add_argument("input", help="NDJSON file (.gz too), or - for stdin")
+    dedup.add_argument("--key", type=_field_list, required=True, metavar="F[,F]", help="fields that identify a record")
+    dedup.add_argument(
+        "--fingerprint", type=_field_list, metavar="F[,F]", help="fields that tell copies apart (default: whole record)"
+    )
+    dedup.add_argument("--expiry-field", metavar="F", help="timestamp field (ISO 8601 or epoch seconds)")
+    dedup.add_argument("--expiry-period", metavar="DURATION", help="e.g. 1d: older than latest minus this is expired")
+    dedup.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
+    dedup.add_argument("--etl-time", help="the run's etl time (default now); reuse it to rerun a failed run")
+    dedup.add_argument("--unique", default="-", metavar="OUT", help="unique records (default: stdout)")
+    dedup.add_argument("--duplicates", metavar="OUT", help="duplicate records")
+    dedup.add_argument("--expired", metavar="OUT", help="expired records")
+    dedup.add_argument("--errors", metavar="OUT", help='{"line": ..., "reason": ...} per record that failed')
+    dedup.set_defaults(run=_dedup)
     return parser
 
 

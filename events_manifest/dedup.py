@@ -1,0 +1,417 @@
+"""Generic dedup of any records (mappings) through a manifest, in plain Python.
+
+Each record lands in exactly one of four outcomes: unique, duplicate, expired, error.
+
+    with Deduplicator(manifest, key=["user_id", "order_id"], expiry=Expiry("ts", "1d")) as dedup:
+        for decision in dedup.classify(records):
+            ...
+
+A `Deduplicator` is one run: records repeating within it are duplicates (remembered in memory,
+or in a temporary file with `on_disk=True`); records seen by earlier runs are duplicates through
+the manifest, under the run's etl time. Rerunning the same input with the same `etl_time` (after
+a crash) gives the same outcomes, because the manifest accepts a rerun.
+`AsyncDeduplicator` is the same over an async manifest and async iterables.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from events_manifest.base import DuplicateStorage
+from events_manifest.errors import ManifestConfigError, ManifestRequestError
+from events_manifest.factory import parse_duration
+from events_manifest.model import MAX_FINGERPRINT_BYTES, PutItem, from_epoch_seconds, to_epoch_seconds
+
+if TYPE_CHECKING:
+    from events_manifest.aio import AsyncEventsManifest
+
+KEY_NAMESPACE = uuid.UUID("6f0c7f4e-5b8a-4d47-9a6e-2f1d3c0b9e51")
+"""Keys that are not UUIDs become UUID v5 of their text in this namespace (the manifest's ids are UUIDs)."""
+
+Record = Mapping[str, Any]
+KeySpec = Sequence[str] | Callable[[Record], Any]
+
+
+class Outcome(enum.StrEnum):
+    UNIQUE = "unique"
+    DUPLICATE = "duplicate"
+    EXPIRED = "expired"
+    ERROR = "error"
+
+
+@attrs.frozen
+class Decision:
+    """What became of one record; `reason` says why for errors (and which run it duplicates not)."""
+
+    outcome: Outcome
+    record: Any
+    reason: str | None = None
+
+
+@attrs.frozen
+class Unreadable:
+    """A record its reader could not read (say, a line that is not JSON): pass it on anyway, and it
+    comes out as an error with this reason, in its place."""
+
+    text: str
+    reason: str
+
+
+def _period(value: timedelta | str) -> timedelta:
+    return value if isinstance(value, timedelta) else parse_duration(value, "expiry period")
+
+
+@attrs.frozen
+class Expiry:
+    """A record whose `field` is older than the latest value seen so far minus `period` is expired.
+
+    Values: datetimes (naive = UTC), ISO 8601 text, or epoch seconds.
+    """
+
+    field: str
+    period: timedelta = attrs.field(converter=_period)
+
+
+def key_text(values: Sequence[Any]) -> str:
+    """Key values as one text: strings as they are, other values as JSON, joined by U+001F."""
+    return "\x1f".join(v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str) for v in values)
+
+
+def event_id_of(text: str) -> str:
+    """The manifest id of a key: itself if it is a UUID, else UUID v5 of its text."""
+    try:
+        return str(uuid.UUID(text)) if len(text) == 36 else str(uuid.uuid5(KEY_NAMESPACE, text))
+    except ValueError:
+        return str(uuid.uuid5(KEY_NAMESPACE, text))
+
+
+def canonical_hash(value: Any) -> str:
+    """A stable SHA-256 of a JSON-like value: keys sorted, no whitespace, other types by `str`."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def to_timestamp(value: Any) -> float:
+    """Epoch seconds of a datetime, ISO 8601 text or number; ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    raise ValueError
+
+
+class _Error(Exception):
+    """A record that cannot be classified; the message is its reason."""
+
+
+def _fields(record: Any, names: Sequence[str], what: str) -> list[Any]:
+    values = []
+    for name in names:
+        if name not in record:
+            raise _Error(f"{what} field [{name}] is missing")
+        if record[name] is None:
+            raise _Error(f"{what} field [{name}] is null")
+        values.append(record[name])
+    return values
+
+
+@attrs.define
+class _Seen:
+    """The pairs seen so far in this run: a set of digests, or a table in a temporary file."""
+
+    on_disk: bool
+    _memory: set[bytes] = attrs.field(factory=set)
+    _db: sqlite3.Connection | None = None
+    _path: str | None = None
+
+    def add(self, event_id: str, fingerprint: str) -> bool:
+        """Remember a pair; False if it was already there."""
+        digest = hashlib.blake2b(f"{event_id}\x00{fingerprint}".encode(), digest_size=16).digest()
+        if not self.on_disk:
+            if digest in self._memory:
+                return False
+            self._memory.add(digest)
+            return True
+        db = self._open()
+        return db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (digest,)).rowcount == 1
+
+    def forget(self, event_id: str, fingerprint: str) -> None:
+        digest = hashlib.blake2b(f"{event_id}\x00{fingerprint}".encode(), digest_size=16).digest()
+        if self.on_disk:
+            self._open().execute("DELETE FROM seen WHERE k = ?", (digest,))
+        else:
+            self._memory.discard(digest)
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            handle, self._path = tempfile.mkstemp(prefix="events-manifest-seen-", suffix=".db")
+            os.close(handle)
+            self._db = sqlite3.connect(self._path, isolation_level=None)
+            self._db.executescript(
+                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; CREATE TABLE seen (k BLOB PRIMARY KEY) WITHOUT ROWID"
+            )
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._path is not None:
+            os.unlink(self._path)
+            self._path = None
+        self._memory.clear()
+
+
+@attrs.define
+class _Chunk:
+    """Records on their way through a run: decided already, or waiting for the manifest."""
+
+    decisions: list[Decision | None]
+    waiting: list[tuple[int, str, str]]  # (position, event id, fingerprint)
+
+
+class _Run:
+    """The logic both deduplicators share; they differ only in how they call the manifest."""
+
+    def __init__(
+        self,
+        key: KeySpec,
+        fingerprint: KeySpec | None,
+        expiry: Expiry | None,
+        etl_time: datetime | None,
+        on_disk: bool,
+        chunk_size: int,
+    ) -> None:
+        if isinstance(key, str) or isinstance(fingerprint, str):
+            raise ManifestConfigError("key and fingerprint take a list of field names (or a function), not a string")
+        if not callable(key) and not key:
+            raise ManifestConfigError("key needs at least one field name")
+        if chunk_size < 1:
+            raise ManifestConfigError(f"chunk_size [{chunk_size}] must be at least 1")
+        self.key, self.fingerprint, self.expiry = key, fingerprint, expiry
+        self.etl_time = from_epoch_seconds(to_epoch_seconds(etl_time or datetime.now(UTC)))
+        self.chunk_size = chunk_size
+        self.latest: float | None = None
+        self.counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
+        self.seen = _Seen(on_disk)
+
+    def _pair(self, record: Any) -> tuple[str, str]:
+        if isinstance(record, Unreadable):
+            raise _Error(record.reason)
+        if not isinstance(record, Mapping):
+            raise _Error(f"record is not a mapping (got {type(record).__name__})")
+        if callable(self.key):
+            try:
+                key = self.key(record)
+            except Exception as e:
+                raise _Error(f"key function failed: {e!r}") from None
+            if key is None:
+                raise _Error("key function returned None")
+            text = key_text(key if isinstance(key, list | tuple) else [key])
+        else:
+            text = key_text(_fields(record, self.key, "key"))
+        if self.fingerprint is None:
+            fingerprint = canonical_hash(record)
+        elif callable(self.fingerprint):
+            try:
+                fingerprint = str(self.fingerprint(record))
+            except Exception as e:
+                raise _Error(f"fingerprint function failed: {e!r}") from None
+            if not fingerprint or len(fingerprint.encode()) > MAX_FINGERPRINT_BYTES:
+                raise _Error(f"fingerprint must be 1 to {MAX_FINGERPRINT_BYTES} bytes (got {len(fingerprint)})")
+        else:
+            fingerprint = canonical_hash(_fields(record, self.fingerprint, "fingerprint"))
+        return event_id_of(text), fingerprint
+
+    def _expired(self, record: Any) -> bool:
+        if self.expiry is None:
+            return False
+        name = self.expiry.field
+        if name not in record or record[name] is None:
+            raise _Error(f"expiry field [{name}] is missing")
+        try:
+            value = to_timestamp(record[name])
+        except (ValueError, TypeError, OverflowError):
+            raise _Error(
+                f"expiry field [{name}]: [{str(record[name])[:80]}] is not a timestamp "
+                "(ISO 8601 text, epoch seconds or a datetime)"
+            ) from None
+        self.latest = value if self.latest is None else max(self.latest, value)
+        return value < self.latest - self.expiry.period.total_seconds()
+
+    def prepare(self, records: list[Any]) -> _Chunk:
+        """Decide what needs no manifest (errors, expired, repeats within the run)."""
+        chunk = _Chunk([None] * len(records), [])
+        for position, record in enumerate(records):
+            try:
+                event_id, fingerprint = self._pair(record)
+                if self._expired(record):
+                    chunk.decisions[position] = Decision(Outcome.EXPIRED, record)
+                elif not self.seen.add(event_id, fingerprint):
+                    chunk.decisions[position] = Decision(Outcome.DUPLICATE, record, "repeated within this run")
+                else:
+                    chunk.waiting.append((position, event_id, fingerprint))
+            except _Error as e:
+                chunk.decisions[position] = Decision(Outcome.ERROR, record, str(e))
+        return chunk
+
+    def items(self, chunk: _Chunk) -> list[PutItem]:
+        return [(event_id, fingerprint, self.etl_time) for _, event_id, fingerprint in chunk.waiting]
+
+    def finish(self, chunk: _Chunk, records: list[Any], answers: list[bool | ManifestRequestError]) -> list[Decision]:
+        """Complete the chunk with the manifest's answers, in input order."""
+        for (position, event_id, fingerprint), answer in zip(chunk.waiting, answers, strict=True):
+            record = records[position]
+            if isinstance(answer, ManifestRequestError):
+                self.seen.forget(event_id, fingerprint)  # a later copy gets its own chance
+                chunk.decisions[position] = Decision(Outcome.ERROR, record, f"manifest: {answer}")
+            elif answer:
+                chunk.decisions[position] = Decision(Outcome.UNIQUE, record)
+            else:
+                chunk.decisions[position] = Decision(Outcome.DUPLICATE, record, "seen by an earlier run")
+        decided = [d for d in chunk.decisions if d is not None]
+        for decision in decided:
+            self.counts[decision.outcome] += 1
+        return decided
+
+
+def _chunks(records: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for record in records:
+        chunk.append(record)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class Deduplicator:
+    """One dedup run over records through a manifest; see the module docstring.
+
+    `key`: field names or a function of the record; `fingerprint`: field names, a function, or by
+    default a hash of the whole record; `expiry`: an `Expiry`; `etl_time`: the run's etl time
+    (default now; pass the same one to rerun after a crash); `on_disk`: remember the run's pairs in
+    a temporary file instead of memory; `chunk_size`: records per manifest call.
+    """
+
+    def __init__(
+        self,
+        manifest: DuplicateStorage,
+        *,
+        key: KeySpec,
+        fingerprint: KeySpec | None = None,
+        expiry: Expiry | None = None,
+        etl_time: datetime | None = None,
+        on_disk: bool = False,
+        chunk_size: int = 1000,
+    ) -> None:
+        self.manifest = manifest
+        self._run = _Run(key, fingerprint, expiry, etl_time, on_disk, chunk_size)
+
+    @property
+    def etl_time(self) -> datetime:
+        return self._run.etl_time
+
+    @property
+    def counts(self) -> dict[Outcome, int]:
+        """Records per outcome so far."""
+        return dict(self._run.counts)
+
+    def classify(self, records: Iterable[Any]) -> Iterator[Decision]:
+        """A decision per record, in input order, lazily: memory stays bounded by `chunk_size`."""
+        for records_chunk in _chunks(records, self._run.chunk_size):
+            chunk = self._run.prepare(records_chunk)
+            answers = self.manifest.try_put_many(self._run.items(chunk)) if chunk.waiting else []
+            yield from self._run.finish(chunk, records_chunk, answers)
+
+    def unique(self, records: Iterable[Any]) -> Iterator[Any]:
+        """Only the unique records."""
+        return (d.record for d in self.classify(records) if d.outcome is Outcome.UNIQUE)
+
+    def close(self) -> None:
+        """Forget the run's pairs (the manifest stays open: it is the caller's)."""
+        self._run.seen.close()
+
+    def __enter__(self) -> Deduplicator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncDeduplicator:
+    """`Deduplicator` over an async manifest (see `events_manifest.aio`) and (async) iterables."""
+
+    def __init__(
+        self,
+        manifest: AsyncEventsManifest,
+        *,
+        key: KeySpec,
+        fingerprint: KeySpec | None = None,
+        expiry: Expiry | None = None,
+        etl_time: datetime | None = None,
+        on_disk: bool = False,
+        chunk_size: int = 1000,
+    ) -> None:
+        self.manifest = manifest
+        self._run = _Run(key, fingerprint, expiry, etl_time, on_disk, chunk_size)
+
+    @property
+    def etl_time(self) -> datetime:
+        return self._run.etl_time
+
+    @property
+    def counts(self) -> dict[Outcome, int]:
+        return dict(self._run.counts)
+
+    async def classify(self, records: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Decision]:
+        async for records_chunk in _async_chunks(records, self._run.chunk_size):
+            chunk = self._run.prepare(records_chunk)
+            answers = await self.manifest.try_put_many(self._run.items(chunk)) if chunk.waiting else []
+            for decision in self._run.finish(chunk, records_chunk, answers):
+                yield decision
+
+    async def unique(self, records: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Any]:
+        async for decision in self.classify(records):
+            if decision.outcome is Outcome.UNIQUE:
+                yield decision.record
+
+    async def close(self) -> None:
+        self._run.seen.close()
+
+    async def __aenter__(self) -> AsyncDeduplicator:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def _async_chunks(records: AsyncIterable[Any] | Iterable[Any], size: int) -> AsyncIterator[list[Any]]:
+    if not isinstance(records, AsyncIterable):
+        for chunk in _chunks(records, size):
+            yield chunk
+        return
+    buffer: list[Any] = []
+    async for record in records:
+        buffer.append(record)
+        if len(buffer) == size:
+            yield buffer
+            buffer = []
+    if buffer:
+        yield buffer

@@ -1,0 +1,120 @@
+"""`events-manifest dedup`: NDJSON records in, one NDJSON file per outcome out, streaming.
+
+Memory stays constant in the input size: records flow through in chunks, and the run's own pairs
+are remembered in a temporary file. Lines are written out exactly as they came in; an error line
+is `{"line": ..., "reason": ...}`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import sys
+import time
+from collections.abc import Iterator
+from typing import IO, Any, TextIO
+
+from events_manifest.base import DuplicateStorage
+from events_manifest.dedup import Deduplicator, Expiry, Outcome, Unreadable
+
+_PROGRESS_EVERY = 0.5
+
+
+class _Line(dict[str, Any]):
+    """A parsed record that remembers its line, so it is written back byte for byte."""
+
+    text: str
+
+
+def _open_in(path: str, stack: contextlib.ExitStack) -> IO[str]:
+    if path == "-":
+        return sys.stdin
+    opener = gzip.open if path.endswith(".gz") else open
+    return stack.enter_context(opener(path, "rt", encoding="utf-8", newline="\n"))
+
+
+def _open_out(path: str | None, stack: contextlib.ExitStack) -> TextIO | None:
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout
+    return stack.enter_context(open(path, "w", encoding="utf-8", newline="\n"))
+
+
+def _parse(lines: IO[str]) -> Iterator[_Line | Unreadable]:
+    for number, raw in enumerate(lines, 1):
+        text = raw[:-1] if raw.endswith("\n") else raw
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            yield Unreadable(text, f"line {number} is not JSON ({e})")
+            continue
+        if not isinstance(value, dict):
+            yield Unreadable(text, f"line {number} is not a JSON object (got {type(value).__name__})")
+            continue
+        record = _Line(value)
+        record.text = text
+        yield record
+
+
+class _Progress:
+    """One self-updating line on a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream, self.enabled = stream, stream.isatty()
+        self.started = self.last = time.monotonic()
+
+    def update(self, counts: dict[str, int], force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < _PROGRESS_EVERY and not force):
+            return
+        self.last = now
+        total = sum(counts.values())
+        rate = total / max(now - self.started, 1e-9)
+        parts = "  ".join(f"{name} {count:,}" for name, count in counts.items())
+        self.stream.write(f"\r{total:,} records  {parts}  ({rate:,.0f}/s)\x1b[K")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\x1b[K")
+
+
+def run(
+    manifest: DuplicateStorage,
+    source: str,
+    outputs: dict[Outcome, str | None],
+    *,
+    key: list[str],
+    fingerprint: list[str] | None,
+    expiry: Expiry | None,
+    etl_time: Any,
+    progress: TextIO,
+) -> tuple[dict[str, int], Any]:
+    """Dedup the NDJSON `source` into `outputs`; the count per outcome and the run's etl time."""
+    counts = {outcome.value: 0 for outcome in Outcome}
+    display = _Progress(progress)
+    with contextlib.ExitStack() as stack:
+        lines = _open_in(source, stack)
+        files = {outcome: _open_out(path, stack) for outcome, path in outputs.items()}
+        dedup = stack.enter_context(
+            Deduplicator(manifest, key=key, fingerprint=fingerprint, expiry=expiry, etl_time=etl_time, on_disk=True)
+        )
+
+        def write(outcome: Outcome, text: str) -> None:
+            counts[outcome.value] += 1
+            out = files.get(outcome)
+            if out is not None:
+                out.write(text + "\n")
+
+        for decision in dedup.classify(_parse(lines)):
+            if decision.outcome is Outcome.ERROR:
+                line = {"line": decision.record.text, "reason": decision.reason}
+                write(Outcome.ERROR, json.dumps(line, ensure_ascii=False))
+            else:
+                write(decision.outcome, decision.record.text)
+            display.update(counts)
+        display.update(counts, force=True)
+        display.done()
+        return counts, dedup.etl_time
