@@ -19,6 +19,7 @@ import enum
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import tempfile
 import uuid
@@ -36,6 +37,7 @@ from events_manifest.model import MAX_FINGERPRINT_BYTES, PutItem, from_epoch_sec
 if TYPE_CHECKING:
     from events_manifest.aio import AsyncEventsManifest
 
+UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 KEY_NAMESPACE = uuid.UUID("6f0c7f4e-5b8a-4d47-9a6e-2f1d3c0b9e51")
 """Keys that are not UUIDs become UUID v5 of their text in this namespace (the manifest's ids are UUIDs)."""
 
@@ -89,11 +91,13 @@ def key_text(values: Sequence[Any]) -> str:
 
 
 def event_id_of(text: str) -> str:
-    """The manifest id of a key: itself if it is a UUID, else UUID v5 of its text."""
-    try:
-        return str(uuid.UUID(text)) if len(text) == 36 else str(uuid.uuid5(KEY_NAMESPACE, text))
-    except ValueError:
-        return str(uuid.uuid5(KEY_NAMESPACE, text))
+    """The manifest id of a key: itself (lowercased) if it is UUID text, else UUID v5 of its text."""
+    return text.lower() if UUID_TEXT.fullmatch(text) else str(uuid.uuid5(KEY_NAMESPACE, text))
+
+
+def fields_hash(values: Sequence[Any]) -> str:
+    """The fingerprint of chosen fields: SHA-256 of their `key_text` (the Spark dedup agrees)."""
+    return hashlib.sha256(key_text(values).encode("utf-8")).hexdigest()
 
 
 def canonical_hash(value: Any) -> str:
@@ -235,7 +239,7 @@ class _Run:
             if not fingerprint or len(fingerprint.encode()) > MAX_FINGERPRINT_BYTES:
                 raise _Error(f"fingerprint must be 1 to {MAX_FINGERPRINT_BYTES} bytes (got {len(fingerprint)})")
         else:
-            fingerprint = canonical_hash(_fields(record, self.fingerprint, "fingerprint"))
+            fingerprint = fields_hash(_fields(record, self.fingerprint, "fingerprint"))
         return event_id_of(text), fingerprint
 
     def _expired(self, record: Any) -> bool:

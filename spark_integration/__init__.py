@@ -1,4 +1,5 @@
-"""PySpark glue: the shred job and its DataFrame pieces, on any events manifest.
+"""PySpark glue on any events manifest: the shred job and its DataFrame pieces, generic DataFrame
+and streaming dedup, the manifest populator.
 
 Names are loaded on first use, so the pure-Python parts (`sdj`, `generator`) import without Spark.
 """
@@ -11,15 +12,23 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spark_integration.dedup import dedup_cross_batch, dedup_natural, dedup_synthetic, uuid5
     from spark_integration.enriched import load_enriched, parse
+    from spark_integration.generic_dedup import DedupResult, deduplicate
     from spark_integration.manifest_handle import ManifestHandle
+    from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
-    from spark_integration.shredder import EtlMismatchError, OutputExistsError, deduplicate, shred, validate
+    from spark_integration.shredder import EtlMismatchError, OutputExistsError, dedup_enriched, shred, validate
+    from spark_integration.streaming import deduplicate_stream
     from spark_integration.summary import ShredSummary
 
 _EXPORTS = {
     "shred": "shredder",
     "validate": "shredder",
-    "deduplicate": "shredder",
+    "dedup_enriched": "shredder",
+    "deduplicate": "generic_dedup",
+    "DedupResult": "generic_dedup",
+    "deduplicate_stream": "streaming",
+    "populate": "populator",
+    "PopulateSummary": "populator",
     "OutputExistsError": "shredder",
     "EtlMismatchError": "shredder",
     "ShredSummary": "summary",
@@ -34,17 +43,22 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DedupResult",
     "EtlMismatchError",
     "ManifestHandle",
     "OutputExistsError",
+    "PopulateSummary",
     "ShredSummary",
     "dedup_cross_batch",
+    "dedup_enriched",
     "dedup_natural",
     "dedup_synthetic",
     "deduplicate",
+    "deduplicate_stream",
     "load_enriched",
     "local_session",
     "parse",
+    "populate",
     "shred",
     "uuid5",
     "validate",

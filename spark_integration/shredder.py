@@ -71,7 +71,7 @@ def scan_batch(spark: SparkSession, input_path: str | list[str]) -> tuple[int, d
     return lines, None if earliest is None else from_epoch_seconds(earliest // 1_000_000)
 
 
-def deduplicate(
+def dedup_enriched(
     events: DataFrame,
     etl_time: datetime,
     manifest: ManifestHandle | None,
@@ -171,7 +171,7 @@ def shred(
     if handle is not None:  # only a manifest remembers a failed run's events
         _check_rerun(unfinished, etl, etl_time is not None, output_path)
         storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
-    result = deduplicate(
+    result = dedup_enriched(
         validate(spark, input_path), etl, handle, synthetic=synthetic_dedup, random_ids=random_synthetic_ids
     ).persist()
     try:

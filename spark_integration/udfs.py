@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -14,6 +13,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 
 from events_manifest import ManifestError
+from events_manifest.model import from_epoch_seconds
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.sdj import Entity, entities_of
 
@@ -49,20 +49,21 @@ def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.A
 json_entities: UserDefinedFunctionLike = arrow_udf(_entities, ENTITIES_TYPE)  # type: ignore[call-overload]
 
 
-def manifest_put(handle: ManifestHandle, etl_time: datetime) -> UserDefinedFunctionLike:
-    """A UDF (event_id, fingerprint, wanted) -> (accepted, error) that puts the wanted rows.
+def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
+    """A UDF (event_id, fingerprint, wanted, etl_seconds) -> (accepted, error) that puts the wanted rows.
 
     Marked non-deterministic so Spark never duplicates the call in a plan; if a task is retried,
     its puts are repeated with the same etl time and so accepted again: retries are safe.
     """
 
-    def put(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array) -> pa.Array:
-        ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
+    def put(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array) -> pa.Array:
+        ids, fingerprint_list, etls = event_ids.to_pylist(), fingerprints.to_pylist(), etl_seconds.to_pylist()
         positions = [i for i, w in enumerate(wanted.to_pylist()) if w]
         accepted: list[bool | None] = [None] * len(ids)
         errors: list[str | None] = [None] * len(ids)
         if positions:
-            outcomes = handle.open().try_put_many((ids[i], fingerprint_list[i], etl_time) for i in positions)
+            items = ((ids[i], fingerprint_list[i], from_epoch_seconds(etls[i])) for i in positions)
+            outcomes = handle.open().try_put_many(items)
             for i, outcome in zip(positions, outcomes, strict=True):
                 if isinstance(outcome, ManifestError):
                     errors[i] = f"Manifest: {outcome}"

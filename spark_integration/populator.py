@@ -1,0 +1,151 @@
+"""Backfill the manifest from enriched archives, so the first deduplicated batch starts warm.
+
+    python -m spark_integration.populator --input-folder ARCHIVE [--since '2026-10-01 00:00:00'] \\
+        --manifest sqlite:///abs/manifest.db | --duplicate-storage-config BASE64 [--dynamodb-endpoint URL]
+
+Each event (id, fingerprint) is put with its own etl_tstamp (the earliest, if archived twice), as
+the shred job would have. Idempotent: a second run changes nothing. Lines that fail the field
+checks, events before `--since` and events without fingerprint (never natural duplicates) are
+skipped and counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+import attrs
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
+from events_manifest.cli import parse_timestamp
+from events_manifest.model import to_epoch_seconds
+from spark_integration import enriched
+from spark_integration.manifest_handle import ManifestHandle
+from spark_integration.session import local_session
+from spark_integration.udfs import manifest_put
+
+
+@attrs.frozen
+class PopulateSummary:
+    """What a populator run read, skipped and put."""
+
+    input_lines: int
+    invalid_lines: int
+    before_since: int
+    without_fingerprint: int
+    events: int
+    """Distinct (event id, fingerprint) pairs put."""
+    stored: int
+    """Put and accepted: new, or already there under the same etl time (a rerun)."""
+    conflicting: int
+    """Already there under another etl time: left as they were."""
+    failed: int
+    seconds: float
+
+    def table(self) -> str:
+        rows = [
+            ("input lines", self.input_lines),
+            ("  invalid (skipped)", self.invalid_lines),
+            ("  before --since (skipped)", self.before_since),
+            ("  without fingerprint (skipped)", self.without_fingerprint),
+            ("events put", self.events),
+            ("  stored (new or same etl)", self.stored),
+            ("  kept as stored (other etl)", self.conflicting),
+            ("  failed", self.failed),
+        ]
+        width = max(len(label) for label, _ in rows)
+        return "\n".join(f"{label:<{width}}  {count:>12,}" for label, count in rows) + f"\n({self.seconds:.1f} s)"
+
+
+def populate(
+    spark: SparkSession,
+    input_path: str | list[str],
+    manifest: str | DuplicateStorage,
+    *,
+    since: datetime | None = None,
+) -> PopulateSummary:
+    """Put every archived event's (id, fingerprint, etl_tstamp) into the manifest."""
+    started = time.monotonic()
+    handle = ManifestHandle.of(manifest)
+    handle.open()
+    lines = enriched.parse(enriched.load_enriched(spark, input_path))
+    since_us = to_epoch_seconds(since) * 1_000_000 if since else None
+    valid = F.size("errors") == 0
+    recent = F.lit(True) if since_us is None else F.col("etl_us") >= since_us
+    kind = (
+        F.when(~valid, F.lit("invalid"))
+        .when(~recent, F.lit("before_since"))
+        .when(F.col("fingerprint") == "", F.lit("without_fingerprint"))
+        .otherwise(F.lit("event"))
+    )
+    classified = lines.select(kind.alias("kind"), "event_id", "fingerprint", "etl_us").persist()
+    try:
+        kinds: dict[str, int] = dict(classified.groupBy("kind").count().collect())
+        pairs = (
+            classified.filter(F.col("kind") == "event")
+            .groupBy(F.lower("event_id").alias("event_id"), "fingerprint")
+            .agg((F.min("etl_us") / 1_000_000).cast("long").alias("etl"))
+        )
+        put = manifest_put(handle)(F.col("event_id"), F.col("fingerprint"), F.lit(True), F.col("etl"))
+        outcome = (
+            F.when(put.getField("error").isNotNull(), F.lit("failed"))
+            .when(put.getField("accepted"), F.lit("stored"))
+            .otherwise(F.lit("conflicting"))
+        )
+        outcomes: dict[str, int] = dict(pairs.select(outcome.alias("outcome")).groupBy("outcome").count().collect())
+    finally:
+        classified.unpersist()
+    return PopulateSummary(
+        input_lines=sum(kinds.values()),
+        invalid_lines=kinds.get("invalid", 0),
+        before_since=kinds.get("before_since", 0),
+        without_fingerprint=kinds.get("without_fingerprint", 0),
+        events=sum(outcomes.values()),
+        stored=outcomes.get("stored", 0),
+        conflicting=outcomes.get("conflicting", 0),
+        failed=outcomes.get("failed", 0),
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m spark_integration.populator", description="Backfill the manifest from enriched archives."
+    )
+    parser.add_argument("--input-folder", required=True, help="enriched TSV archive: folder, file or glob (gzip too)")
+    parser.add_argument("--since", help="only events with etl_tstamp at or after this, e.g. '2026-10-01 00:00:00'")
+    store = parser.add_mutually_exclusive_group(required=True)
+    store.add_argument("--manifest", help="sqlite:///abs/path.db or dynamodb://TABLE?region=R")
+    store.add_argument("--duplicate-storage-config", metavar="BASE64", help="base64 amazon_dynamodb_config JSON")
+    parser.add_argument("--dynamodb-endpoint", metavar="URL", help="endpoint of a DynamoDB-compatible server")
+    parser.add_argument("--create-table", action="store_true", help="create the DynamoDB table if missing")
+    parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
+    args = parser.parse_args(argv)
+    prog = "populator"
+    try:
+        manifest: str | DuplicateStorage = args.manifest
+        if args.duplicate_storage_config:
+            config = parse_config(args.duplicate_storage_config)
+            manifest = init_storage(config, endpoint_url=args.dynamodb_endpoint, create_if_missing=args.create_table)
+        elif args.dynamodb_endpoint:
+            raise ManifestConfigError("--dynamodb-endpoint goes with --duplicate-storage-config")
+        since = parse_timestamp(args.since) if args.since else None
+        summary = populate(local_session(args.master), args.input_folder, manifest, since=since)
+    except ManifestError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+    except AnalysisException as e:
+        print(f"{prog}: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
+    print(summary.table())
+    return 0 if summary.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Generic DataFrame dedup, the populator and streaming dedup, on the suite's Spark session."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events_manifest import SqliteManifest
+from events_manifest.dedup import Deduplicator, Expiry, Outcome
+from spark_integration import deduplicate, populate, shred
+from spark_integration.generic_dedup import OUTCOME
+from tests.shred_helpers import line, write_input
+
+pytestmark = pytest.mark.spark
+
+ETL = datetime(2026, 11, 1, 6)
+ROWS = [
+    ("u1", 1, "2026-11-03 10:00:00", 5.0),
+    ("u1", 1, "2026-11-03 10:00:00", 5.0),  # the same row again
+    ("u1", 1, "2026-11-03 09:00:00", 6.0),  # same key, other payload (and earlier)
+    ("u2", 1, "2026-11-01 09:00:00", 7.0),  # older than the batch's latest minus a day
+    ("u3", None, "2026-11-03 10:00:00", 1.0),  # null key field
+    ("u4", 2, "not a time", 1.0),
+    ("u5", 3, "2026-11-03 11:00:00", 2.0),
+]
+SCHEMA = "user string, order long, ts string, total double"
+
+
+def _sorted(df: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_four_outcomes_in_batch(spark: Any) -> None:
+    df = spark.createDataFrame(ROWS, SCHEMA)
+    result = deduplicate(df, key=["user", "order"], expiry=Expiry("ts", "1d"))
+    assert _sorted(result.unique) == sorted([ROWS[2], ROWS[0], ROWS[6]])
+    assert _sorted(result.duplicates) == [ROWS[1]]
+    assert _sorted(result.expired) == [ROWS[3]]
+    assert sorted(r["reason"] for r in result.errors.collect()) == [
+        "expiry field [ts] is missing or not a timestamp",
+        "key field [order] is null",
+    ]
+    assert result.counts() == {"unique": 3, "duplicate": 1, "expired": 1, "error": 2}
+    assert result.unique.columns == df.columns and result.errors.columns == [*df.columns, "reason"]
+    result.unpersist()
+
+
+def test_cross_batch_through_the_manifest_shared_with_plain_python(spark: Any, tmp_path: Path) -> None:
+    manifest = f"sqlite:///{tmp_path}/m.db"
+    first = spark.createDataFrame([(f"k{n}", n) for n in range(6)], "id string, v long")
+    result = deduplicate(first, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL)
+    assert result.counts()["unique"] == 6
+    rerun = deduplicate(first, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL)
+    assert rerun.counts()["unique"] == 6  # same etl time: a rerun, accepted again
+    later = spark.createDataFrame([("k0", 0), ("k1", 99), ("k9", 9)], "id string, v long")
+    result = deduplicate(later, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL + timedelta(hours=1))
+    assert _sorted(result.unique) == [("k1", 99), ("k9", 9)]
+    assert [r["id"] for r in result.classified.filter(f"{OUTCOME} = 'duplicate'").collect()] == ["k0"]
+
+    # plain Python on the same manifest agrees on ids and fingerprints
+    with SqliteManifest(tmp_path / "m.db") as store:
+        dedup = Deduplicator(store, key=["id"], fingerprint=["v"], etl_time=ETL + timedelta(hours=2))
+        outcomes = [
+            d.outcome for d in dedup.classify([{"id": "k2", "v": 2}, {"id": "k1", "v": 99}, {"id": "k7", "v": 7}])
+        ]
+    assert outcomes == [Outcome.DUPLICATE, Outcome.DUPLICATE, Outcome.UNIQUE]
+
+
+def test_populated_manifest_warms_the_first_shred(spark: Any, tmp_path: Path) -> None:
+    ids = [f"{n:08x}-4b13-4a23-8088-f79dcbcb{n:04x}" for n in range(1, 9)]
+    archive = [line(i, f"FP{n}", etl=f"2026-10-{10 + n:02d} 06:00:00.000") for n, i in enumerate(ids)]
+    archive += [archive[0], line(ids[1], "", etl="2026-10-20 06:00:00.000"), "garbage"]
+    source = str(write_input(tmp_path / "archive", archive))
+    manifest = f"sqlite:///{tmp_path}/m.db"
+    summary = populate(spark, source, manifest, since=datetime(2026, 10, 12))
+    assert (summary.input_lines, summary.invalid_lines, summary.before_since) == (11, 1, 3)
+    assert (summary.without_fingerprint, summary.events, summary.stored, summary.conflicting) == (1, 6, 6, 0)
+    again = populate(spark, source, manifest, since=datetime(2026, 10, 12))
+    assert (again.events, again.stored, again.conflicting) == (6, 6, 0)  # idempotent
+    with SqliteManifest(tmp_path / "m.db") as store:
+        entry = store.lookup(ids[5], "FP5")
+        assert entry is not None and entry.etl_time == datetime(2026, 10, 15, 6)
+        assert store.lookup(ids[0], "FP0") is None  # before --since
+
+    batch = [line(i, f"FP{n}", etl="2026-11-01 06:00:00.000") for n, i in enumerate(ids)]
+    result = shred(
+        spark, str(write_input(tmp_path / "in", batch)), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest
+    )
+    assert (result.cross_batch_duplicates, result.kept_events) == (6, 2)
+
+
+def _write_json(folder: Path, name: str, rows: list[dict[str, Any]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f".{name}.tmp").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (folder / f".{name}.tmp").rename(folder / f"{name}.json")  # appear whole to the file source
+
+
+STREAM_SCHEMA = "id string, ts timestamp, payload string"
+
+
+def _ours(spark: Any, source: Path, tmp_path: Path, manifest: str, fail_batch: int | None = None) -> None:
+    """Run our streaming dedup over what `source` holds now, writing each batch's unique rows to
+    out/batch=<id> (overwritten on replay: an idempotent sink)."""
+    from spark_integration.streaming import deduplicate_stream
+
+    def sink(df: Any, batch_id: int) -> None:
+        df.write.mode("overwrite").json(str(tmp_path / "ours" / f"batch={batch_id}"))
+        if batch_id == fail_batch and not (tmp_path / "crashed").exists():
+            (tmp_path / "crashed").touch()
+            raise RuntimeError("crash after the sink wrote, before the batch committed")
+
+    stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
+    query = deduplicate_stream(
+        stream,
+        key=["id"],
+        fingerprint=["id"],
+        manifest=manifest,
+        checkpoint_location=str(tmp_path / "ours-checkpoint"),
+        sink=sink,
+        trigger={"availableNow": True},
+    )
+    query.awaitTermination()
+
+
+def _spark_within_watermark(spark: Any, source: Path, tmp_path: Path) -> None:
+    stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
+    deduped = stream.withWatermark("ts", "1 hour").dropDuplicatesWithinWatermark(["id"])
+    query = (
+        deduped.writeStream.format("json")
+        .option("path", str(tmp_path / "spark"))
+        .option("checkpointLocation", str(tmp_path / "spark-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+
+
+def _ids(spark: Any, folder: Path) -> list[str]:
+    if not folder.exists():
+        return []
+    return sorted(r["id"] for r in spark.read.schema(STREAM_SCHEMA).json(str(folder)).collect())
+
+
+def test_streaming_agrees_within_the_watermark_and_remembers_beyond_it(spark: Any, tmp_path: Path) -> None:
+    source, manifest = tmp_path / "source", f"sqlite:///{tmp_path}/m.db"
+    t0 = datetime(2026, 11, 1, 10)
+
+    def rows(*pairs: tuple[str, datetime]) -> list[dict[str, Any]]:
+        return [{"id": i, "ts": ts.isoformat(), "payload": "x"} for i, ts in pairs]
+
+    _write_json(source, "1", rows(("a", t0), ("b", t0), ("a", t0 + timedelta(minutes=5)), ("c", t0)))
+    _ours(spark, source, tmp_path, manifest)
+    _spark_within_watermark(spark, source, tmp_path)
+    assert _ids(spark, tmp_path / "ours") == _ids(spark, tmp_path / "spark") == ["a", "b", "c"]
+
+    # a restart; later events move Spark's watermark far past a's, then a is sent again
+    _write_json(source, "2", rows(("d", t0 + timedelta(hours=10))))
+    _ours(spark, source, tmp_path, manifest)
+    _spark_within_watermark(spark, source, tmp_path)
+    _write_json(source, "3", rows(("a", t0 + timedelta(hours=10, minutes=30)), ("e", t0 + timedelta(hours=10))))
+    _ours(spark, source, tmp_path, manifest)
+    _spark_within_watermark(spark, source, tmp_path)
+    assert _ids(spark, tmp_path / "ours") == ["a", "b", "c", "d", "e"]
+    assert _ids(spark, tmp_path / "spark") == ["a", "a", "b", "c", "d", "e"]  # a's state had been evicted
+
+
+def test_a_batch_that_failed_is_replayed_and_nothing_is_lost_or_doubled(spark: Any, tmp_path: Path) -> None:
+    source, manifest = tmp_path / "source", f"sqlite:///{tmp_path}/m.db"
+    ts = "2026-11-01T10:00:00"
+    _write_json(source, "1", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(20)])
+    _ours(spark, source, tmp_path, manifest)
+    _write_json(source, "2", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(10, 40)])
+    with pytest.raises(Exception, match="crash after the sink wrote"):
+        _ours(spark, source, tmp_path, manifest, fail_batch=1)
+    _ours(spark, source, tmp_path, manifest)  # restarts from the checkpoint: batch 1 again, same etl time
+    assert _ids(spark, tmp_path / "ours") == sorted(f"e{n}" for n in range(40))
+    assert _ids(spark, tmp_path / "ours" / "batch=1") == sorted(f"e{n}" for n in range(20, 40))
+    etl_files = sorted(
+        p.name for p in (tmp_path / "ours-checkpoint" / "events_manifest_etl").iterdir() if not p.name.startswith(".")
+    )
+    assert etl_files == ["0", "1"]
