@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import attrs
-from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
+from events_manifest import DuplicateStorage
 from events_manifest.cli import parse_timestamp
 from events_manifest.model import to_epoch_seconds
 from spark_integration import enriched
+from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.session import local_session
 from spark_integration.udfs import manifest_put
@@ -120,31 +120,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--input-folder", required=True, help="enriched TSV archive: folder, file or glob (gzip too)")
     parser.add_argument("--since", help="only events with etl_tstamp at or after this, e.g. '2026-10-01 00:00:00'")
-    store = parser.add_mutually_exclusive_group(required=True)
-    store.add_argument("--manifest", help="sqlite:///abs/path.db or dynamodb://TABLE?region=R")
-    store.add_argument("--duplicate-storage-config", metavar="BASE64", help="base64 amazon_dynamodb_config JSON")
-    parser.add_argument("--dynamodb-endpoint", metavar="URL", help="endpoint of a DynamoDB-compatible server")
-    parser.add_argument("--create-table", action="store_true", help="create the DynamoDB table if missing")
+    add_manifest_flags(parser, required=True)
     parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
     args = parser.parse_args(argv)
-    prog = "populator"
-    try:
-        manifest: str | DuplicateStorage = args.manifest
-        if args.duplicate_storage_config:
-            config = parse_config(args.duplicate_storage_config)
-            manifest = init_storage(config, endpoint_url=args.dynamodb_endpoint, create_if_missing=args.create_table)
-        elif args.dynamodb_endpoint:
-            raise ManifestConfigError("--dynamodb-endpoint goes with --duplicate-storage-config")
+
+    def job() -> int:
+        manifest = manifest_of(args)
+        assert manifest is not None  # the flags are required
         since = parse_timestamp(args.since) if args.since else None
         summary = populate(local_session(args.master), args.input_folder, manifest, since=since)
-    except ManifestError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 1
-    except AnalysisException as e:
-        print(f"{prog}: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 1
-    print(summary.table())
-    return 0 if summary.failed == 0 else 1
+        print(summary.table())
+        return 0 if summary.failed == 0 else 1
+
+    return run_job("populator", job)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import attrs
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,12 +27,11 @@ from events_manifest import (
     ManifestConfigError,
     ManifestError,
     ManifestUnavailableError,
-    init_storage,
-    parse_config,
 )
 from events_manifest.cli import parse_timestamp
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration import dedup, enriched, output
+from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
 from spark_integration.session import local_session
@@ -306,11 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--input-folder", required=True, help="enriched TSV folder, file or glob (gzip too)")
     parser.add_argument("--output-folder", required=True, help="receives atomic-events/ and shredded-types/")
     parser.add_argument("--bad-folder", required=True, help="receives the bad rows")
-    store = parser.add_mutually_exclusive_group()
-    store.add_argument("--manifest", help="manifest URL: sqlite:///abs/path.db or dynamodb://TABLE?region=R")
-    store.add_argument("--duplicate-storage-config", metavar="BASE64", help="base64 amazon_dynamodb_config JSON")
-    parser.add_argument("--dynamodb-endpoint", metavar="URL", help="endpoint of a DynamoDB-compatible server")
-    parser.add_argument("--create-table", action="store_true", help="create the DynamoDB table if missing")
+    add_manifest_flags(parser, required=False)
     parser.add_argument("--iglu-config", metavar="BASE64", help="base64 Iglu resolver config (checked, see docs)")
     parser.add_argument("--etl-time", help="override the batch etl time, e.g. '2026-11-01 06:00:00' (UTC)")
     parser.add_argument("--no-synthetic-dedup", action="store_true", help="keep events sharing an id as they are")
@@ -323,20 +317,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    prog = "shredder"
-    try:
-        manifest: str | DuplicateStorage | None = args.manifest
-        if args.duplicate_storage_config:
-            config = parse_config(args.duplicate_storage_config)
-            manifest = init_storage(config, endpoint_url=args.dynamodb_endpoint, create_if_missing=args.create_table)
-        elif args.dynamodb_endpoint:
-            raise ManifestConfigError("--dynamodb-endpoint goes with --duplicate-storage-config")
+
+    def job() -> int:
+        manifest = manifest_of(args)
         if args.iglu_config:
             _base64_json(args.iglu_config, "--iglu-config")
         etl_time = parse_timestamp(args.etl_time) if args.etl_time else None
-        spark = local_session(args.master)
         summary = shred(
-            spark,
+            local_session(args.master),
             args.input_folder,
             args.output_folder,
             args.bad_folder,
@@ -346,17 +334,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             random_synthetic_ids=args.random_synthetic_ids,
             overwrite=args.overwrite,
         )
-    except ManifestError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 1
-    except AnalysisException as e:
-        print(f"{prog}: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 1
-    print(summary.table())
-    if args.report:
-        Path(args.report).write_text(render_report(summary), encoding="utf-8")
-        print(f"report: {args.report}")
-    return 0
+        print(summary.table())
+        if args.report:
+            Path(args.report).write_text(render_report(summary), encoding="utf-8")
+            print(f"report: {args.report}")
+        return 0
+
+    return run_job("shredder", job)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -183,3 +184,15 @@ def test_a_batch_that_failed_is_replayed_and_nothing_is_lost_or_doubled(spark: A
         p.name for p in (tmp_path / "ours-checkpoint" / "events_manifest_etl").iterdir() if not p.name.startswith(".")
     )
     assert etl_files == ["0", "1"]
+
+
+def test_populator_command_line(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from spark_integration.populator import main
+
+    source = str(write_input(tmp_path / "archive", [line("0f6d0917-b024-4d15-88f7-736ea256f947", "FP")]))
+    assert main(["--input-folder", source, "--manifest", f"sqlite:///{tmp_path}/m.db"]) == 0
+    assert re.search(r"events put +1\n  stored \(new or same etl\) +1\n", capsys.readouterr().out)
+    assert main(["--input-folder", source, "--manifest", "memory://"]) == 1
+    assert "in-memory manifest would not be shared" in capsys.readouterr().err
+    assert main(["--input-folder", str(tmp_path / "nowhere"), "--manifest", f"sqlite:///{tmp_path}/m.db"]) == 1
+    assert "Path does not exist" in capsys.readouterr().err
