@@ -27,8 +27,13 @@ class ManifestHandle:
     @classmethod
     def of(cls, manifest: str | DuplicateStorage) -> ManifestHandle:
         if isinstance(manifest, str):
-            if urlsplit(manifest).scheme == "memory":
+            scheme = urlsplit(manifest).scheme
+            if scheme == "memory":
                 raise ManifestConfigError(_NOT_SHARED)
+            if scheme == "sqlite":  # the workers' working folder is not the driver's: resolve it here
+                with manifest_from_url(manifest) as opened:
+                    assert isinstance(opened, SqliteManifest)
+                    return cls(url=opened.url)
             return cls(url=manifest)
         if type(manifest) is SqliteManifest:
             return cls(url=manifest.url)

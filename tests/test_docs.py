@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-BLOCK = re.compile(r"<!-- test -->\n```python\n(.*?)```", re.DOTALL)
+BLOCK = re.compile(r"<!-- test( spark)? -->\n```python\n(.*?)```", re.DOTALL)
+"""`<!-- test spark -->` examples get the suite's Spark session as `spark`."""
 EXAMPLES = [
-    pytest.param(code, id=f"{page.name}-{n}")
+    pytest.param(bool(spark), code, id=f"{page.name}-{n}", marks=[pytest.mark.spark] if spark else [])
     for page in sorted(DOCS.glob("*.md"))
-    for n, code in enumerate(BLOCK.findall(page.read_text()))
+    for n, (spark, code) in enumerate(BLOCK.findall(page.read_text()))
 ]
 
 
@@ -20,7 +21,10 @@ def test_there_are_examples() -> None:
     assert len(EXAMPLES) >= 2
 
 
-@pytest.mark.parametrize("code", EXAMPLES)
-def test_example_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("needs_spark", "code"), EXAMPLES)
+def test_example_runs(
+    needs_spark: bool, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "<docs>", "exec"), {})
+    names = {"spark": request.getfixturevalue("spark")} if needs_spark else {}
+    exec(compile(code, "<docs>", "exec"), names)

@@ -1,9 +1,12 @@
 """Properties of the shred job on generated batches: every line accounted for, every event kept
 exactly once over a sequence of batches, reruns identical, the input's order and split irrelevant.
+
+Five examples per property in the suite; more with `EVENTS_MANIFEST_EXAMPLES=50 pytest ...`.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
 from collections import Counter
@@ -20,7 +23,7 @@ from tests.shred_helpers import read_bad, read_output, write_input
 pytestmark = pytest.mark.spark
 
 SLOW = settings(
-    max_examples=5,
+    max_examples=int(os.environ.get("EVENTS_MANIFEST_EXAMPLES", "5")),
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],

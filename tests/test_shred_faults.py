@@ -37,6 +37,7 @@ def test_throttled_run_gives_the_unthrottled_output(spark: Any, tmp_path: Path, 
     with FaultProxy(dynalite.endpoint, throttle_rate=0.3, seed=11) as proxy:
         stormy_summary, stormy = run(proxy.endpoint, "stormy")
         assert proxy.throttled > 0
+        print(f"throttled {proxy.throttled} of {proxy.requests} requests")
     assert stormy == calm
     same_places = {"output_path": stormy_summary.output_path, "bad_path": stormy_summary.bad_path}
     assert stormy_summary == attrs.evolve(calm_summary, manifest=stormy_summary.manifest, **same_places)
