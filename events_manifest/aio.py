@@ -55,6 +55,8 @@ class AsyncEventsManifest(Protocol):
 
     async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None: ...
 
+    async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]: ...
+
     async def close(self) -> None: ...
 
 
@@ -96,6 +98,9 @@ class AsyncManifestAdapter(AsyncManifestBase):
 
     async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         return await asyncio.to_thread(self.manifest.lookup, event_id, fingerprint)
+
+    async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+        return await asyncio.to_thread(self.manifest.entries_of, list(event_ids))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.manifest.close)
@@ -200,6 +205,33 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
         except (ClientError, BotoCoreError) as e:
             raise requests.manifest_error(e, self.table) from e
         return requests.entry_from_item(response.get("Item"))
+
+    async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+        """One Query per id (paginated), up to `concurrency` in flight."""
+        ids = list(dict.fromkeys(normalize_event_id(i) for i in event_ids))
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def one(event_id: str) -> list[ManifestEntry]:
+            found: list[ManifestEntry] = []
+            start: dict[str, Any] | None = None
+            async with limit:
+                while True:
+                    page = await self._query(requests.query_request(self.table, event_id, start))
+                    entries, start = requests.entries_from_page(page)
+                    found += entries
+                    if not start:
+                        return found
+
+        return dict(zip(ids, await asyncio.gather(*(one(i) for i in ids)), strict=True))
+
+    async def _query(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self._wire is not None:
+            return (await self._wire.call("Query", request)).query_page(self.table)
+        assert self.client is not None
+        try:
+            return dict(await self.client.query(**request))
+        except (ClientError, BotoCoreError) as e:
+            raise requests.manifest_error(e, self.table) from e
 
     async def close(self) -> None:
         if self._wire is not None:

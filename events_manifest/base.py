@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
 
-from events_manifest.errors import ManifestRequestError
+from events_manifest.errors import ManifestConfigError, ManifestRequestError
 from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, PutItem, ttl_seconds
 
 
@@ -54,6 +54,17 @@ class DuplicateStorage(abc.ABC):
     @abc.abstractmethod
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         """The stored entry of a pair, expired or not, or None: for inspection and tests."""
+
+    def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+        """Every stored entry (expired or not) of each id, by canonical id; for cross-batch
+        synthetic dedup, which asks whether an id already came with another fingerprint.
+
+        Optional for a backend: the default says this one cannot answer.
+        """
+        raise ManifestConfigError(
+            f"{type(self).__name__} cannot list the fingerprints stored for an event id, which "
+            "cross-batch synthetic dedup needs: use a backend that can (memory, SQLite, DynamoDB)"
+        )
 
     def close(self) -> None:
         """Release connections and files; the manifest cannot be used afterwards."""

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from events_manifest.model import to_epoch_seconds
 from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.udfs import manifest_put
+from spark_integration.udfs import manifest_put, manifest_taken
 
 KEPT = "kept"
 BAD = "bad"
@@ -73,9 +73,29 @@ def dedup_synthetic(events: DataFrame, *, enabled: bool = True, random_ids: bool
     first = F.col("valid") & (F.col("rank") == 1)
     sharing = F.count(F.when(first, F.lit(1))).over(Window.partitionBy("event_id"))
     synthetic = first & (sharing > 1) if enabled else F.lit(False)
-    new_id = F.expr("uuid()") if random_ids else uuid5(F.col("event_id"), F.col("fingerprint"))
     return events.withColumn("synthetic", synthetic).withColumn(
-        "new_event_id", F.when(F.col("synthetic"), new_id).otherwise(F.col("event_id"))
+        "new_event_id", F.when(F.col("synthetic"), _new_id(random_ids)).otherwise(F.col("event_id"))
+    )
+
+
+def _new_id(random_ids: bool) -> Column:
+    return F.expr("uuid()") if random_ids else uuid5(F.col("event_id"), F.col("fingerprint"))
+
+
+def dedup_synthetic_cross_batch(
+    events: DataFrame, manifest: ManifestHandle, etl_time: datetime, *, random_ids: bool = False
+) -> DataFrame:
+    """Kept events whose id an earlier batch stored with another fingerprint are synthetic
+    duplicates across batches: `synthetic` and `synthetic_across` set, and a new id.
+
+    One manifest query per kept event (after its put); entries of later batches are ignored,
+    so a rerun of an older batch gives its first output again.
+    """
+    wanted = (F.col("status") == KEPT) & ~F.col("synthetic")
+    taken = manifest_taken(manifest, to_epoch_seconds(etl_time))(F.col("event_id"), F.col("fingerprint"), wanted)
+    events = events.withColumn("synthetic_across", F.coalesce(taken, F.lit(False)))
+    return events.withColumn("synthetic", F.col("synthetic") | F.col("synthetic_across")).withColumn(
+        "new_event_id", F.when(F.col("synthetic_across"), _new_id(random_ids)).otherwise(F.col("new_event_id"))
     )
 
 

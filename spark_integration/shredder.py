@@ -76,6 +76,7 @@ def dedup_enriched(
     *,
     synthetic: bool = True,
     random_ids: bool = False,
+    cross_batch_synthetic: bool = False,
 ) -> DataFrame:
     """All rows with `status`, and for kept events their final id, atomic line and entities.
 
@@ -86,6 +87,12 @@ def dedup_enriched(
     events = dedup.dedup_natural(events, etl_time)
     events = dedup.dedup_synthetic(events, enabled=synthetic, random_ids=random_ids)
     events = dedup.dedup_cross_batch(events, manifest, etl_time)
+    if cross_batch_synthetic:
+        if manifest is None:
+            raise ManifestConfigError("cross-batch synthetic dedup needs a manifest")
+        events = dedup.dedup_synthetic_cross_batch(events, manifest, etl_time, random_ids=random_ids)
+    else:
+        events = events.withColumn("synthetic_across", F.lit(False))
     kept = F.col("status") == dedup.KEPT
     bad = F.col("status").isin(dedup.BAD, dedup.MANIFEST_ERROR)
     errors = F.when(F.col("status") == dedup.MANIFEST_ERROR, F.array("manifest_error")).otherwise(F.col("errors"))
@@ -96,6 +103,7 @@ def dedup_enriched(
         F.when(F.col("valid"), F.col("event_id")).alias("event_id"),
         F.when(kept, F.col("new_event_id")).alias("new_event_id"),
         F.when(kept, F.col("synthetic")).alias("synthetic"),
+        F.when(kept, F.col("synthetic_across")).alias("synthetic_across"),
         F.when(kept, F.col("collector_tstamp")).alias("collector_tstamp"),
         F.when(kept, F.concat_ws("\t", before, "new_event_id", after)).alias("atomic"),
         F.when(kept, F.col("entities")).alias("entities"),
@@ -142,6 +150,7 @@ def shred(
     etl_time: datetime | None = None,
     synthetic_dedup: bool = True,
     random_synthetic_ids: bool = False,
+    cross_batch_synthetic: bool = False,
     overwrite: bool = False,
 ) -> ShredSummary:
     """Run the shred job on one batch and return its summary (also written as `_summary.json`).
@@ -149,13 +158,19 @@ def shred(
     `manifest` (a URL such as `sqlite:///abs/manifest.db` or `dynamodb://table?region=...`, or a
     picklable manifest) turns on cross-batch dedup; without it only in-batch dedup runs.
     `etl_time` overrides the batch etl time (the earliest etl_tstamp of the input).
+    `cross_batch_synthetic` (needs a manifest) also re-identifies kept events whose id an earlier
+    batch stored with another fingerprint.
     Nothing is written unless every line is accounted for and the manifest answered.
     """
     started = time.monotonic()
     failure_tstamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     handle = ManifestHandle.of(manifest) if manifest is not None else None
+    if cross_batch_synthetic and handle is None:
+        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest: pass one, or leave it off")
     if handle is not None:
-        handle.open()  # in the driver: a missing table or unusable file fails here, before any work
+        opened = handle.open()  # in the driver: a missing table or unusable file fails here, before any work
+        if cross_batch_synthetic:
+            opened.entries_of([])  # and a backend that cannot list an id's fingerprints
     storage = output.Storage(spark)
     unfinished = _unfinished_run(storage, output_path)
     _prepare_folder(storage, output_path, overwrite, "output folder")
@@ -170,11 +185,16 @@ def shred(
         _check_rerun(unfinished, etl, etl_time is not None, output_path)
         storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
     result = dedup_enriched(
-        validate(spark, input_path), etl, handle, synthetic=synthetic_dedup, random_ids=random_synthetic_ids
+        validate(spark, input_path),
+        etl,
+        handle,
+        synthetic=synthetic_dedup,
+        random_ids=random_synthetic_ids,
+        cross_batch_synthetic=cross_batch_synthetic,
     ).persist()
     try:
         try:
-            counts = result.groupBy("status", "synthetic").count().collect()  # the puts run here
+            counts = result.groupBy("status", "synthetic", "synthetic_across").count().collect()  # puts run here
         except Exception as e:
             failure = _manifest_failure(e)
             if failure is not None:
@@ -182,7 +202,7 @@ def shred(
             raise
         clock.lap("validate, dedup, manifest")
         statuses: dict[str, int] = {}
-        for status, _, count in counts:
+        for status, _, _, count in counts:
             statuses[status] = statuses.get(status, 0) + count
         kept = result.filter(F.col("status") == dedup.KEPT)
         shredded = output.shredded_lines(kept)
@@ -193,7 +213,8 @@ def shred(
             manifest_errors=statuses.get(dedup.MANIFEST_ERROR, 0),
             in_batch_duplicates=statuses.get(dedup.IN_BATCH, 0),
             cross_batch_duplicates=statuses.get(dedup.CROSS_BATCH, 0),
-            synthetic_duplicates=sum(count for _, synthetic, count in counts if synthetic),
+            synthetic_duplicates=sum(count for _, synthetic, _, count in counts if synthetic),
+            cross_batch_synthetic_duplicates=sum(count for _, _, across, count in counts if across),
             entities=_entity_counts(shredded),
             events_per_event_id=_distribution(result),
             etl_time=_text(etl),
@@ -309,6 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--etl-time", help="override the batch etl time, e.g. '2026-11-01 06:00:00' (UTC)")
     parser.add_argument("--no-synthetic-dedup", action="store_true", help="keep events sharing an id as they are")
     parser.add_argument("--random-synthetic-ids", action="store_true", help="v4 ids for synthetic duplicates")
+    parser.add_argument(
+        "--cross-batch-synthetic",
+        action="store_true",
+        help="also re-identify events whose id an earlier batch had with another fingerprint (a query per event)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace what the output and bad folders hold")
     parser.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
     parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
@@ -332,6 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             etl_time=etl_time,
             synthetic_dedup=not args.no_synthetic_dedup,
             random_synthetic_ids=args.random_synthetic_ids,
+            cross_batch_synthetic=args.cross_batch_synthetic,
             overwrite=args.overwrite,
         )
         print(summary.table())

@@ -37,6 +37,8 @@ class ShredSummary:
     bad_path: str
     seconds: float = attrs.field(eq=False)
     phase_seconds: dict[str, float] = attrs.field(factory=dict, eq=False)
+    cross_batch_synthetic_duplicates: int = 0
+    """Of the synthetic duplicates, those re-identified because an earlier batch had their id."""
 
     @property
     def balanced(self) -> bool:
@@ -61,6 +63,7 @@ class ShredSummary:
             ("natural duplicates dropped in-batch", self.in_batch_duplicates),
             ("natural duplicates dropped cross-batch", self.cross_batch_duplicates),
             ("synthetic duplicates re-identified", self.synthetic_duplicates),
+            ("  of which across batches", self.cross_batch_synthetic_duplicates),
         ]
 
     def table(self) -> str:

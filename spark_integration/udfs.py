@@ -75,3 +75,24 @@ def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
 
     udf: UserDefinedFunctionLike = arrow_udf(put, PUT_TYPE)  # type: ignore[call-overload]
     return udf.asNondeterministic()
+
+
+def manifest_taken(handle: ManifestHandle, etl_seconds: int) -> UserDefinedFunctionLike:
+    """A UDF (event_id, fingerprint, wanted) -> bool: whether an earlier batch (etl before this
+    one's, entry not expired) stored the wanted row's id with another fingerprint."""
+
+    def taken(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array) -> pa.Array:
+        ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
+        positions = [i for i, w in enumerate(wanted.to_pylist()) if w]
+        answers: list[bool | None] = [None] * len(ids)
+        if positions:
+            stored = handle.open().entries_of(ids[i] for i in positions)
+            for i in positions:
+                answers[i] = any(
+                    e.fingerprint != fingerprint_list[i] and e.etl_seconds < etl_seconds < e.ttl_seconds
+                    for e in stored[ids[i]]
+                )
+        return pa.array(answers, type=pa.bool_())
+
+    udf: UserDefinedFunctionLike = arrow_udf(taken, T.BooleanType())  # type: ignore[call-overload]
+    return udf.asNondeterministic()

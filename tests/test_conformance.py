@@ -172,3 +172,18 @@ def test_epoch_zero_etl_is_an_etl_like_any_other(backend: Backend) -> None:
     epoch = datetime(1970, 1, 1)
     assert m.put(ID, FP, epoch)
     assert m.put_many([(ID, FP, epoch + timedelta(days=1)), (ID, FP, epoch)]) == [False, True]
+
+
+def test_entries_of_lists_every_fingerprint_of_an_id(backend: Backend) -> None:
+    m = backend.make()
+    other = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
+    m.put_many([(ID, "A", ETL), (ID, "B", LATER), (ID.upper(), "C", ETL), (other, "A", LATER)])
+    listed = m.entries_of([ID.upper(), other, "00000000-0000-4000-8000-000000000000"])
+    assert sorted((e.fingerprint, e.etl_seconds) for e in listed[ID]) == [
+        ("A", 1485388885),
+        ("B", 1485388945),
+        ("C", 1485388885),
+    ]
+    assert [e.fingerprint for e in listed[other]] == ["A"]
+    assert listed["00000000-0000-4000-8000-000000000000"] == []
+    assert m.entries_of([]) == {}

@@ -246,3 +246,41 @@ def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
         .splitlines()[0]
     )["failure_tstamp"]
     assert datetime.strptime(tstamp, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_cross_batch_synthetic_duplicates(spark: Any, tmp_path: Path) -> None:
+    """An id an earlier batch had with another fingerprint gets a new id and a duplicate context;
+    entries of later batches do not count, so rerunning an older batch changes nothing."""
+    manifest = f"sqlite://{tmp_path}/manifest.db"
+    day1, day2 = "2026-11-01 06:00:00.000", "2026-11-02 06:00:00.000"
+    batch1 = [line(A, "FP1", etl=day1), line(B, "FP1", etl=day1)]
+    batch2 = [line(A, "FP2", etl=day2), line(B, "FP1", etl=day2), line(C, "FP1", etl=day2)]
+
+    def shred_batch(lines: list[str], name: str, **options: Any) -> tuple[ShredSummary, dict[str, list[str]]]:
+        source = write_input(tmp_path / f"in-{name}", lines)
+        summary = shred(spark, str(source), str(tmp_path / name), str(tmp_path / f"{name}-bad"), **options)
+        return summary, read_output(tmp_path / name)
+
+    first, out1 = shred_batch(batch1, "b1", manifest=manifest, cross_batch_synthetic=True)
+    second, out2 = shred_batch(batch2, "b2", manifest=manifest, cross_batch_synthetic=True)
+    assert (first.kept_events, first.synthetic_duplicates, first.cross_batch_synthetic_duplicates) == (2, 0, 0)
+    assert (second.kept_events, second.cross_batch_duplicates) == (2, 1)
+    assert (second.synthetic_duplicates, second.cross_batch_synthetic_duplicates) == (1, 1)
+    new_id = uuid5(A, "FP2")
+    assert out2["atomic-events"] == sorted([atomic(batch2[0], new_id), atomic(batch2[2])])
+    assert out2[path("com.snowplowanalytics.snowplow", "duplicate", "1-0-0")] == [
+        shredded(
+            "com.snowplowanalytics.snowplow",
+            "duplicate",
+            "1-0-0",
+            f'{{"originalEventId":"{A}"}}',
+            new_id,
+            "2026-11-01 05:59:00.000",
+        )
+    ]
+    assert shred_batch(batch2, "b2-rerun", manifest=manifest, cross_batch_synthetic=True)[1] == out2
+    assert shred_batch(batch1, "b1-rerun", manifest=manifest, cross_batch_synthetic=True)[1] == out1
+    off, plain = shred_batch(batch2, "b2-plain", manifest=f"sqlite://{tmp_path}/other.db")
+    assert off.cross_batch_synthetic_duplicates == 0 and A in {x.split("\t")[6] for x in plain["atomic-events"]}
+    with pytest.raises(ValueError, match="needs a manifest"):
+        shred_batch(batch1, "none", cross_batch_synthetic=True)

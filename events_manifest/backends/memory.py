@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from datetime import timedelta
 
 from events_manifest.base import DuplicateStorage
@@ -51,6 +52,15 @@ class InMemoryManifest(DuplicateStorage):
                     entries[key] = etl
                 results.append(accepted)
             return results
+
+    def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+        """One scan of every entry: fine for the sizes an in-memory manifest holds."""
+        found: dict[str, list[ManifestEntry]] = {normalize_event_id(i): [] for i in event_ids}
+        with self._lock:
+            for (event_id, fingerprint), etl in self._entries.items():
+                if event_id in found:
+                    found[event_id].append(ManifestEntry(event_id, fingerprint, etl, etl + self._ttl_seconds))
+        return found
 
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         key = (normalize_event_id(event_id), check_fingerprint(fingerprint))

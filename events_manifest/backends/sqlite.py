@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ WHERE events_manifest.etl_time = excluded.etl_time OR events_manifest.ttl <= exc
 _INSERT = "INSERT INTO events_manifest (event_id, fingerprint, etl_time, ttl) VALUES (?, ?, ?, ?)"
 
 _LOOKUP = "SELECT etl_time, ttl FROM events_manifest WHERE event_id = ? AND fingerprint = ?"
+
+_ENTRIES = "SELECT event_id, fingerprint, etl_time, ttl FROM events_manifest WHERE event_id IN ({})"
 
 
 class SqliteManifest(DuplicateStorage):
@@ -208,6 +211,18 @@ class SqliteManifest(DuplicateStorage):
         with self._lock:
             row = self._connection().execute(_LOOKUP, key).fetchone()
         return None if row is None else ManifestEntry(*key, *row)
+
+    def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+        found: dict[str, list[ManifestEntry]] = {normalize_event_id(i): [] for i in event_ids}
+        ids = list(found)
+        with self._lock:
+            conn = self._connection()
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                query = _ENTRIES.format(", ".join("?" * len(chunk)))
+                for event_id, fingerprint, etl, ttl in conn.execute(query, chunk):
+                    found[event_id].append(ManifestEntry(event_id, fingerprint, etl, ttl))
+        return found
 
     def close(self) -> None:
         with self._lock:

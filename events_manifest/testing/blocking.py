@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -49,6 +49,9 @@ class BlockingManifest(DuplicateStorage):
 
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         return self._run(self.inner.lookup(event_id, fingerprint))
+
+    def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+        return self._run(self.inner.entries_of(list(event_ids)))
 
     def close(self) -> None:
         if self._thread.is_alive():

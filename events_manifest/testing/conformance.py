@@ -9,7 +9,8 @@ For the author of a new backend:
 Each example starts from a fresh, empty manifest made by the factory, drives it with random
 `put` and `put_many` steps over a small pool of ids, fingerprints and etl times (so reruns,
 later and earlier etl times, in-call duplicates and ttl expiry all happen), and compares every
-answer and every stored entry with `ReferenceManifest`. Needs hypothesis.
+answer and every stored entry with `ReferenceManifest` (through `lookup`, and through `entries_of`
+when the backend offers it). Needs hypothesis.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def manifest_state_machine(
             super().__init__()
             self.manifest = make(TTL)
             self.model = ReferenceManifest(TTL)
+            self.lists_entries = type(self.manifest).entries_of is not DuplicateStorage.entries_of
 
         @rule(item=items)
         def put(self, item: tuple[str, str, datetime]) -> None:
@@ -49,10 +51,17 @@ def manifest_state_machine(
 
         @invariant()
         def entries_match(self) -> None:
+            by_id: dict[str, set[tuple[str, int, int]]] = {}
             for (event_id, fingerprint), (etl, ttl) in self.model.entries.items():
                 entry = self.manifest.lookup(event_id, fingerprint)
                 assert entry is not None, (event_id, fingerprint)
                 assert (entry.etl_seconds, entry.ttl_seconds) == (etl, ttl)
+                by_id.setdefault(event_id, set()).add((fingerprint, etl, ttl))
+            if by_id and self.lists_entries:
+                listed = self.manifest.entries_of(by_id)
+                assert {
+                    i: {(e.fingerprint, e.etl_seconds, e.ttl_seconds) for e in es} for i, es in listed.items()
+                } == by_id
 
         def teardown(self) -> None:
             self.manifest.close()

@@ -49,6 +49,25 @@ def get_request(table: str, event_id: str, fingerprint: str) -> dict[str, Any]:
     }
 
 
+def query_request(table: str, event_id: str, start: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One page of the entries of an id: a Query on the partition key (needs `dynamodb:Query`)."""
+    request: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "eventId = :id",
+        "ExpressionAttributeValues": {":id": {"S": event_id}},
+        "ConsistentRead": True,
+    }
+    if start:
+        request["ExclusiveStartKey"] = start
+    return request
+
+
+def entries_from_page(page: dict[str, Any]) -> tuple[list[ManifestEntry], dict[str, Any] | None]:
+    """The entries of a Query page and the key to start the next page from (None: last page)."""
+    entries = [entry_from_item(item) for item in page.get("Items", [])]
+    return [e for e in entries if e is not None], page.get("LastEvaluatedKey")
+
+
 def entry_from_item(item: dict[str, Any] | None) -> ManifestEntry | None:
     if not item:
         return None

@@ -145,6 +145,13 @@ class Reply:
             raise requests.manifest_error(self.error("GetItem"), table)
         return requests.entry_from_item(json.loads(self.body).get("Item"))
 
+    def query_page(self, table: str) -> dict[str, Any]:
+        """The page a Query answer holds, or the error it stands for, raised."""
+        if self.status != 200:
+            raise requests.manifest_error(self.error("Query"), table)
+        page: dict[str, Any] = json.loads(self.body)
+        return page
+
     def error(self, operation: str) -> ClientError:
         """This answer as the botocore error the SDK would raise, for the shared outcome logic."""
         message = ""
