@@ -25,17 +25,15 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
+from events_manifest.aio import AsyncEventsManifest
 from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestConfigError, ManifestRequestError
 from events_manifest.factory import parse_duration
 from events_manifest.model import MAX_FINGERPRINT_BYTES, PutItem, from_epoch_seconds, to_epoch_seconds
-
-if TYPE_CHECKING:
-    from events_manifest.aio import AsyncEventsManifest
 
 UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 KEY_NAMESPACE = uuid.UUID("6f0c7f4e-5b8a-4d47-9a6e-2f1d3c0b9e51")
@@ -305,8 +303,11 @@ def _chunks(records: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-class Deduplicator:
-    """One dedup run over records through a manifest; see the module docstring.
+M = TypeVar("M")
+
+
+class _Deduplicator(Generic[M]):
+    """What both deduplicators hold: the manifest and one run's state.
 
     `key`: field names or a function of the record; `fingerprint`: field names, a function, or by
     default a hash of the whole record; `expiry`: an `Expiry`; `etl_time`: the run's etl time
@@ -316,7 +317,7 @@ class Deduplicator:
 
     def __init__(
         self,
-        manifest: DuplicateStorage,
+        manifest: M,
         *,
         key: KeySpec,
         fingerprint: KeySpec | None = None,
@@ -330,12 +331,17 @@ class Deduplicator:
 
     @property
     def etl_time(self) -> datetime:
+        """The run's etl time, to pass again when rerunning the same input after a failure."""
         return self._run.etl_time
 
     @property
     def counts(self) -> dict[Outcome, int]:
         """Records per outcome so far."""
         return dict(self._run.counts)
+
+
+class Deduplicator(_Deduplicator[DuplicateStorage]):
+    """One dedup run over records through a manifest; see the module docstring and `_Deduplicator`."""
 
     def classify(self, records: Iterable[Any]) -> Iterator[Decision]:
         """A decision per record, in input order, lazily: memory stays bounded by `chunk_size`."""
@@ -359,30 +365,8 @@ class Deduplicator:
         self.close()
 
 
-class AsyncDeduplicator:
+class AsyncDeduplicator(_Deduplicator[AsyncEventsManifest]):
     """`Deduplicator` over an async manifest (see `events_manifest.aio`) and (async) iterables."""
-
-    def __init__(
-        self,
-        manifest: AsyncEventsManifest,
-        *,
-        key: KeySpec,
-        fingerprint: KeySpec | None = None,
-        expiry: Expiry | None = None,
-        etl_time: datetime | None = None,
-        on_disk: bool = False,
-        chunk_size: int = 1000,
-    ) -> None:
-        self.manifest = manifest
-        self._run = _Run(key, fingerprint, expiry, etl_time, on_disk, chunk_size)
-
-    @property
-    def etl_time(self) -> datetime:
-        return self._run.etl_time
-
-    @property
-    def counts(self) -> dict[Outcome, int]:
-        return dict(self._run.counts)
 
     async def classify(self, records: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Decision]:
         async for records_chunk in _async_chunks(records, self._run.chunk_size):

@@ -14,6 +14,7 @@ import pytest
 from events_manifest import ManifestRequestError, ManifestThrottledError, ManifestUnavailableError, SqliteManifest
 from events_manifest.model import PutBatch
 from events_manifest.testing import FaultProxy, LocalServer
+from events_manifest.testing.servers import free_port
 from spark_integration import EtlMismatchError, OutputExistsError, demo, shred
 from spark_integration.shredder import main
 from tests.conftest import unique_table
@@ -112,8 +113,10 @@ def test_cli_with_a_dynamodb_config(
     table = unique_table()
     config = with_data(V2_CONFIG, dynamodbTable=table, awsRegion="us-east-1")
     encoded = base64.b64encode(json.dumps(config).encode()).decode()
-    source = write_input(tmp_path / "in", [line(A, "FP")])
+    source = write_input(tmp_path / "in", [line(A, "FP"), "a bad line"])
     args = [
+        "--report",
+        str(tmp_path / "o-report.html"),
         "--input-folder",
         str(source),
         "--output-folder",
@@ -126,11 +129,16 @@ def test_cli_with_a_dynamodb_config(
         dynalite.endpoint,
     ]
     assert main(args) == 1
-    assert f"DynamoDB table [{table}] does not exist" in capsys.readouterr().err
+    failed = capsys.readouterr()
+    assert f"DynamoDB table [{table}] does not exist" in failed.err
     assert main([*args, "--create-table"]) == 0
-    out = capsys.readouterr().out
-    assert re.search(r"kept events +1\n", out)
-    assert SECRET not in out + (tmp_path / "o" / "_summary.json").read_text()
+    done = capsys.readouterr()
+    assert re.search(r"kept events +1\n", done.out)
+    artifacts = [p for p in tmp_path.rglob("*") if p.is_file() and "in" not in p.relative_to(tmp_path).parts]
+    assert {p.name for p in artifacts} >= {"_summary.json", "o-report.html"} and len(artifacts) >= 5
+    for text in [failed.out, failed.err, done.out, done.err]:
+        assert SECRET not in text
+    assert not [p for p in artifacts if SECRET.encode() in p.read_bytes()]
 
 
 def test_request_errors_become_bad_rows(spark: Any, tmp_path: Path) -> None:
@@ -174,6 +182,14 @@ def test_exhausted_throttling_fails_before_any_output(spark: Any, tmp_path: Path
 def test_missing_table_fails_before_any_work(spark: Any, tmp_path: Path, dynalite: LocalServer) -> None:
     url = f"dynamodb://no-such-table?region=us-east-1&endpoint={dynalite.endpoint}"
     with pytest.raises(ManifestUnavailableError, match=r"\[no-such-table\] does not exist"):
+        shred(spark, str(tmp_path), str(tmp_path / "o"), str(tmp_path / "b"), manifest=url)
+    assert not (tmp_path / "o").exists()
+
+
+def test_unreachable_manifest_fails_before_any_work(spark: Any, tmp_path: Path) -> None:
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    url = f"dynamodb://events?region=us-east-1&endpoint={endpoint}&max_attempts=2"
+    with pytest.raises(ManifestUnavailableError, match=re.escape(endpoint)):
         shred(spark, str(tmp_path), str(tmp_path / "o"), str(tmp_path / "b"), manifest=url)
     assert not (tmp_path / "o").exists()
 
