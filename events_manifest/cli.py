@@ -95,6 +95,7 @@ def _dedup(args: argparse.Namespace) -> int:
             expiry=expiry,
             etl_time=parse_timestamp(args.etl_time) if args.etl_time else None,
             progress=sys.stderr,
+            chunk_size=args.chunk_size,
         )
     width = max(len(f"{n:,}") for n in counts.values())
     lines = [f"etl time {etl_time:%Y-%m-%d %H:%M:%S} (rerun after a failure with --etl-time '{etl_time}')"]
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.add_argument("--expiry-period", metavar="DURATION", help="e.g. 1d: older than latest minus this is expired")
     dedup.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
     dedup.add_argument("--etl-time", help="the run's etl time (default now); reuse it to rerun a failed run")
+    dedup.add_argument("--chunk-size", type=int, default=10_000, metavar="N", help="records per manifest call")
     dedup.add_argument("--unique", default="-", metavar="OUT", help="unique records (default: stdout)")
     dedup.add_argument("--duplicates", metavar="OUT", help="duplicate records")
     dedup.add_argument("--expired", metavar="OUT", help="expired records")

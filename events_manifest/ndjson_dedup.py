@@ -91,6 +91,7 @@ def run(
     expiry: Expiry | None,
     etl_time: Any,
     progress: TextIO,
+    chunk_size: int = 10_000,
 ) -> tuple[dict[str, int], Any]:
     """Dedup the NDJSON `source` into `outputs`; the count per outcome and the run's etl time."""
     counts = {outcome.value: 0 for outcome in Outcome}
@@ -99,7 +100,15 @@ def run(
         lines = _open_in(source, stack)
         files = {outcome: _open_out(path, stack) for outcome, path in outputs.items()}
         dedup = stack.enter_context(
-            Deduplicator(manifest, key=key, fingerprint=fingerprint, expiry=expiry, etl_time=etl_time, on_disk=True)
+            Deduplicator(
+                manifest,
+                key=key,
+                fingerprint=fingerprint,
+                expiry=expiry,
+                etl_time=etl_time,
+                on_disk=True,
+                chunk_size=chunk_size,
+            )
         )
 
         def write(outcome: Outcome, text: str) -> None:

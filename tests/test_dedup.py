@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import tracemalloc
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 from events_manifest import InMemoryManifest, ManifestRequestError
 from events_manifest.aio import to_async
 from events_manifest.cli import main
-from events_manifest.dedup import AsyncDeduplicator, Deduplicator, Expiry, Outcome, event_id_of
+from events_manifest.dedup import KEY_NAMESPACE, AsyncDeduplicator, Deduplicator, Expiry, Outcome, event_id_of
 from events_manifest.model import PutBatch
 from events_manifest.ndjson_dedup import _Progress
 from tests.conftest import Backend
@@ -112,6 +114,12 @@ def test_a_refused_put_is_an_error_with_its_reason() -> None:
     assert decisions[1].reason == "manifest: ValidationException: item refused"
 
 
+@given(st.text())
+def test_event_ids_are_uuid5_of_the_key_text(text: str) -> None:
+    expected = text.lower() if re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", text) else None
+    assert event_id_of(text) == (expected or str(uuid.uuid5(KEY_NAMESPACE, text)))
+
+
 records_strategy = st.lists(
     st.fixed_dictionaries({"k": st.sampled_from("abcd"), "v": st.integers(0, 2), "t": st.integers(0, 5 * 86400)}),
     max_size=60,
@@ -196,7 +204,8 @@ def test_cli_memory_stays_flat_as_the_input_grows(tmp_path: Path) -> None:
         _write(source, [json.dumps({"id": n % (records // 2), "pad": "x" * 50}) for n in range(records)])
         tracemalloc.start()
         manifest = f"sqlite:///{tmp_path}/m-{records}.db"  # on disk, like the run's own pairs
-        main(["dedup", str(source), "--key", "id", "--manifest", manifest, "--unique", str(tmp_path / "u")])
+        out = str(tmp_path / "u")
+        main(["dedup", str(source), "--key", "id", "--manifest", manifest, "--unique", out, "--chunk-size", "500"])
         _, top = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         return top
