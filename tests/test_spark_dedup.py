@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -196,3 +201,55 @@ def test_populator_command_line(spark: Any, tmp_path: Path, capsys: pytest.Captu
     assert "in-memory manifest would not be shared" in capsys.readouterr().err
     assert main(["--input-folder", str(tmp_path / "nowhere"), "--manifest", f"sqlite:///{tmp_path}/m.db"]) == 1
     assert "Path does not exist" in capsys.readouterr().err
+
+
+STREAM_JOB = """
+import sys, time
+from pathlib import Path
+from spark_integration import local_session
+from spark_integration.streaming import deduplicate_stream
+
+root, manifest = Path(sys.argv[1]), sys.argv[2]
+spark = local_session("local[2]", "killed-stream")
+
+def sink(df, batch_id):
+    df.write.mode("overwrite").json(str(root / "ours" / f"batch={batch_id}"))
+    if batch_id == 1:
+        (root / "batch-1-written").touch()
+        time.sleep(600)  # killed here, before the batch is committed
+
+stream = spark.readStream.schema("id string, ts timestamp, payload string").json(str(root / "source"))
+deduplicate_stream(stream, key=["id"], fingerprint=["id"], manifest=manifest,
+                   checkpoint_location=str(root / "ours-checkpoint"), sink=sink,
+                   trigger={"availableNow": True}).awaitTermination()
+"""
+
+
+def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, tmp_path: Path) -> None:
+    """SIGKILL to a separate streaming process (JVM included) after batch 1's sink wrote; the
+    restarted query replays batch 1 with its recorded etl time: every id exactly once."""
+    source, manifest = tmp_path / "source", f"sqlite:///{tmp_path}/m.db"
+    ts = "2026-11-01T10:00:00"
+    _write_json(source, "1", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(20)])
+    _ours(spark, source, tmp_path, manifest)  # batch 0
+    _write_json(source, "2", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(10, 40)])
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    job = subprocess.Popen(
+        [sys.executable, "-c", STREAM_JOB, str(tmp_path), manifest],
+        start_new_session=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not (tmp_path / "batch-1-written").exists():
+            assert job.poll() is None and time.monotonic() < deadline, "the streaming job never reached batch 1"
+            time.sleep(0.05)
+        os.killpg(job.pid, signal.SIGKILL)
+    finally:
+        job.wait()
+    _ours(spark, source, tmp_path, manifest)  # restart from the checkpoint
+    assert _ids(spark, tmp_path / "ours") == sorted(f"e{n}" for n in range(40))
+    assert _ids(spark, tmp_path / "ours" / "batch=1") == sorted(f"e{n}" for n in range(20, 40))
