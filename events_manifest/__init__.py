@@ -19,6 +19,7 @@ from events_manifest.backends.memory import InMemoryManifest
 from events_manifest.backends.sqlite import SqliteManifest
 from events_manifest.base import DuplicateStorage, EventsManifest
 from events_manifest.config import DynamoDbConfig, parse_config
+from events_manifest.dedup import AsyncDeduplicator, Decision, Deduplicator, Expiry, Outcome
 from events_manifest.errors import (
     ManifestConfigError,
     ManifestError,
@@ -33,13 +34,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_TTL",
+    "AsyncDeduplicator",
     "Billing",
     "ClientOptions",
     "Credentials",
+    "Decision",
+    "Deduplicator",
     "DuplicateStorage",
     "DynamoDbConfig",
     "DynamoDbManifest",
     "EventsManifest",
+    "Expiry",
     "InMemoryManifest",
     "ManifestConfigError",
     "ManifestEntry",
@@ -48,6 +53,7 @@ __all__ = [
     "ManifestThrottledError",
     "ManifestUnavailableError",
     "OnDemand",
+    "Outcome",
     "Provisioned",
     "SqliteManifest",
     "check_table",

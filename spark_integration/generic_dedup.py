@@ -102,6 +102,11 @@ def deduplicate(
     missing = [c for c in [*key, *(fingerprint or []), *([expiry.field] if expiry else [])] if c not in df.columns]
     if not key or missing:
         raise ManifestConfigError(f"columns {missing or key} are not in the DataFrame (it has {df.columns})")
+    taken = [c for c in df.columns if c == "reason" or c.startswith("_dedup_")]
+    if taken:
+        raise ManifestConfigError(
+            f"columns {taken} would clash with the errors' `reason` or the dedup's own `_dedup_*` columns: rename them"
+        )
     etl = from_epoch_seconds(to_epoch_seconds(etl_time or datetime.now(UTC)))
     columns = df.columns
 

@@ -55,6 +55,16 @@ def test_four_outcomes_in_batch(spark: Any) -> None:
     result.unpersist()
 
 
+def test_bad_arguments_name_the_columns(spark: Any) -> None:
+    df = spark.createDataFrame([("a", "b")], "id string, reason string")
+    with pytest.raises(ValueError, match=r"\['nope'\] are not in the DataFrame"):
+        deduplicate(df, key=["nope"])
+    with pytest.raises(ValueError, match=r"\['reason'\] would clash"):
+        deduplicate(df, key=["id"])
+    with pytest.raises(ValueError, match="list of column names"):
+        deduplicate(df, key="id")  # type: ignore[arg-type]
+
+
 def test_cross_batch_through_the_manifest_shared_with_plain_python(spark: Any, tmp_path: Path) -> None:
     manifest = f"sqlite:///{tmp_path}/m.db"
     first = spark.createDataFrame([(f"k{n}", n) for n in range(6)], "id string, v long")
