@@ -89,3 +89,14 @@ def test_bad_urls(url: str, message: str) -> None:
 )
 def test_durations(text: str, seconds: int) -> None:
     assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+def test_the_core_imports_no_optional_dependency() -> None:
+    """`pip install events-manifest` has neither pyspark nor aioboto3: the core must not need them."""
+    import subprocess
+    import sys
+
+    code = "import sys, events_manifest, events_manifest.dedup, events_manifest.aio, events_manifest.cli; "
+    code += "print(sorted(m for m in ('pyspark', 'aiohttp', 'aioboto3', 'hypothesis', 'pandas') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
