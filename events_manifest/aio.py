@@ -24,7 +24,7 @@ from events_manifest.backends.dynamodb import requests
 from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, make_client
 from events_manifest.backends.dynamodb.table import check_table, create_table
 from events_manifest.backends.dynamodb.wire import AsyncWireClient, Endpoint
-from events_manifest.base import DuplicateStorage, raise_first
+from events_manifest.base import DuplicateStorage, not_listable, raise_first
 from events_manifest.errors import ManifestRequestError
 from events_manifest.model import (
     DEFAULT_TTL,
@@ -33,6 +33,7 @@ from events_manifest.model import (
     PutBatch,
     PutItem,
     check_fingerprint,
+    entries_by_id,
     normalize_event_id,
     ttl_seconds,
 )
@@ -61,7 +62,8 @@ class AsyncEventsManifest(Protocol):
 
 
 class AsyncManifestBase:
-    """put and put_many in terms of `try_put_many`, and `async with`: shared by the async manifests."""
+    """put and put_many in terms of `try_put_many`, `entries_of` in terms of `_entries_of`, and
+    `async with`: shared by the async manifests, as `DuplicateStorage` does for the sync ones."""
 
     async def put(self, event_id: EventId, fingerprint: str, etl_time: datetime) -> bool:
         return (await self.put_many([(event_id, fingerprint, etl_time)]))[0]
@@ -71,6 +73,13 @@ class AsyncManifestBase:
 
     async def try_put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[Outcome]:
         raise NotImplementedError
+
+    async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+        ids = list(dict.fromkeys(map(normalize_event_id, event_ids)))
+        return entries_by_id(ids, await self._entries_of(ids))
+
+    async def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
+        raise not_listable(self)
 
     async def close(self) -> None:
         """Release connections."""
@@ -206,9 +215,8 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
             raise requests.manifest_error(e, self.table) from e
         return requests.entry_from_item(response.get("Item"))
 
-    async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+    async def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
         """One Query per id (paginated), up to `concurrency` in flight."""
-        ids = list(dict.fromkeys(normalize_event_id(i) for i in event_ids))
         limit = asyncio.Semaphore(self.concurrency)
 
         async def one(event_id: str) -> list[ManifestEntry]:
@@ -222,7 +230,7 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
                     if not start:
                         return found
 
-        return dict(zip(ids, await asyncio.gather(*(one(i) for i in ids)), strict=True))
+        return [e for entries in await asyncio.gather(*(one(i) for i in event_ids)) for e in entries]
 
     async def _query(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._wire is not None:

@@ -8,7 +8,16 @@ from datetime import datetime, timedelta
 from types import TracebackType
 
 from events_manifest.errors import ManifestConfigError, ManifestRequestError
-from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, PutItem, ttl_seconds
+from events_manifest.model import (
+    DEFAULT_TTL,
+    EventId,
+    ManifestEntry,
+    PutBatch,
+    PutItem,
+    entries_by_id,
+    normalize_event_id,
+    ttl_seconds,
+)
 
 
 class DuplicateStorage(abc.ABC):
@@ -57,14 +66,16 @@ class DuplicateStorage(abc.ABC):
 
     def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
         """Every stored entry (expired or not) of each id, by canonical id; for cross-batch
-        synthetic dedup, which asks whether an id already came with another fingerprint.
+        synthetic dedup, which asks whether an id already came with another fingerprint."""
+        ids = list(dict.fromkeys(map(normalize_event_id, event_ids)))
+        return entries_by_id(ids, self._entries_of(ids))
+
+    def _entries_of(self, event_ids: list[str]) -> Iterable[ManifestEntry]:
+        """The stored entries of these canonical, distinct ids, in any order.
 
         Optional for a backend: the default says this one cannot answer.
         """
-        raise ManifestConfigError(
-            f"{type(self).__name__} cannot list the fingerprints stored for an event id, which "
-            "cross-batch synthetic dedup needs: use a backend that can (memory, SQLite, DynamoDB)"
-        )
+        raise not_listable(self)
 
     def close(self) -> None:
         """Release connections and files; the manifest cannot be used afterwards."""
@@ -76,6 +87,13 @@ class DuplicateStorage(abc.ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def not_listable(manifest: object) -> ManifestConfigError:
+    return ManifestConfigError(
+        f"{type(manifest).__name__} cannot list the fingerprints stored for an event id, which "
+        "cross-batch synthetic dedup needs: use a backend that can (memory, SQLite, DynamoDB)"
+    )
 
 
 def raise_first(outcomes: list[bool | ManifestRequestError]) -> list[bool]:

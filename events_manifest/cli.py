@@ -99,8 +99,8 @@ def _dedup(args: argparse.Namespace) -> int:
         )
     width = max(len(f"{n:,}") for n in counts.values())
     lines = [f"etl time {etl_time:%Y-%m-%d %H:%M:%S} (rerun after a failure with --etl-time '{etl_time}')"]
-    for (outcome, path), count in zip(outputs.items(), counts.values(), strict=True):
-        lines.append(f"{outcome.value:<10} {count:>{width},}  -> {path or '(not written)'}")
+    for outcome, path in outputs.items():
+        lines.append(f"{outcome.value:<10} {counts[outcome]:>{width},}  -> {path or '(not written)'}")
     print("\n".join(lines), file=sys.stderr if args.unique == "-" else sys.stdout)
     return 0
 

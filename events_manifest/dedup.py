@@ -19,7 +19,6 @@ import enum
 import hashlib
 import json
 import os
-import re
 import sqlite3
 import tempfile
 import uuid
@@ -33,9 +32,8 @@ from events_manifest.aio import AsyncEventsManifest
 from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestConfigError, ManifestRequestError
 from events_manifest.factory import parse_duration
-from events_manifest.model import MAX_FINGERPRINT_BYTES, PutItem, from_epoch_seconds, to_epoch_seconds
+from events_manifest.model import MAX_FINGERPRINT_BYTES, UUID_TEXT, PutItem, from_epoch_seconds, to_epoch_seconds
 
-UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 KEY_NAMESPACE = uuid.UUID("6f0c7f4e-5b8a-4d47-9a6e-2f1d3c0b9e51")
 """Keys that are not UUIDs become UUID v5 of their text in this namespace (the manifest's ids are UUIDs)."""
 
@@ -52,7 +50,7 @@ class Outcome(enum.StrEnum):
 
 @attrs.frozen
 class Decision:
-    """What became of one record; `reason` says why for errors (and which run it duplicates not)."""
+    """What became of one record; `reason` says why for errors and duplicates."""
 
     outcome: Outcome
     record: Any
@@ -66,6 +64,12 @@ class Unreadable:
 
     text: str
     reason: str
+
+
+def check_specs(key: object, fingerprint: object, names: str = "field names") -> None:
+    """Key and fingerprint are lists of names (or functions), never a lone string."""
+    if isinstance(key, str) or isinstance(fingerprint, str):
+        raise ManifestConfigError(f"key and fingerprint take a list of {names}, not a string")
 
 
 def _period(value: timedelta | str) -> timedelta:
@@ -151,9 +155,13 @@ class _Seen:
     _db: sqlite3.Connection | None = None
     _path: str | None = None
 
+    @staticmethod
+    def _digest(event_id: str, fingerprint: str) -> bytes:
+        return hashlib.blake2b(f"{event_id}\x00{fingerprint}".encode(), digest_size=16).digest()
+
     def add(self, event_id: str, fingerprint: str) -> bool:
         """Remember a pair; False if it was already there."""
-        digest = hashlib.blake2b(f"{event_id}\x00{fingerprint}".encode(), digest_size=16).digest()
+        digest = self._digest(event_id, fingerprint)
         if not self.on_disk:
             if digest in self._memory:
                 return False
@@ -163,7 +171,7 @@ class _Seen:
         return db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (digest,)).rowcount == 1
 
     def forget(self, event_id: str, fingerprint: str) -> None:
-        digest = hashlib.blake2b(f"{event_id}\x00{fingerprint}".encode(), digest_size=16).digest()
+        digest = self._digest(event_id, fingerprint)
         if self.on_disk:
             self._open().execute("DELETE FROM seen WHERE k = ?", (digest,))
         else:
@@ -193,6 +201,7 @@ class _Seen:
 class _Chunk:
     """Records on their way through a run: decided already, or waiting for the manifest."""
 
+    records: list[Any]
     decisions: list[Decision | None]
     waiting: list[tuple[int, str, str]]  # (position, event id, fingerprint)
 
@@ -209,8 +218,7 @@ class _Run:
         on_disk: bool,
         chunk_size: int,
     ) -> None:
-        if isinstance(key, str) or isinstance(fingerprint, str):
-            raise ManifestConfigError("key and fingerprint take a list of field names (or a function), not a string")
+        check_specs(key, fingerprint, "field names (or a function)")
         if not callable(key) and not key:
             raise ManifestConfigError("key needs at least one field name")
         if chunk_size < 1:
@@ -268,7 +276,7 @@ class _Run:
 
     def prepare(self, records: list[Any]) -> _Chunk:
         """Decide what needs no manifest (errors, expired, repeats within the run)."""
-        chunk = _Chunk([None] * len(records), [])
+        chunk = _Chunk(records, [None] * len(records), [])
         for position, record in enumerate(records):
             try:
                 event_id, fingerprint = self._pair(record)
@@ -285,10 +293,10 @@ class _Run:
     def items(self, chunk: _Chunk) -> list[PutItem]:
         return [(event_id, fingerprint, self.etl_time) for _, event_id, fingerprint in chunk.waiting]
 
-    def finish(self, chunk: _Chunk, records: list[Any], answers: list[bool | ManifestRequestError]) -> list[Decision]:
+    def finish(self, chunk: _Chunk, answers: list[bool | ManifestRequestError]) -> list[Decision]:
         """Complete the chunk with the manifest's answers, in input order."""
         for (position, event_id, fingerprint), answer in zip(chunk.waiting, answers, strict=True):
-            record = records[position]
+            record = chunk.records[position]
             if isinstance(answer, ManifestRequestError):
                 self.seen.forget(event_id, fingerprint)  # a later copy gets its own chance
                 chunk.decisions[position] = Decision(Outcome.ERROR, record, f"manifest: {answer}")
@@ -358,7 +366,7 @@ class Deduplicator(_Deduplicator[DuplicateStorage]):
         for records_chunk in _chunks(records, self._run.chunk_size):
             chunk = self._run.prepare(records_chunk)
             answers = self.manifest.try_put_many(self._run.items(chunk)) if chunk.waiting else []
-            yield from self._run.finish(chunk, records_chunk, answers)
+            yield from self._run.finish(chunk, answers)
 
     def unique(self, records: Iterable[Any]) -> Iterator[Any]:
         """Only the unique records."""
@@ -382,7 +390,7 @@ class AsyncDeduplicator(_Deduplicator[AsyncEventsManifest]):
         async for records_chunk in _async_chunks(records, self._run.chunk_size):
             chunk = self._run.prepare(records_chunk)
             answers = await self.manifest.try_put_many(self._run.items(chunk)) if chunk.waiting else []
-            for decision in self._run.finish(chunk, records_chunk, answers):
+            for decision in self._run.finish(chunk, answers):
                 yield decision
 
     async def unique(self, records: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Any]:

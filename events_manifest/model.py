@@ -23,7 +23,8 @@ MAX_FINGERPRINT_BYTES = 1024
 EventId = uuid.UUID | str
 PutItem = tuple[EventId, str, datetime]
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+"""UUID text in the 8-4-4-4-12 form, any case: what an event id may be."""
 _FIRST, _SECOND, _THIRD = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
 _KEY = operator.itemgetter(0, 1)
 
@@ -40,6 +41,14 @@ class ManifestEntry:
     @property
     def etl_time(self) -> datetime:
         return from_epoch_seconds(self.etl_seconds)
+
+
+def entries_by_id(event_ids: list[str], entries: Iterable[ManifestEntry]) -> dict[str, list[ManifestEntry]]:
+    """Entries grouped under each of `event_ids` (an id with none gets an empty list)."""
+    found: dict[str, list[ManifestEntry]] = {event_id: [] for event_id in event_ids}
+    for entry in entries:
+        found[entry.event_id].append(entry)
+    return found
 
 
 def ttl_seconds(ttl: timedelta) -> int:
@@ -67,7 +76,7 @@ def normalize_event_id(event_id: EventId) -> str:
     """The canonical lowercase text of an event id, or a ManifestConfigError naming the value."""
     if isinstance(event_id, uuid.UUID):
         return str(event_id)
-    if isinstance(event_id, str) and _UUID.fullmatch(event_id):
+    if isinstance(event_id, str) and UUID_TEXT.fullmatch(event_id):
         return event_id.lower()
     raise ManifestConfigError(
         f"event_id [{event_id!r}] is not a UUID: pass a uuid.UUID or its canonical text (8-4-4-4-12 hexadecimal digits)"

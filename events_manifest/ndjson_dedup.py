@@ -12,7 +12,7 @@ import gzip
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import IO, Any, TextIO
 
 from events_manifest.base import DuplicateStorage
@@ -65,11 +65,13 @@ class _Progress:
         self.stream, self.enabled = stream, stream.isatty()
         self.started = self.last = time.monotonic()
 
-    def update(self, counts: dict[str, int], force: bool = False) -> None:
-        now = time.monotonic()
-        if not self.enabled or (now - self.last < _PROGRESS_EVERY and not force):
+    def due(self) -> bool:
+        return self.enabled and time.monotonic() - self.last >= _PROGRESS_EVERY
+
+    def update(self, counts: Mapping[Any, int], force: bool = False) -> None:
+        if not self.enabled or not (force or self.due()):
             return
-        self.last = now
+        now = self.last = time.monotonic()
         total = sum(counts.values())
         rate = total / max(now - self.started, 1e-9)
         parts = "  ".join(f"{name} {count:,}" for name, count in counts.items())
@@ -92,9 +94,8 @@ def run(
     etl_time: Any,
     progress: TextIO,
     chunk_size: int = 10_000,
-) -> tuple[dict[str, int], Any]:
+) -> tuple[dict[Outcome, int], Any]:
     """Dedup the NDJSON `source` into `outputs`; the count per outcome and the run's etl time."""
-    counts = {outcome.value: 0 for outcome in Outcome}
     display = _Progress(progress)
     with contextlib.ExitStack() as stack:
         lines = _open_in(source, stack)
@@ -111,19 +112,15 @@ def run(
             )
         )
 
-        def write(outcome: Outcome, text: str) -> None:
-            counts[outcome.value] += 1
-            out = files.get(outcome)
-            if out is not None:
-                out.write(text + "\n")
-
         for decision in dedup.classify(_parse(lines)):
-            if decision.outcome is Outcome.ERROR:
-                line = {"line": decision.record.text, "reason": decision.reason}
-                write(Outcome.ERROR, json.dumps(line, ensure_ascii=False))
-            else:
-                write(decision.outcome, decision.record.text)
-            display.update(counts)
-        display.update(counts, force=True)
+            out = files.get(decision.outcome)
+            if out is not None:
+                text = decision.record.text
+                if decision.outcome is Outcome.ERROR:
+                    text = json.dumps({"line": text, "reason": decision.reason}, ensure_ascii=False)
+                out.write(text + "\n")
+            if display.due():
+                display.update(dedup.counts)
+        display.update(dedup.counts, force=True)
         display.done()
-        return counts, dedup.etl_time
+        return dedup.counts, dedup.etl_time

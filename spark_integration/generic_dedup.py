@@ -17,14 +17,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from events_manifest import DuplicateStorage, ManifestConfigError
-from events_manifest.dedup import KEY_NAMESPACE, Expiry, Outcome
-from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from events_manifest.dedup import KEY_NAMESPACE, Expiry, Outcome, check_specs
+from events_manifest.model import UUID_TEXT, from_epoch_seconds, to_epoch_seconds
 from spark_integration.dedup import uuid5
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.udfs import manifest_put
 
 OUTCOME, REASON = "_dedup_outcome", "_dedup_reason"
-UUID_TEXT = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+UUID_PATTERN = f"(?i)^{UUID_TEXT.pattern}$"
 
 
 @attrs.frozen
@@ -60,7 +60,8 @@ def _text(df: DataFrame, name: str) -> Column:
         return column
     if isinstance(kind, T.NumericType | T.BooleanType):
         return column.cast("string")
-    return F.to_json(F.array(column)).substr(F.lit(2), F.length(F.to_json(F.array(column))) - 2)
+    wrapped = F.to_json(F.array(column))  # `[value]`: to_json needs a container
+    return wrapped.substr(F.lit(2), F.length(wrapped) - 2)
 
 
 def _seconds(df: DataFrame, name: str) -> Column:
@@ -97,8 +98,7 @@ def deduplicate(
     batch's latest expiry value minus the period is expired (a batch has no order, so "latest" is
     the batch's maximum). A null key or fingerprint field, or an unreadable expiry value, is an error.
     """
-    if isinstance(key, str) or isinstance(fingerprint, str):
-        raise ManifestConfigError("key and fingerprint take a list of column names, not a string")
+    check_specs(key, fingerprint, "column names")
     missing = [c for c in [*key, *(fingerprint or []), *([expiry.field] if expiry else [])] if c not in df.columns]
     if not key or missing:
         raise ManifestConfigError(f"columns {missing or key} are not in the DataFrame (it has {df.columns})")
@@ -111,7 +111,7 @@ def deduplicate(
     columns = df.columns
 
     key_text = F.concat_ws("\x1f", *(_text(df, c) for c in key))
-    event_id = F.when(key_text.rlike(UUID_TEXT), F.lower(key_text)).otherwise(
+    event_id = F.when(key_text.rlike(UUID_PATTERN), F.lower(key_text)).otherwise(
         uuid5(F.lit(str(KEY_NAMESPACE)), key_text)
     )
     if fingerprint:

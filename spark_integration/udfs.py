@@ -62,7 +62,8 @@ def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
         accepted: list[bool | None] = [None] * len(ids)
         errors: list[str | None] = [None] * len(ids)
         if positions:
-            items = ((ids[i], fingerprint_list[i], from_epoch_seconds(etls[i])) for i in positions)
+            times = {s: from_epoch_seconds(s) for s in set(etls)}  # one per batch in the shred job
+            items = ((ids[i], fingerprint_list[i], times[etls[i]]) for i in positions)
             outcomes = handle.open().try_put_many(items)
             for i, outcome in zip(positions, outcomes, strict=True):
                 if isinstance(outcome, ManifestError):

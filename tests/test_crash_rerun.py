@@ -55,11 +55,8 @@ def _kill_at_random(command: list[str], out: Path, db: Path, phase: str, rnd: ra
     """Start the job, wait for `phase` to begin (the first put stored, or the staging folder made),
     kill the whole process group (the JVM too) a random moment later; say what was interrupted."""
     started = (lambda: _stored(db) > 0) if phase == "manifest writes" else (lambda: _staging(out))
-    root = str(Path(__file__).parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen(
-        command, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    # the suite's `spark` fixture has put the project on PYTHONPATH, which the job inherits
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while not started() and process.poll() is None:
             time.sleep(0.005)

@@ -243,12 +243,9 @@ def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, t
     _write_json(source, "1", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(20)])
     _ours(spark, source, tmp_path, manifest)  # batch 0
     _write_json(source, "2", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(10, 40)])
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     job = subprocess.Popen(
         [sys.executable, "-c", STREAM_JOB, str(tmp_path), manifest],
         start_new_session=True,
-        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

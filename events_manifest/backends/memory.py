@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
 from datetime import timedelta
 
 from events_manifest.base import DuplicateStorage
@@ -53,14 +52,12 @@ class InMemoryManifest(DuplicateStorage):
                 results.append(accepted)
             return results
 
-    def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+    def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
         """One scan of every entry: fine for the sizes an in-memory manifest holds."""
-        found: dict[str, list[ManifestEntry]] = {normalize_event_id(i): [] for i in event_ids}
+        wanted, ttl = set(event_ids), self._ttl_seconds
         with self._lock:
-            for (event_id, fingerprint), etl in self._entries.items():
-                if event_id in found:
-                    found[event_id].append(ManifestEntry(event_id, fingerprint, etl, etl + self._ttl_seconds))
-        return found
+            stored = list(self._entries.items())
+        return [ManifestEntry(i, fp, etl, etl + ttl) for (i, fp), etl in stored if i in wanted]
 
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         key = (normalize_event_id(event_id), check_fingerprint(fingerprint))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -212,16 +211,14 @@ class SqliteManifest(DuplicateStorage):
             row = self._connection().execute(_LOOKUP, key).fetchone()
         return None if row is None else ManifestEntry(*key, *row)
 
-    def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
-        found: dict[str, list[ManifestEntry]] = {normalize_event_id(i): [] for i in event_ids}
-        ids = list(found)
+    def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
+        found: list[ManifestEntry] = []
         with self._lock:
             conn = self._connection()
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                query = _ENTRIES.format(", ".join("?" * len(chunk)))
-                for event_id, fingerprint, etl, ttl in conn.execute(query, chunk):
-                    found[event_id].append(ManifestEntry(event_id, fingerprint, etl, ttl))
+            for start in range(0, len(event_ids), 500):
+                chunk = event_ids[start : start + 500]
+                rows = conn.execute(_ENTRIES.format(", ".join("?" * len(chunk))), chunk)
+                found += (ManifestEntry(*row) for row in rows)
         return found
 
     def close(self) -> None:

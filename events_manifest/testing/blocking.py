@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -50,8 +50,8 @@ class BlockingManifest(DuplicateStorage):
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         return self._run(self.inner.lookup(event_id, fingerprint))
 
-    def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
-        return self._run(self.inner.entries_of(list(event_ids)))
+    def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
+        return [e for entries in self._run(self.inner.entries_of(event_ids)).values() for e in entries]
 
     def close(self) -> None:
         if self._thread.is_alive():

@@ -147,30 +147,31 @@ class DynamoDbManifest(DuplicateStorage):
             self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events-manifest")
         return self._pool
 
-    def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
+    def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
         """One Query per id (paginated), up to `concurrency` in flight."""
-        ids = list(dict.fromkeys(normalize_event_id(i) for i in event_ids))
-        if len(ids) <= 1:
-            return {i: self._entries_of_one(i) for i in ids}
-        pool = self._executor(min(self.concurrency, len(ids)))
-        return dict(zip(ids, pool.map(self._entries_of_one, ids), strict=True))
+        if len(event_ids) <= 1:
+            return [e for i in event_ids for e in self._entries_of_one(i)]
+        pool = self._executor(min(self.concurrency, len(event_ids)))
+        return [e for entries in pool.map(self._entries_of_one, event_ids) for e in entries]
 
     def _entries_of_one(self, event_id: str) -> list[ManifestEntry]:
         found: list[ManifestEntry] = []
         start: dict[str, Any] | None = None
         while True:
-            request = requests.query_request(self.table, event_id, start)
-            if self._wire is not None:
-                page = self._wire.call("Query", request).query_page(self.table)
-            else:
-                try:
-                    page = dict(self.client.query(**request))
-                except (ClientError, BotoCoreError) as e:
-                    raise requests.manifest_error(e, self.table) from e
-            entries, start = requests.entries_from_page(page)
+            entries, start = requests.entries_from_page(
+                self._query(requests.query_request(self.table, event_id, start))
+            )
             found += entries
             if not start:
                 return found
+
+    def _query(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self._wire is not None:
+            return self._wire.call("Query", request).query_page(self.table)
+        try:
+            return dict(self.client.query(**request))
+        except (ClientError, BotoCoreError) as e:
+            raise requests.manifest_error(e, self.table) from e
 
     def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
         request = requests.get_request(self.table, normalize_event_id(event_id), check_fingerprint(fingerprint))
