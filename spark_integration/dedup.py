@@ -18,6 +18,7 @@ BAD = "bad"
 IN_BATCH = "in_batch_duplicate"
 CROSS_BATCH = "cross_batch_duplicate"
 MANIFEST_ERROR = "manifest_error"
+STATUSES = (KEPT, BAD, IN_BATCH, CROSS_BATCH, MANIFEST_ERROR)
 
 
 def uuid5(namespace: Column, name: Column) -> Column:
@@ -46,14 +47,35 @@ def dedup_natural(events: DataFrame, etl_time: datetime) -> DataFrame:
     pair = Window.partitionBy("event_id", "valid", "fingerprint").orderBy(
         "etl_us", "collector_us", F.when(missing, F.col("line")), "file", "position"
     )
-    batch = F.lit(f"missing-fingerprint:{to_epoch_seconds(etl_time)}:")
     numbered = events.withColumn("rank", F.row_number().over(pair))
     return numbered.select(
         *(c for c in numbered.columns if c not in ("rank", "fingerprint")),
-        F.when(missing & F.col("valid"), uuid5(F.col("event_id"), F.concat(batch, F.col("rank").cast("string"))))
-        .otherwise(F.col("fingerprint"))
-        .alias("fingerprint"),
+        _filled_fingerprint(F.col("rank"), etl_time),
         F.when(missing, F.lit(1)).otherwise(F.col("rank")).alias("rank"),
+    )
+
+
+def dedup_single(events: DataFrame, etl_time: datetime) -> DataFrame:
+    """`dedup_natural` and `dedup_synthetic` for events whose id is on no other line of the batch:
+    each is first of its pair and keeps its id, so they need no shuffle."""
+    return events.select(
+        *(c for c in events.columns if c != "fingerprint"),
+        _filled_fingerprint(F.lit(1), etl_time),
+        F.lit(1).alias("rank"),
+        F.lit(False).alias("synthetic"),
+        F.col("event_id").alias("new_event_id"),
+    )
+
+
+def _filled_fingerprint(rank: Column, etl_time: datetime) -> Column:
+    """A missing fingerprint becomes a UUID of the event id, the batch and the event's rank among
+    its id's fingerprint-less events: never a natural duplicate, and the same on a rerun."""
+    batch = F.lit(f"missing-fingerprint:{to_epoch_seconds(etl_time)}:")
+    missing = (F.col("fingerprint") == "") & F.col("valid")
+    return (
+        F.when(missing, uuid5(F.col("event_id"), F.concat(batch, rank.cast("string"))))
+        .otherwise(F.col("fingerprint"))
+        .alias("fingerprint")
     )
 
 

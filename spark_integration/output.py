@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -25,20 +26,47 @@ def _quoted(column: str | Column) -> Column:
     return F.concat(F.lit('"'), column, F.lit('"'))
 
 
-def shredded_lines(events: DataFrame) -> DataFrame:
-    """One JSON line per entity of each event, with the partition columns of its schema.
+ATOMIC_KIND, SHREDDED_KIND, BAD_KIND = "atomic", "shredded", "bad"
+NO_PARTITION = "_"
+"""The partition values of atomic and bad lines, which have no schema."""
 
-    `events` has `new_event_id`, `event_id`, `collector_tstamp`, `entities` and `synthetic`.
+
+def output_lines(result: DataFrame, failure_tstamp: str) -> DataFrame:
+    """Every line a run writes, from one pass over its result, for one partitioned write:
+    `kind` (atomic, shredded or bad), the schema's `vendor`, `name`, `format`, `version` (for
+    shredded lines) and `value`.
+
+    `result` has, for kept events, `atomic`, `entities`, `synthetic`, `new_event_id`, `event_id`,
+    `collector_tstamp`; for bad rows, `line` and `errors`; the other columns null.
     """
     duplicate = F.struct(
         *(F.lit(v).alias(k) for k, v in zip(PARTITIONS, DUPLICATE_CONTEXT, strict=True)),
         F.concat(F.lit('{"originalEventId":'), _quoted("event_id"), F.lit("}")).alias("data"),
     )
     entities = F.when(F.col("synthetic"), F.array_append("entities", duplicate)).otherwise(F.col("entities"))
-    exploded = events.select("new_event_id", "collector_tstamp", F.explode(entities).alias("e")).select(
-        "new_event_id", "collector_tstamp", "e.*"
+    schemaless = [F.lit(NO_PARTITION).alias(k) for k in PARTITIONS]
+    whole = F.filter(
+        F.array(
+            F.struct(F.lit(ATOMIC_KIND).alias("kind"), *schemaless, F.col("atomic").alias("value")),
+            F.struct(F.lit(BAD_KIND).alias("kind"), *schemaless, _bad_row(failure_tstamp).alias("value")),
+        ),
+        lambda line: line["value"].isNotNull(),
     )
-    line = F.concat(
+    parts = F.transform(
+        F.coalesce(entities, F.array()),
+        lambda e: F.struct(
+            F.lit(SHREDDED_KIND).alias("kind"), *(e[k].alias(k) for k in PARTITIONS), e["data"].alias("value")
+        ),
+    )
+    lines = result.select("new_event_id", "collector_tstamp", F.explode(F.concat(whole, parts)).alias("out"))
+    lines = lines.select("new_event_id", "collector_tstamp", "out.*")
+    value = F.when(F.col("kind") == SHREDDED_KIND, _shredded_line()).otherwise(F.col("value"))
+    return lines.select("kind", *PARTITIONS, value.alias("value"))
+
+
+def _shredded_line() -> Column:
+    """SPEC §5's line for one entity: `value` holds its data, byte for byte."""
+    return F.concat(
         F.lit('{"schema":{"vendor":'),
         _quoted("vendor"),
         F.lit(',"name":'),
@@ -48,7 +76,7 @@ def shredded_lines(events: DataFrame) -> DataFrame:
         F.lit(',"version":'),
         _quoted("version"),
         F.lit('},"data":'),
-        F.col("data"),
+        F.col("value"),
         F.lit(',"hierarchy":{"rootId":'),
         _quoted("new_event_id"),
         F.lit(',"rootTstamp":'),
@@ -57,16 +85,30 @@ def shredded_lines(events: DataFrame) -> DataFrame:
         _quoted("name"),
         F.lit('],"refParent":"events"}}'),
     )
-    return exploded.select(*PARTITIONS, line.alias("value"))
 
 
-def bad_rows(rows: DataFrame, failure_tstamp: str) -> DataFrame:
-    """`{"line":...,"errors":[{"level":"error","message":...}],"failure_tstamp":...}` per bad line."""
+def _bad_row(failure_tstamp: str) -> Column:
+    """`{"line":...,"errors":[{"level":"error","message":...}],"failure_tstamp":...}`, null but for bad rows."""
     errors = F.transform("errors", lambda m: F.struct(F.lit("error").alias("level"), m.alias("message")))
     document = F.struct(
         F.make_valid_utf8("line").alias("line"), errors.alias("errors"), F.lit(failure_tstamp).alias("failure_tstamp")
     )
-    return rows.select(F.to_json(document).alias("value"))
+    return F.when(F.col("line").isNotNull(), F.to_json(document))
+
+
+def write_outputs(lines: DataFrame, staging: Staging) -> str:
+    """Write `output_lines` under the staging folder in one job; returns where."""
+    path = staging.path("lines")
+    lines.write.partitionBy("kind", *PARTITIONS).text(path)
+    return path
+
+
+def staged(path: str, kind: str) -> str:
+    """Where the lines of one kind are under the staging folder (shredded: its vendor= folders)."""
+    folder = join(path, f"kind={kind}")
+    if kind == SHREDDED_KIND:
+        return folder
+    return join(folder, *(f"{k}={NO_PARTITION}" for k in PARTITIONS))
 
 
 class Storage:
@@ -99,9 +141,14 @@ class Storage:
         fs.mkdirs(p)
 
     def move(self, source: str, target: str) -> None:
+        """Rename within a file system; copy then delete across two."""
         fs, src = self._fs(source)
-        _, dst = self._fs(target)
-        if not fs.rename(src, dst):
+        target_fs, dst = self._fs(target)
+        if fs.getUri().equals(target_fs.getUri()):
+            moved = fs.rename(src, dst)
+        else:
+            moved = self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, src, target_fs, dst, True, self._conf)
+        if not moved:
             raise OSError(f"could not move {source} to {target}")
 
     def write_text(self, path: str, text: str) -> None:
@@ -127,29 +174,28 @@ def join(folder: str, *names: str) -> str:
 
 
 class Staging:
-    """Outputs written under a hidden folder and moved into place together by `commit`."""
+    """Outputs written under a hidden folder of the output folder, then moved into place together."""
 
     def __init__(self, storage: Storage, folder: str) -> None:
         self.storage = storage
-        self.folder = folder
         self.root = join(folder, f".staging-{uuid.uuid4().hex[:12]}")
-        self.staged: list[tuple[str, bool]] = []
 
-    def path(self, name: str, *, flatten: bool = False) -> str:
-        """Where to write output `name`; with `flatten`, its files land directly in the folder."""
-        self.staged.append((name, flatten))
+    def path(self, name: str) -> str:
         return join(self.root, name)
 
-    def commit(self) -> None:
-        for name, flatten in self.staged:
-            source = join(self.root, name)
-            if not self.storage.exists(source):
-                continue
-            if flatten:
+    def commit(self, moves: Sequence[tuple[str, str, bool]]) -> None:
+        """Move each staged (source, target, flatten): the folder itself, or with `flatten` its
+        files into `target`; a source that was never written leaves `target` empty. Each target
+        gets a `_SUCCESS` marker; then the staging folder goes."""
+        for source, target, flatten in moves:
+            if flatten or not self.storage.exists(source):
+                self.storage.mkdirs(target)
+            if flatten and self.storage.exists(source):
                 for child in self.storage.children(source):
-                    self.storage.move(join(source, child), join(self.folder, child))
-            else:
-                self.storage.move(source, join(self.folder, name))
+                    self.storage.move(join(source, child), join(target, child))
+            elif self.storage.exists(source):
+                self.storage.move(source, target)
+            self.storage.write_text(join(target, "_SUCCESS"), "")
         self.storage.delete(self.root)
 
     def abort(self) -> None:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import attrs
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from events_manifest import (
@@ -35,7 +35,7 @@ from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
 from spark_integration.session import local_session
-from spark_integration.summary import BUCKETS, ShredSummary, bucket_of
+from spark_integration.summary import BUCKET_BOUNDS, BUCKETS, ShredSummary
 from spark_integration.udfs import json_entities
 
 log = logging.getLogger(__name__)
@@ -45,9 +45,13 @@ class OutputExistsError(ManifestConfigError):
     """The output or bad folder already holds files: choose an empty one or pass overwrite."""
 
 
-def validate(spark: SparkSession, input_path: str | list[str]) -> DataFrame:
-    """Every input line with `valid`, `errors` (all messages for the line) and its `entities`."""
-    events = enriched.parse(enriched.load_enriched(spark, input_path))
+def validate(spark: SparkSession, input_path: str | list[str], shared_keys: DataFrame | None = None) -> DataFrame:
+    """Every input line with `valid`, `errors` (all messages for the line) and its `entities`;
+    with `shared_keys` (see `BatchScan`), also `shared`."""
+    lines = enriched.load_enriched(spark, input_path)
+    if shared_keys is not None:
+        lines = enriched.mark_shared(lines, shared_keys)
+    events = enriched.parse(lines)
     checked = json_entities(*(enriched.field(i) for i in enriched.JSON_FIELDS))
     events = events.withColumn("json", checked)
     errors = F.concat(F.col("errors"), F.coalesce(F.col("json.errors"), F.array().cast("array<string>")))
@@ -59,14 +63,46 @@ def validate(spark: SparkSession, input_path: str | list[str]) -> DataFrame:
     )
 
 
-def scan_batch(spark: SparkSession, input_path: str | list[str]) -> tuple[int, datetime | None]:
-    """The number of input lines and the batch etl time, the earliest etl_tstamp among lines that
-    pass the field checks (a rerun of the same input finds the same), in one cheap pass."""
+@attrs.frozen
+class BatchScan:
+    """What one cheap pass over a batch finds: its line count, its etl time (the earliest
+    etl_tstamp among lines with a valid event_id and timestamps, so a rerun finds the same), and
+    the event ids on more than one line, the only ones dedup has to bring together."""
+
+    lines: int
+    etl_time: datetime | None
+    cached_keys: DataFrame
+    """Column `key`, cached: `release()` it when done."""
+    shared_count: int
+
+    @property
+    def shared_keys(self) -> DataFrame:
+        """The shared ids to join the lines with, sent whole to every task when few enough."""
+        return F.broadcast(self.cached_keys) if self.shared_count <= BROADCAST_KEYS else self.cached_keys
+
+    def release(self) -> None:
+        self.cached_keys.unpersist()
+
+
+BROADCAST_KEYS = 2_000_000
+"""Up to this many shared ids are sent to every task; beyond, Spark joins them its own way."""
+
+
+def scan_batch(spark: SparkSession, input_path: str | list[str]) -> BatchScan:
+    """Count the lines, find the etl time and the shared ids: a pass over the input that splits
+    no JSON and shuffles only the keys."""
     keys = enriched.batch_keys(enriched.load_enriched(spark, input_path))
-    row = keys.agg(F.count(F.lit(1)), F.min("etl_us")).first()
-    assert row is not None
+    per_key = keys.groupBy("key").agg(F.count(F.lit(1)).alias("lines"), F.min("etl_us").alias("etl_us")).persist()
+    try:
+        row = per_key.agg(F.sum("lines"), F.min("etl_us")).first()
+        assert row is not None
+        shared = per_key.filter(F.col("lines") > 1).select("key").persist()
+        shared_count = shared.count()
+    finally:
+        per_key.unpersist()
     lines, earliest = row
-    return lines, None if earliest is None else from_epoch_seconds(earliest // 1_000_000)
+    etl = None if earliest is None else from_epoch_seconds(earliest // 1_000_000)
+    return BatchScan(lines or 0, etl, shared, shared_count)
 
 
 def dedup_enriched(
@@ -80,12 +116,35 @@ def dedup_enriched(
 ) -> DataFrame:
     """All rows with `status`, and for kept events their final id, atomic line and entities.
 
-    One shuffle (by event id) and one sort serve natural and synthetic dedup; the manifest is
-    asked last, and the wide atomic line is built after the shuffle, from the line itself.
+    Rows whose `shared` column (see `validate`) is false, an event id on no other line, are
+    decided where they are; only the others are shuffled by event id and sorted, once for
+    natural and synthetic dedup. Without `shared`, every row goes that way. The manifest is
+    asked last. For the summary, `id_events` counts the valid events of each valid row's id and
+    `id_first` marks one valid row per id.
     """
-    events = dedup.by_event_id(events.drop("fields"))
-    events = dedup.dedup_natural(events, etl_time)
-    events = dedup.dedup_synthetic(events, enabled=synthetic, random_ids=random_ids)
+    valid = F.col("valid")
+
+    def brought_together(rows: DataFrame) -> DataFrame:
+        rows = dedup.by_event_id(rows.drop("fields"))  # the wide array is rebuilt after the shuffle
+        rows = dedup.dedup_natural(rows, etl_time)
+        rows = dedup.dedup_synthetic(rows, enabled=synthetic, random_ids=random_ids)
+        same_id = Window.partitionBy("event_id")
+        id_events = F.count(F.when(valid, F.lit(1))).over(same_id)
+        where = F.struct("file", "position")
+        first = F.min(F.when(valid, where)).over(same_id) == where
+        return rows.select(
+            "*",
+            F.when(valid, id_events).alias("id_events"),
+            (valid & first).alias("id_first"),
+            enriched.padded(enriched.split_line()).alias("fields"),
+        )
+
+    if "shared" in events.columns:
+        single = dedup.dedup_single(events.filter(~F.col("shared")), etl_time)
+        single = single.withColumn("id_events", F.when(valid, F.lit(1))).withColumn("id_first", valid)
+        events = single.unionByName(brought_together(events.filter(F.col("shared"))))
+    else:
+        events = brought_together(events)
     events = dedup.dedup_cross_batch(events, manifest, etl_time)
     if cross_batch_synthetic:
         if manifest is None:
@@ -97,10 +156,11 @@ def dedup_enriched(
     bad = F.col("status").isin(dedup.BAD, dedup.MANIFEST_ERROR)
     errors = F.when(F.col("status") == dedup.MANIFEST_ERROR, F.array("manifest_error")).otherwise(F.col("errors"))
     before, after = enriched.atomic_parts()
-    events = events.withColumn("fields", F.when(kept, enriched.padded(enriched.split_line())))
     return events.select(
         "status",
-        F.when(F.col("valid"), F.col("event_id")).alias("event_id"),
+        F.when(valid, F.col("event_id")).alias("event_id"),
+        F.when(valid, F.col("id_events")).alias("id_events"),
+        F.col("id_first"),
         F.when(kept, F.col("new_event_id")).alias("new_event_id"),
         F.when(kept, F.col("synthetic")).alias("synthetic"),
         F.when(kept, F.col("synthetic_across")).alias("synthetic_across"),
@@ -177,46 +237,45 @@ def shred(
     _prepare_folder(storage, bad_path, overwrite, "bad folder")
 
     clock = _Clock()
-    input_lines, earliest = scan_batch(spark, input_path)
+    scan = scan_batch(spark, input_path)
     clock.lap("scan")
-    etl = etl_time or earliest or datetime(1970, 1, 1)
+    etl = etl_time or scan.etl_time or datetime(1970, 1, 1)
     marker = output.join(output_path, output.RUN_MARKER)
     if handle is not None:  # only a manifest remembers a failed run's events
         _check_rerun(unfinished, etl, etl_time is not None, output_path)
         storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
     result = dedup_enriched(
-        validate(spark, input_path),
+        validate(spark, input_path, scan.shared_keys),
         etl,
         handle,
         synthetic=synthetic_dedup,
         random_ids=random_synthetic_ids,
         cross_batch_synthetic=cross_batch_synthetic,
-    ).persist()
+    )
+    staging = output.Staging(storage, output_path)
     try:
-        try:
-            counts = result.groupBy("status", "synthetic", "synthetic_across").count().collect()  # puts run here
+        tally = Observation("shred counts")
+        lines = output.output_lines(result.observe(tally, *_counts()), failure_tstamp)
+        try:  # one pass: validation, dedup, the manifest puts and every output line
+            written = output.write_outputs(lines, staging)
         except Exception as e:
             failure = _manifest_failure(e)
             if failure is not None:
                 raise failure from None
             raise
-        clock.lap("validate, dedup, manifest")
-        statuses: dict[str, int] = {}
-        for status, _, _, count in counts:
-            statuses[status] = statuses.get(status, 0) + count
-        kept = result.filter(F.col("status") == dedup.KEPT)
-        shredded = output.shredded_lines(kept)
+        clock.lap("validate, dedup, manifest, write")
+        counts: dict[str, int] = tally.get
         summary = ShredSummary(
-            input_lines=input_lines,
-            kept_events=statuses.get(dedup.KEPT, 0),
-            bad_rows=statuses.get(dedup.BAD, 0) + statuses.get(dedup.MANIFEST_ERROR, 0),
-            manifest_errors=statuses.get(dedup.MANIFEST_ERROR, 0),
-            in_batch_duplicates=statuses.get(dedup.IN_BATCH, 0),
-            cross_batch_duplicates=statuses.get(dedup.CROSS_BATCH, 0),
-            synthetic_duplicates=sum(count for _, synthetic, _, count in counts if synthetic),
-            cross_batch_synthetic_duplicates=sum(count for _, _, across, count in counts if across),
-            entities=_entity_counts(shredded),
-            events_per_event_id=_distribution(result),
+            input_lines=scan.lines,
+            kept_events=counts[dedup.KEPT],
+            bad_rows=counts[dedup.BAD] + counts[dedup.MANIFEST_ERROR],
+            manifest_errors=counts[dedup.MANIFEST_ERROR],
+            in_batch_duplicates=counts[dedup.IN_BATCH],
+            cross_batch_duplicates=counts[dedup.CROSS_BATCH],
+            synthetic_duplicates=counts["synthetic"],
+            cross_batch_synthetic_duplicates=counts["synthetic_across"],
+            entities=_entity_counts(spark, output.staged(written, output.SHREDDED_KIND)),
+            events_per_event_id={name: counts[f"ids {name}"] for name in BUCKETS},
             etl_time=_text(etl),
             manifest=handle.describe() if handle else None,
             input_path=input_path if isinstance(input_path, str) else ",".join(input_path),
@@ -227,21 +286,19 @@ def shred(
         clock.lap("counts")
         if not summary.balanced:
             raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
-        out_staging, bad_staging = output.Staging(storage, output_path), output.Staging(storage, bad_path)
-        try:
-            kept.select("atomic").write.text(out_staging.path(output.ATOMIC))
-            shredded.write.partitionBy(*output.PARTITIONS).text(out_staging.path(output.SHREDDED))
-            bad = result.filter(F.col("status").isin(dedup.BAD, dedup.MANIFEST_ERROR))
-            output.bad_rows(bad, failure_tstamp).write.text(bad_staging.path("rows", flatten=True))
-        except BaseException:
-            out_staging.abort()
-            bad_staging.abort()
-            raise
-        out_staging.commit()
-        bad_staging.commit()
-        clock.lap("write")
+    except BaseException:
+        staging.abort()
+        raise
     finally:
-        result.unpersist()
+        scan.release()
+    staging.commit(
+        [
+            (output.staged(written, output.ATOMIC_KIND), output.join(output_path, output.ATOMIC), False),
+            (output.staged(written, output.SHREDDED_KIND), output.join(output_path, output.SHREDDED), False),
+            (output.staged(written, output.BAD_KIND), bad_path, True),
+        ]
+    )
+    clock.lap("commit")
     summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3), phase_seconds=clock.laps)
     storage.write_text(output.join(output_path, output.SUMMARY), summary.to_json())
     if storage.exists(marker):
@@ -295,18 +352,29 @@ class _Clock:
         log.info("shred phase %s: %.1f s", phase, self.laps[phase])
 
 
-def _entity_counts(shredded: DataFrame) -> dict[str, int]:
-    rows = shredded.groupBy(*output.PARTITIONS).count().collect()
-    return dict(sorted(("/".join(row[:4]), row[4]) for row in rows))
+def _counts() -> list[Column]:
+    """The summary's counts, taken by Spark while the outputs are written (no pass of their own)."""
+    status, id_events = F.col("status"), F.col("id_events")
+    counts = [F.count(F.when(status == s, True)).alias(s) for s in dedup.STATUSES]
+    counts += [F.count(F.when(F.col(c), True)).alias(c) for c in ("synthetic", "synthetic_across")]
+    for name, least, most in BUCKET_BOUNDS:
+        within = id_events >= least if most is None else id_events.between(least, most)
+        counts.append(F.count(F.when(F.col("id_first") & within, True)).alias(f"ids {name}"))
+    return counts
 
 
-def _distribution(result: DataFrame) -> dict[str, int]:
-    """How many event ids have 1, 2, 3-10, 11-100 or more valid events in the batch."""
-    per_id = result.filter(F.col("event_id").isNotNull()).groupBy("event_id").count()
-    distribution = dict.fromkeys(BUCKETS, 0)
-    for events, ids in per_id.groupBy("count").count().collect():
-        distribution[bucket_of(events)] += ids
-    return distribution
+def _entity_counts(spark: SparkSession, shredded: str) -> dict[str, int]:
+    """Lines per shredded type, counted in the staged files (`vendor=V/name=N/format=F/version=X`)."""
+    storage = output.Storage(spark)
+    if not storage.exists(shredded):
+        return {}
+    files = spark.read.option("recursiveFileLookup", "true").text(shredded).select(F.input_file_name().alias("file"))
+    counts: dict[str, int] = {}
+    for file, lines in files.groupBy("file").count().collect():
+        folders = file.split("/")[-5:-1]
+        entity_type = "/".join(folder.split("=", 1)[1] for folder in folders)
+        counts[entity_type] = counts.get(entity_type, 0) + lines
+    return dict(sorted(counts.items()))
 
 
 def _base64_json(text: str, flag: str) -> object:

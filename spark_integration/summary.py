@@ -7,14 +7,9 @@ from typing import Any
 
 import attrs
 
-BUCKETS = ("1", "2", "3-10", "11-100", ">100")
-"""Events per event id, as grouped in the distribution."""
-
-
-def bucket_of(count: int) -> str:
-    if count <= 2:
-        return str(count)
-    return "3-10" if count <= 10 else "11-100" if count <= 100 else ">100"
+BUCKET_BOUNDS = (("1", 1, 1), ("2", 2, 2), ("3-10", 3, 10), ("11-100", 11, 100), (">100", 101, None))
+"""Events per event id, as grouped in the distribution: name, least, most."""
+BUCKETS = tuple(name for name, _, _ in BUCKET_BOUNDS)
 
 
 @attrs.frozen

@@ -15,7 +15,7 @@ from pyspark.sql.pandas.functions import arrow_udf
 from events_manifest import ManifestError
 from events_manifest.model import from_epoch_seconds
 from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.sdj import Entity, entities_of
+from spark_integration.sdj import Entity, compact_entities, entities_of
 
 if TYPE_CHECKING:
     from pyspark.sql._typing import UserDefinedFunctionLike
@@ -33,8 +33,12 @@ def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.A
     errors: list[list[str]] = []
     found: list[Entity] = []
     offsets = [0]
-    for row in zip(contexts.to_pylist(), unstruct.to_pylist(), derived.to_pylist(), strict=True):
-        entities, problems = entities_of(*row)
+    texts = (column.cast(pa.binary()).to_pylist() for column in (contexts, unstruct, derived))
+    for row in zip(*texts, strict=True):
+        entities, problems = compact_entities(*row), list[str]()
+        if entities is None:  # not enrichment's compact form, or invalid: the walker reads it and words the errors
+            decoded = (None if text is None else text.decode("utf-8", "replace") for text in row)
+            entities, problems = entities_of(*decoded)
         errors.append(problems)
         found += entities
         offsets.append(len(found))

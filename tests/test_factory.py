@@ -97,6 +97,7 @@ def test_the_core_imports_no_optional_dependency() -> None:
     import sys
 
     code = "import sys, events_manifest, events_manifest.dedup, events_manifest.aio, events_manifest.cli; "
-    code += "print(sorted(m for m in ('pyspark', 'aiohttp', 'aioboto3', 'hypothesis', 'pandas') if m in sys.modules))"
+    optional = ("pyspark", "aiohttp", "aioboto3", "hypothesis", "pandas", "msgspec")
+    code += f"print(sorted(m for m in {optional!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
