@@ -44,28 +44,32 @@ def output_lines(result: DataFrame, failure_tstamp: str) -> DataFrame:
         F.concat(F.lit('{"originalEventId":'), _quoted("event_id"), F.lit("}")).alias("data"),
     )
     entities = F.when(F.col("synthetic"), F.array_append("entities", duplicate)).otherwise(F.col("entities"))
-    schemaless = [F.lit(NO_PARTITION).alias(k) for k in PARTITIONS]
-    whole = F.filter(
-        F.array(
-            F.struct(F.lit(ATOMIC_KIND).alias("kind"), *schemaless, F.col("atomic").alias("value")),
-            F.struct(F.lit(BAD_KIND).alias("kind"), *schemaless, _bad_row(failure_tstamp).alias("value")),
-        ),
-        lambda line: line["value"].isNotNull(),
+
+    def schemaless(kind: str, value: Column) -> Column:  # shaped like an entity: no vendor, its kind as version
+        blank = (F.lit("").alias(k) for k in PARTITIONS[:-1])
+        return F.struct(*blank, F.lit(kind).alias("version"), value.alias("data"))
+
+    lines = result.select(
+        "new_event_id",
+        "collector_tstamp",
+        F.explode(
+            F.concat(
+                F.array(schemaless(ATOMIC_KIND, F.col("atomic")), schemaless(BAD_KIND, _bad_row(failure_tstamp))),
+                F.coalesce(entities, F.array()),
+            )
+        ).alias("out"),
+    ).select("new_event_id", "collector_tstamp", "out.*")
+    lines = lines.filter(F.col("data").isNotNull())  # an event has an atomic line or a bad row, not both
+    shredded = F.col("vendor") != ""  # an Iglu vendor is never empty
+    return lines.select(
+        F.when(shredded, F.lit(SHREDDED_KIND)).otherwise(F.col("version")).alias("kind"),
+        *(F.when(shredded, F.col(k)).otherwise(F.lit(NO_PARTITION)).alias(k) for k in PARTITIONS),
+        F.when(shredded, _shredded_line()).otherwise(F.col("data")).alias("value"),
     )
-    parts = F.transform(
-        F.coalesce(entities, F.array()),
-        lambda e: F.struct(
-            F.lit(SHREDDED_KIND).alias("kind"), *(e[k].alias(k) for k in PARTITIONS), e["data"].alias("value")
-        ),
-    )
-    lines = result.select("new_event_id", "collector_tstamp", F.explode(F.concat(whole, parts)).alias("out"))
-    lines = lines.select("new_event_id", "collector_tstamp", "out.*")
-    value = F.when(F.col("kind") == SHREDDED_KIND, _shredded_line()).otherwise(F.col("value"))
-    return lines.select("kind", *PARTITIONS, value.alias("value"))
 
 
 def _shredded_line() -> Column:
-    """SPEC §5's line for one entity: `value` holds its data, byte for byte."""
+    """SPEC §5's line for one entity: its `data` byte for byte."""
     return F.concat(
         F.lit('{"schema":{"vendor":'),
         _quoted("vendor"),
@@ -76,7 +80,7 @@ def _shredded_line() -> Column:
         F.lit(',"version":'),
         _quoted("version"),
         F.lit('},"data":'),
-        F.col("value"),
+        F.col("data"),
         F.lit(',"hierarchy":{"rootId":'),
         _quoted("new_event_id"),
         F.lit(',"rootTstamp":'),
