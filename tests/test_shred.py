@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from events_manifest import SqliteManifest
@@ -284,3 +285,47 @@ def test_cross_batch_synthetic_duplicates(spark: Any, tmp_path: Path) -> None:
     assert off.cross_batch_synthetic_duplicates == 0 and A in {x.split("\t")[6] for x in plain["atomic-events"]}
     with pytest.raises(ValueError, match="needs a manifest"):
         shred_batch(batch1, "none", cross_batch_synthetic=True)
+
+
+def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, tmp_path: Path) -> None:
+    """The job shuffles only the ids on more than one line; with every row shuffled and sorted
+    (no `shared` column), `dedup_enriched` decides every line the same way."""
+    from pyspark.sql import functions as F
+
+    from spark_integration import demo, shredder
+
+    source = str(demo.sample_batches()[0])
+    scan = shredder.scan_batch(spark, source)
+    try:
+        assert 0 < scan.shared_count < scan.lines
+        etl = scan.etl_time
+        assert etl is not None
+        columns = ["status", "event_id", "new_event_id", "atomic", "entities", "line", "errors"]
+        columns += ["id_events", "id_first"]
+        fast = shredder.dedup_enriched(shredder.validate(spark, source, scan.shared_keys), etl, None)
+        full = shredder.dedup_enriched(shredder.validate(spark, source), etl, None)
+        rows = [sorted(map(str, df.select(*columns).collect())) for df in (fast, full)]
+        assert rows[0] == rows[1]
+        assert fast.filter(F.col("status") == "in_batch_duplicate").count() > 0
+    finally:
+        scan.release()
+
+
+def test_many_shared_ids_are_joined_without_broadcast(spark: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """Past `BROADCAST_KEYS` shared ids (and with Spark's own broadcast off) the lines are joined
+    with them by a shuffle: same output."""
+    from spark_integration import shredder
+
+    batch = [line(A, "FP1"), line(A, "FP1"), line(A, "FP2"), line(B, "FP1"), line(C, "FP1"), line(C, "FP1")]
+    broadcast = run(spark, tmp_path / "broadcast", batch)
+    monkeypatch.setattr(shredder, "BROADCAST_KEYS", 0)
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        joined = run(spark, tmp_path / "joined", batch)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert broadcast[1:] == joined[1:]
+    assert attrs.evolve(broadcast[0], seconds=0, phase_seconds={}, output_path="", bad_path="", input_path="") == (
+        attrs.evolve(joined[0], seconds=0, phase_seconds={}, output_path="", bad_path="", input_path="")
+    )
+    assert joined[0].in_batch_duplicates == 2 and joined[0].synthetic_duplicates == 2
