@@ -97,7 +97,11 @@ def scan_batch(spark: SparkSession, input_path: str | list[str]) -> BatchScan:
         row = per_key.agg(F.sum("lines"), F.min("etl_us")).first()
         assert row is not None
         shared = per_key.filter(F.col("lines") > 1).select("key").persist()
-        shared_count = shared.count()
+        try:
+            shared_count = shared.count()
+        except BaseException:
+            shared.unpersist()
+            raise
     finally:
         per_key.unpersist()
     lines, earliest = row
@@ -238,67 +242,68 @@ def shred(
 
     clock = _Clock()
     scan = scan_batch(spark, input_path)
-    clock.lap("scan")
-    etl = etl_time or scan.etl_time or datetime(1970, 1, 1)
-    marker = output.join(output_path, output.RUN_MARKER)
-    if handle is not None:  # only a manifest remembers a failed run's events
-        _check_rerun(unfinished, etl, etl_time is not None, output_path)
-        storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
-    result = dedup_enriched(
-        validate(spark, input_path, scan.shared_keys),
-        etl,
-        handle,
-        synthetic=synthetic_dedup,
-        random_ids=random_synthetic_ids,
-        cross_batch_synthetic=cross_batch_synthetic,
-    )
-    staging = output.Staging(storage, output_path)
     try:
-        tally = Observation("shred counts")
-        lines = output.output_lines(result.observe(tally, *_counts()), failure_tstamp)
-        try:  # one pass: validation, dedup, the manifest puts and every output line
-            written = output.write_outputs(lines, staging)
-        except Exception as e:
-            failure = _manifest_failure(e)
-            if failure is not None:
-                raise failure from None
-            raise
-        clock.lap("validate, dedup, manifest, write")
-        counts: dict[str, int] = tally.get
-        summary = ShredSummary(
-            input_lines=scan.lines,
-            kept_events=counts[dedup.KEPT],
-            bad_rows=counts[dedup.BAD] + counts[dedup.MANIFEST_ERROR],
-            manifest_errors=counts[dedup.MANIFEST_ERROR],
-            in_batch_duplicates=counts[dedup.IN_BATCH],
-            cross_batch_duplicates=counts[dedup.CROSS_BATCH],
-            synthetic_duplicates=counts["synthetic"],
-            cross_batch_synthetic_duplicates=counts["synthetic_across"],
-            entities=_entity_counts(spark, output.staged(written, output.SHREDDED_KIND)),
-            events_per_event_id={name: counts[f"ids {name}"] for name in BUCKETS},
-            etl_time=_text(etl),
-            manifest=handle.describe() if handle else None,
-            input_path=input_path if isinstance(input_path, str) else ",".join(input_path),
-            output_path=output_path,
-            bad_path=bad_path,
-            seconds=0.0,
+        clock.lap("scan")
+        etl = etl_time or scan.etl_time or datetime(1970, 1, 1)
+        marker = output.join(output_path, output.RUN_MARKER)
+        if handle is not None:  # only a manifest remembers a failed run's events
+            _check_rerun(unfinished, etl, etl_time is not None, output_path)
+            storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
+        result = dedup_enriched(
+            validate(spark, input_path, scan.shared_keys),
+            etl,
+            handle,
+            synthetic=synthetic_dedup,
+            random_ids=random_synthetic_ids,
+            cross_batch_synthetic=cross_batch_synthetic,
         )
-        clock.lap("counts")
-        if not summary.balanced:
-            raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
-    except BaseException:
-        staging.abort()
-        raise
+        staging = output.Staging(storage, output_path)
+        try:
+            tally = Observation("shred counts")
+            lines = output.output_lines(result.observe(tally, *_counts()), failure_tstamp)
+            try:  # one pass: validation, dedup, the manifest puts and every output line
+                written = output.write_outputs(lines, staging)
+            except Exception as e:
+                failure = _manifest_failure(e)
+                if failure is not None:
+                    raise failure from None
+                raise
+            clock.lap("validate, dedup, manifest, write")
+            counts: dict[str, int] = tally.get
+            summary = ShredSummary(
+                input_lines=scan.lines,
+                kept_events=counts[dedup.KEPT],
+                bad_rows=counts[dedup.BAD] + counts[dedup.MANIFEST_ERROR],
+                manifest_errors=counts[dedup.MANIFEST_ERROR],
+                in_batch_duplicates=counts[dedup.IN_BATCH],
+                cross_batch_duplicates=counts[dedup.CROSS_BATCH],
+                synthetic_duplicates=counts["synthetic"],
+                cross_batch_synthetic_duplicates=counts["synthetic_across"],
+                entities=_entity_counts(spark, output.staged(written, output.SHREDDED_KIND)),
+                events_per_event_id={name: counts[f"ids {name}"] for name in BUCKETS},
+                etl_time=_text(etl),
+                manifest=handle.describe() if handle else None,
+                input_path=input_path if isinstance(input_path, str) else ",".join(input_path),
+                output_path=output_path,
+                bad_path=bad_path,
+                seconds=0.0,
+            )
+            clock.lap("counts")
+            if not summary.balanced:
+                raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
+        except BaseException:
+            staging.abort()
+            raise
+        staging.commit(
+            [
+                (output.staged(written, output.ATOMIC_KIND), output.join(output_path, output.ATOMIC), False),
+                (output.staged(written, output.SHREDDED_KIND), output.join(output_path, output.SHREDDED), False),
+                (output.staged(written, output.BAD_KIND), bad_path, True),
+            ]
+        )
+        clock.lap("commit")
     finally:
         scan.release()
-    staging.commit(
-        [
-            (output.staged(written, output.ATOMIC_KIND), output.join(output_path, output.ATOMIC), False),
-            (output.staged(written, output.SHREDDED_KIND), output.join(output_path, output.SHREDDED), False),
-            (output.staged(written, output.BAD_KIND), bad_path, True),
-        ]
-    )
-    clock.lap("commit")
     summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3), phase_seconds=clock.laps)
     storage.write_text(output.join(output_path, output.SUMMARY), summary.to_json())
     if storage.exists(marker):
