@@ -16,13 +16,23 @@ if TYPE_CHECKING:
     from spark_integration.manifest_handle import ManifestHandle
     from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
-    from spark_integration.shredder import EtlMismatchError, OutputExistsError, dedup_enriched, shred, validate
+    from spark_integration.shredder import (
+        BatchScan,
+        EtlMismatchError,
+        OutputExistsError,
+        dedup_enriched,
+        scan_batch,
+        shred,
+        validate,
+    )
     from spark_integration.streaming import deduplicate_stream
     from spark_integration.summary import ShredSummary
 
 _EXPORTS = {
     "shred": "shredder",
     "validate": "shredder",
+    "scan_batch": "shredder",
+    "BatchScan": "shredder",
     "dedup_enriched": "shredder",
     "deduplicate": "generic_dedup",
     "DedupResult": "generic_dedup",
@@ -43,6 +53,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "BatchScan",
     "DedupResult",
     "EtlMismatchError",
     "ManifestHandle",
@@ -59,6 +70,7 @@ __all__ = [
     "local_session",
     "parse",
     "populate",
+    "scan_batch",
     "shred",
     "uuid5",
     "validate",

@@ -298,6 +298,6 @@ def compact_entities(contexts: bytes | None, unstruct: bytes | None, derived: by
             or (derived and not _read_contexts(derived, entities))
         ):
             return None
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return None
     return entities

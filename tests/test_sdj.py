@@ -101,3 +101,9 @@ def test_compact_reader_takes_what_enrichment_writes() -> None:
 )
 def test_anything_else_goes_to_the_walker(column: str) -> None:
     assert compact_entities(column.encode(), None, None) is None
+
+
+def test_invalid_utf8_goes_to_the_walker() -> None:
+    for data in ('{"a":"\udcff"}', '{"\udcff":1}'):
+        column = contexts(sdj(WEB_PAGE, data)).encode("utf-8", "surrogateescape")
+        assert compact_entities(column, None, None) is None

@@ -80,17 +80,21 @@ def test_hostile_lines_become_bad_rows_naming_the_problem(spark: Any, tmp_path: 
         line(IDS[4], "FP", contexts=wide).encode(),
         line(IDS[5], "FP", contexts="{" * 2_000_000).encode(),
         "\t".join(["x"] * 100_000).encode(),
+        line(IDS[6], "FP", contexts=contexts(sdj("iglu:com.acme/x/jsonschema/1-0-0", '{"a":"\udcff"}'))).encode(
+            "utf-8", "surrogateescape"
+        ),
     ]
     (source / "part-00000.tsv").write_bytes(b"".join(x + b"\n" for x in lines))
     summary = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"))
     out, bad = read_output(tmp_path / "out"), read_bad(tmp_path / "bad")
     messages = {row["line"][:120]: [e["message"] for e in row["errors"]] for row in bad}
-    assert summary.input_lines == 7 and summary.bad_rows == 4 and summary.kept_events == 3
+    assert summary.input_lines == 8 and summary.bad_rows == 5 and summary.kept_events == 3
     assert len(out["atomic-events"]) == 3
     assert len(out["shredded-types/vendor=com.acme/name=x/format=jsonschema/version=1-0-0"]) == 20_000
     assert sorted(len(a) for a in out["atomic-events"])[-1] > 5_000_000
     by_id = {m[0].split("\t")[6] if "\t" in m[0] else m[0]: m[1] for m in messages.items()}
     assert "not valid UTF-8" in by_id[IDS[1]][0]
+    assert "not valid UTF-8" in by_id[IDS[6]][0]  # inside a context's data too
     assert "nested too deeply" in by_id[IDS[3]][0]
     assert "invalid JSON" in by_id[IDS[5]][0]
     assert any("expected at most 131 fields; found 100000" in m[0] for m in messages.values())
