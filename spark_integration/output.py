@@ -192,12 +192,13 @@ class Staging:
         files into `target`; a source that was never written leaves `target` empty. Each target
         gets a `_SUCCESS` marker; then the staging folder goes."""
         for source, target, flatten in moves:
-            if flatten or not self.storage.exists(source):
+            written = self.storage.exists(source)
+            if flatten or not written:
                 self.storage.mkdirs(target)
-            if flatten and self.storage.exists(source):
+            if written and flatten:
                 for child in self.storage.children(source):
                     self.storage.move(join(source, child), join(target, child))
-            elif self.storage.exists(source):
+            elif written:
                 self.storage.move(source, target)
             self.storage.write_text(join(target, "_SUCCESS"), "")
         self.storage.delete(self.root)

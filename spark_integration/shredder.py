@@ -279,7 +279,7 @@ def shred(
                 cross_batch_duplicates=counts[dedup.CROSS_BATCH],
                 synthetic_duplicates=counts["synthetic"],
                 cross_batch_synthetic_duplicates=counts["synthetic_across"],
-                entities=_entity_counts(spark, output.staged(written, output.SHREDDED_KIND)),
+                entities=_entity_counts(spark, storage, output.staged(written, output.SHREDDED_KIND)),
                 events_per_event_id={name: counts[f"ids {name}"] for name in BUCKETS},
                 etl_time=_text(etl),
                 manifest=handle.describe() if handle else None,
@@ -368,9 +368,8 @@ def _counts() -> list[Column]:
     return counts
 
 
-def _entity_counts(spark: SparkSession, shredded: str) -> dict[str, int]:
+def _entity_counts(spark: SparkSession, storage: output.Storage, shredded: str) -> dict[str, int]:
     """Lines per shredded type, counted in the staged files (`vendor=V/name=N/format=F/version=X`)."""
-    storage = output.Storage(spark)
     if not storage.exists(shredded):
         return {}
     files = spark.read.option("recursiveFileLookup", "true").text(shredded).select(F.input_file_name().alias("file"))
