@@ -50,7 +50,7 @@ def dedup_natural(events: DataFrame, etl_time: datetime) -> DataFrame:
     numbered = events.withColumn("rank", F.row_number().over(pair))
     return numbered.select(
         *(c for c in numbered.columns if c not in ("rank", "fingerprint")),
-        _filled_fingerprint(F.col("rank"), etl_time),
+        filled_fingerprint(F.col("rank"), etl_time),
         F.when(missing, F.lit(1)).otherwise(F.col("rank")).alias("rank"),
     )
 
@@ -60,18 +60,18 @@ def dedup_single(events: DataFrame, etl_time: datetime) -> DataFrame:
     each is first of its pair and keeps its id, so they need no shuffle."""
     return events.select(
         *(c for c in events.columns if c != "fingerprint"),
-        _filled_fingerprint(F.lit(1), etl_time),
+        filled_fingerprint(F.lit(1), etl_time),
         F.lit(1).alias("rank"),
         F.lit(False).alias("synthetic"),
         F.col("event_id").alias("new_event_id"),
     )
 
 
-def _filled_fingerprint(rank: Column, etl_time: datetime) -> Column:
+def filled_fingerprint(rank: Column, etl_time: datetime, valid: Column | None = None) -> Column:
     """A missing fingerprint becomes a UUID of the event id, the batch and the event's rank among
     its id's fingerprint-less events: never a natural duplicate, and the same on a rerun."""
     batch = F.lit(f"missing-fingerprint:{to_epoch_seconds(etl_time)}:")
-    missing = (F.col("fingerprint") == "") & F.col("valid")
+    missing = (F.col("fingerprint") == "") & (F.col("valid") if valid is None else valid)
     return (
         F.when(missing, uuid5(F.col("event_id"), F.concat(batch, rank.cast("string"))))
         .otherwise(F.col("fingerprint"))
@@ -125,15 +125,17 @@ def dedup_cross_batch(events: DataFrame, manifest: ManifestHandle | None, etl_ti
     """Put each first-of-its-pair valid event, under its original id, to the manifest; set `status`.
 
     Synthetic duplicates are put too: a later re-delivery of one of them is then a natural
-    duplicate across batches, as it should be.
+    duplicate across batches, as it should be. Rows that already have a `put` column were put
+    while validated (see `shredder.validate`).
     """
     first = F.col("valid") & (F.col("rank") == 1)
     status = F.when(~F.col("valid"), F.lit(BAD)).when(~first, F.lit(IN_BATCH))
     if manifest is None:
         return events.withColumn("status", status.otherwise(F.lit(KEPT))).withColumn("manifest_error", F.lit(None))
-    put = manifest_put(manifest)
-    etl = F.lit(to_epoch_seconds(etl_time)).cast("long")
-    events = events.withColumn("put", put(F.col("event_id"), F.col("fingerprint"), first, etl))
+    if "put" not in events.columns:
+        put = manifest_put(manifest)
+        etl = F.lit(to_epoch_seconds(etl_time)).cast("long")
+        events = events.withColumn("put", put(F.col("event_id"), F.col("fingerprint"), first, etl))
     status = (
         status.when(F.col("put.error").isNotNull(), F.lit(MANIFEST_ERROR))
         .when(~F.col("put.accepted"), F.lit(CROSS_BATCH))

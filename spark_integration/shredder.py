@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -36,7 +37,10 @@ from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
 from spark_integration.session import local_session
 from spark_integration.summary import BUCKET_BOUNDS, BUCKETS, ShredSummary
-from spark_integration.udfs import json_entities
+from spark_integration.udfs import json_entities, json_entities_and_put
+
+if TYPE_CHECKING:
+    from pyspark.sql._typing import UserDefinedFunctionLike
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +49,53 @@ class OutputExistsError(ManifestConfigError):
     """The output or bad folder already holds files: choose an empty one or pass overwrite."""
 
 
-def validate(spark: SparkSession, input_path: str | list[str], shared_keys: DataFrame | None = None) -> DataFrame:
-    """Every input line with `valid`, `errors` (all messages for the line) and its `entities`;
-    with `shared_keys` (see `BatchScan`), also `shared`."""
+def validate(
+    spark: SparkSession,
+    input_path: str | list[str],
+    shared_keys: DataFrame | None = None,
+    *,
+    manifest: ManifestHandle | None = None,
+    etl_time: datetime | None = None,
+) -> DataFrame:
+    """Every input line with `valid`, `errors` (all messages for the line) and its `entities`.
+
+    With `shared_keys` (see `BatchScan`), also `shared`; and with a `manifest` and the batch's
+    `etl_time`, each valid line whose id is on no other line (its own first) is put to the
+    manifest in the same trip to Python as its JSON check: column `put`, which
+    `dedup_enriched` then uses.
+    """
+    if manifest is not None and (shared_keys is None or etl_time is None):
+        raise TypeError("validate: putting to a manifest needs the shared_keys and the batch's etl_time")
     lines = enriched.load_enriched(spark, input_path)
-    if shared_keys is not None:
-        lines = enriched.mark_shared(lines, shared_keys)
-    events = enriched.parse(lines)
-    checked = json_entities(*(enriched.field(i) for i in enriched.JSON_FIELDS))
-    events = events.withColumn("json", checked)
-    errors = F.concat(F.col("errors"), F.coalesce(F.col("json.errors"), F.array().cast("array<string>")))
-    return (
-        events.withColumn("errors", errors)
-        .withColumn("valid", F.size("errors") == 0)
-        .withColumn("entities", F.col("json.entities"))
-        .drop("json")
+    if shared_keys is None:
+        return _checked(enriched.parse(lines), json_entities)
+    lines = enriched.mark_shared(lines, shared_keys)
+    single = enriched.parse(lines.filter(~F.col("shared")))
+    if manifest is None or etl_time is None:
+        single = _checked(single, json_entities)
+    else:
+        valid = F.size("errors") == 0
+        fingerprint = dedup.filled_fingerprint(F.lit(1), etl_time, valid)
+        etl = F.lit(to_epoch_seconds(etl_time)).cast("long")
+        single = _checked(single, json_entities_and_put(manifest), F.col("event_id"), fingerprint, valid, etl)
+    shared = _checked(enriched.parse(lines.filter(F.col("shared"))), json_entities)
+    # the literal lets Spark drop the other branch wherever `shared` is filtered on
+    return single.withColumn("shared", F.lit(False)).unionByName(
+        shared.withColumn("shared", F.lit(True)), allowMissingColumns=True
     )
+
+
+def _checked(events: DataFrame, check: UserDefinedFunctionLike, *more: Column) -> DataFrame:
+    """`events` (see `enriched.parse`) checked by `check` (the JSON columns, then `more`): its
+    errors added, `valid`, `entities`, and `put` if it returns one; atomic parts instead of fields."""
+    events = enriched.json_and_atomic_parts(events)
+    events = events.withColumn("json", check(*enriched.JSON_COLUMNS, *more)).drop(*enriched.JSON_COLUMNS)
+    errors = F.concat(F.col("errors"), F.coalesce(F.col("json.errors"), F.array().cast("array<string>")))
+    events = events.withColumn("errors", errors).withColumn("valid", F.size("errors") == 0)
+    events = events.withColumn("entities", F.col("json.entities"))
+    if "put" in events.schema["json"].dataType.names:  # type: ignore[attr-defined]
+        events = events.withColumn("put", F.col("json.put"))
+    return events.drop("json")
 
 
 @attrs.frozen
@@ -72,7 +107,7 @@ class BatchScan:
     lines: int
     etl_time: datetime | None
     cached_keys: DataFrame
-    """Column `key`, cached: `release()` it when done."""
+    """Column `key` (see `enriched.event_key`), cached: `release()` it when done."""
     shared_count: int
 
     @property
@@ -89,22 +124,19 @@ BROADCAST_KEYS = 2_000_000
 
 
 def scan_batch(spark: SparkSession, input_path: str | list[str]) -> BatchScan:
-    """Count the lines, find the etl time and the shared ids: a pass over the input that splits
-    no JSON and shuffles only the keys."""
+    """Count the lines, find the etl time and the shared ids: one job over the input that splits
+    no JSON and shuffles only 64-bit keys; the totals are observed on the way."""
     keys = enriched.batch_keys(enriched.load_enriched(spark, input_path))
-    per_key = keys.groupBy("key").agg(F.count(F.lit(1)).alias("lines"), F.min("etl_us").alias("etl_us")).persist()
+    per_key = keys.groupBy("key").agg(F.count(F.lit(1)).alias("lines"), F.min("etl_us").alias("etl_us"))
+    totals = Observation("batch totals")
+    observed = per_key.observe(totals, F.sum("lines").alias("lines"), F.min("etl_us").alias("etl_us"))
+    shared = observed.filter(F.col("lines") > 1).select("key").persist()
     try:
-        row = per_key.agg(F.sum("lines"), F.min("etl_us")).first()
-        assert row is not None
-        shared = per_key.filter(F.col("lines") > 1).select("key").persist()
-        try:
-            shared_count = shared.count()
-        except BaseException:
-            shared.unpersist()
-            raise
-    finally:
-        per_key.unpersist()
-    lines, earliest = row
+        shared_count = shared.count()
+        lines, earliest = totals.get["lines"], totals.get["etl_us"]
+    except BaseException:
+        shared.unpersist()
+        raise
     etl = None if earliest is None else from_epoch_seconds(earliest // 1_000_000)
     return BatchScan(lines or 0, etl, shared, shared_count)
 
@@ -123,13 +155,14 @@ def dedup_enriched(
     Rows whose `shared` column (see `validate`) is false, an event id on no other line, are
     decided where they are; only the others are shuffled by event id and sorted, once for
     natural and synthetic dedup. Without `shared`, every row goes that way. The manifest is
-    asked last. For the summary, `id_events` counts the valid events of each valid row's id and
-    `id_first` marks one valid row per id.
+    asked last, unless `validate` already put the row (column `put`). For the summary,
+    `id_events` counts the valid events of each valid row's id and `id_first` marks one valid
+    row per id.
     """
     valid = F.col("valid")
 
     def brought_together(rows: DataFrame) -> DataFrame:
-        rows = dedup.by_event_id(rows.drop("fields"))  # the wide array is rebuilt after the shuffle
+        rows = dedup.by_event_id(rows)
         rows = dedup.dedup_natural(rows, etl_time)
         rows = dedup.dedup_synthetic(rows, enabled=synthetic, random_ids=random_ids)
         same_id = Window.partitionBy("event_id")
@@ -140,16 +173,17 @@ def dedup_enriched(
             "*",
             F.when(valid, id_events).alias("id_events"),
             (valid & first).alias("id_first"),
-            enriched.padded(enriched.split_line()).alias("fields"),
         )
 
     if "shared" in events.columns:
         single = dedup.dedup_single(events.filter(~F.col("shared")), etl_time)
         single = single.withColumn("id_events", F.when(valid, F.lit(1))).withColumn("id_first", valid)
-        events = single.unionByName(brought_together(events.filter(F.col("shared"))))
+        shared = brought_together(events.filter(F.col("shared")).drop("put"))
+        events = dedup.dedup_cross_batch(single, manifest, etl_time).unionByName(
+            dedup.dedup_cross_batch(shared, manifest, etl_time)
+        )
     else:
-        events = brought_together(events)
-    events = dedup.dedup_cross_batch(events, manifest, etl_time)
+        events = dedup.dedup_cross_batch(brought_together(events), manifest, etl_time)
     if cross_batch_synthetic:
         if manifest is None:
             raise ManifestConfigError("cross-batch synthetic dedup needs a manifest")
@@ -159,7 +193,6 @@ def dedup_enriched(
     kept = F.col("status") == dedup.KEPT
     bad = F.col("status").isin(dedup.BAD, dedup.MANIFEST_ERROR)
     errors = F.when(F.col("status") == dedup.MANIFEST_ERROR, F.array("manifest_error")).otherwise(F.col("errors"))
-    before, after = enriched.atomic_parts()
     return events.select(
         "status",
         F.when(valid, F.col("event_id")).alias("event_id"),
@@ -169,7 +202,7 @@ def dedup_enriched(
         F.when(kept, F.col("synthetic")).alias("synthetic"),
         F.when(kept, F.col("synthetic_across")).alias("synthetic_across"),
         F.when(kept, F.col("collector_tstamp")).alias("collector_tstamp"),
-        F.when(kept, F.concat_ws("\t", before, "new_event_id", after)).alias("atomic"),
+        F.when(kept, enriched.atomic_line(F.col("new_event_id"))).alias("atomic"),
         F.when(kept, F.col("entities")).alias("entities"),
         F.when(bad, F.col("line")).alias("line"),
         F.when(bad, errors).alias("errors"),
@@ -250,7 +283,7 @@ def shred(
             _check_rerun(unfinished, etl, etl_time is not None, output_path)
             storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
         result = dedup_enriched(
-            validate(spark, input_path, scan.shared_keys),
+            validate(spark, input_path, scan.shared_keys, manifest=handle, etl_time=etl),
             etl,
             handle,
             synthetic=synthetic_dedup,

@@ -1,7 +1,9 @@
-"""The two places where Spark hands rows to Python, one Arrow batch at a time.
+"""The places where Spark hands rows to Python, one Arrow batch at a time.
 
 - `json_entities`: validate the JSON columns and cut out their entities byte for byte;
-- `manifest_put`: one `try_put_many` call per batch against the manifest.
+- `manifest_put`: one `try_put_many` call per batch against the manifest;
+- `json_entities_and_put`: both in one call, for rows known valid but for their JSON;
+- `manifest_taken`: which kept events an earlier batch stored with another fingerprint.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 
@@ -25,11 +28,12 @@ ENTITIES_TYPE = T.StructType(
     [T.StructField("errors", T.ArrayType(T.StringType())), T.StructField("entities", T.ArrayType(ENTITY_TYPE))]
 )
 PUT_TYPE = T.StructType([T.StructField("accepted", T.BooleanType()), T.StructField("error", T.StringType())])
+ENTITIES_AND_PUT_TYPE = T.StructType([*ENTITIES_TYPE.fields, T.StructField("put", PUT_TYPE)])
 
 _ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
 
 
-def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.Array:
+def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.Array:  # the hint tells Spark: scalar
     errors: list[list[str]] = []
     found: list[Entity] = []
     offsets = [0]
@@ -53,6 +57,28 @@ def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.A
 json_entities: UserDefinedFunctionLike = arrow_udf(_entities, ENTITIES_TYPE)  # type: ignore[call-overload]
 
 
+def _put(
+    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array
+) -> pa.StructArray:
+    """(accepted, error) of each wanted row, put in one `try_put_many` call; nulls elsewhere."""
+    ids, fingerprint_list, etls = event_ids.to_pylist(), fingerprints.to_pylist(), etl_seconds.to_pylist()
+    positions = [i for i, w in enumerate(wanted.to_pylist()) if w]
+    accepted: list[bool | None] = [None] * len(ids)
+    errors: list[str | None] = [None] * len(ids)
+    if positions:
+        times = {s: from_epoch_seconds(s) for s in set(etls)}  # one per batch in the shred job
+        items = ((ids[i], fingerprint_list[i], times[etls[i]]) for i in positions)
+        outcomes = handle.open().try_put_many(items)
+        for i, outcome in zip(positions, outcomes, strict=True):
+            if isinstance(outcome, ManifestError):
+                errors[i] = f"Manifest: {outcome}"
+            else:
+                accepted[i] = outcome
+    return pa.StructArray.from_arrays(
+        [pa.array(accepted, type=pa.bool_()), pa.array(errors, type=pa.string())], names=["accepted", "error"]
+    )
+
+
 def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
     """A UDF (event_id, fingerprint, wanted, etl_seconds) -> (accepted, error) that puts the wanted rows.
 
@@ -61,24 +87,34 @@ def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
     """
 
     def put(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array) -> pa.Array:
-        ids, fingerprint_list, etls = event_ids.to_pylist(), fingerprints.to_pylist(), etl_seconds.to_pylist()
-        positions = [i for i, w in enumerate(wanted.to_pylist()) if w]
-        accepted: list[bool | None] = [None] * len(ids)
-        errors: list[str | None] = [None] * len(ids)
-        if positions:
-            times = {s: from_epoch_seconds(s) for s in set(etls)}  # one per batch in the shred job
-            items = ((ids[i], fingerprint_list[i], times[etls[i]]) for i in positions)
-            outcomes = handle.open().try_put_many(items)
-            for i, outcome in zip(positions, outcomes, strict=True):
-                if isinstance(outcome, ManifestError):
-                    errors[i] = f"Manifest: {outcome}"
-                else:
-                    accepted[i] = outcome
-        return pa.StructArray.from_arrays(
-            [pa.array(accepted, type=pa.bool_()), pa.array(errors, type=pa.string())], names=["accepted", "error"]
-        )
+        return _put(handle, event_ids, fingerprints, wanted, etl_seconds)
 
     udf: UserDefinedFunctionLike = arrow_udf(put, PUT_TYPE)  # type: ignore[call-overload]
+    return udf.asNondeterministic()
+
+
+def json_entities_and_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
+    """`json_entities` and `manifest_put` in one call: a UDF (contexts, unstruct, derived,
+    event_id, fingerprint, wanted, etl_seconds) -> (errors, entities, put) that puts each wanted
+    row whose JSON columns are valid. One trip to Python instead of two for the shred job's
+    lines whose id is on no other line; non-deterministic, as `manifest_put`."""
+
+    def checked_and_put(
+        contexts: pa.Array,
+        unstruct: pa.Array,
+        derived: pa.Array,
+        event_ids: pa.Array,
+        fingerprints: pa.Array,
+        wanted: pa.Array,
+        etl_seconds: pa.Array,
+    ) -> pa.Array:
+        found: pa.StructArray = _entities(contexts, unstruct, derived)
+        valid_json = pc.equal(pc.list_value_length(found.field("errors")), 0)
+        put = _put(handle, event_ids, fingerprints, pc.and_(wanted, valid_json), etl_seconds)
+        parts = [found.field("errors"), found.field("entities"), put]
+        return pa.StructArray.from_arrays(parts, names=["errors", "entities", "put"])
+
+    udf: UserDefinedFunctionLike = arrow_udf(checked_and_put, ENTITIES_AND_PUT_TYPE)  # type: ignore[call-overload]
     return udf.asNondeterministic()
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from events_manifest import SqliteManifest
 from spark_integration import shred
+from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.summary import ShredSummary
 from tests.shred_helpers import (
     atomic,
@@ -183,6 +184,30 @@ def test_cross_batch_against_a_prepopulated_manifest(spark: Any, tmp_path: Path)
         assert manifest.lookup(C, "FPC").etl_time == etl  # type: ignore[union-attr]
 
 
+def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) -> None:
+    """Lines whose id is on no other line are put in the same trip to Python as their JSON check:
+    a line with invalid JSON or fields is never put (a repaired re-run of it must not be taken for
+    a duplicate), a missing fingerprint is put filled, shared ids once per pair."""
+    store = tmp_path / "manifest.db"
+    lines = [
+        line(A, "FPA"),
+        line(B, "FPB", contexts='{"schema":"iglu:com.acme/x/jsonschema/1-0-0","data":[]}'),
+        line(C, "FPC", collector="not a time"),
+        line(D, "FPD"),
+        line(D, "FPD"),
+        line(E, ""),
+    ]
+    summary, out, bad = run(spark, tmp_path, lines, manifest=f"sqlite://{store}")
+    assert (summary.kept_events, summary.bad_rows, summary.in_batch_duplicates) == (3, 2, 1)
+    assert (len(out["atomic-events"]), len(bad)) == (3, 2)
+    with SqliteManifest(store) as manifest:
+        entries = manifest.entries_of([A, B, C, D, E])
+    assert [e.fingerprint for e in entries[A]] == ["FPA"]
+    assert entries[B] == [] and entries[C] == [], "bad lines are not put"
+    assert [e.fingerprint for e in entries[D]] == ["FPD"]
+    assert len(entries[E]) == 1 and entries[E][0].fingerprint not in ("", "FPA")
+
+
 def test_rerun_of_the_same_input_gives_identical_output(spark: Any, tmp_path: Path) -> None:
     lines = [line(A, "FP1"), line(A, "FP1"), line(B, ""), line(B, ""), line(C, "FP3"), line(C, "FP4"), "broken"]
     source = write_input(tmp_path / "in", lines)
@@ -307,6 +332,23 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
         rows = [sorted(map(str, df.select(*columns).collect())) for df in (fast, full)]
         assert rows[0] == rows[1]
         assert fast.filter(F.col("status") == "in_batch_duplicate").count() > 0
+
+        # with a manifest: lines put while validated, or all put after the shuffle, alike
+        stores = [tmp_path / "early.db", tmp_path / "late.db"]
+        early, late = (ManifestHandle.of(f"sqlite://{store}") for store in stores)
+        validated = shredder.validate(spark, source, scan.shared_keys, manifest=early, etl_time=etl)
+        put_early = shredder.dedup_enriched(validated, etl, early)
+        put_late = shredder.dedup_enriched(shredder.validate(spark, source), etl, late)
+        rows = [sorted(map(str, df.select(*columns).collect())) for df in (put_early, put_late)]
+        assert rows[0] == rows[1]
+        ids = [r.event_id for r in fast.select("event_id").where("event_id IS NOT NULL").distinct().collect()]
+        contents = []
+        for store in stores:
+            with SqliteManifest(store) as manifest:
+                contents.append(
+                    {i: sorted(e.fingerprint for e in found) for i, found in manifest.entries_of(ids).items()}
+                )
+        assert contents[0] == contents[1] and sum(map(len, contents[0].values())) > 0
     finally:
         scan.release()
 
