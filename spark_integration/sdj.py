@@ -9,8 +9,10 @@ and hands anything else to `entities_of`, the general walker that also words the
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Sequence
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
@@ -243,43 +245,62 @@ _UNSTRUCT_DECODER = msgspec.json.Decoder(_Unstruct)
 _ENCODER = msgspec.json.Encoder()
 
 
-_PARTS: dict[str, tuple[str, str, str, str] | None] = {}
-"""Iglu URIs seen, and their parts: a batch has few distinct schemas."""
+IgluParts = tuple[str, str, str, str]
+Row = tuple[bytes | None, bytes | None, bytes | None]
+"""A row's contexts, unstruct_event and derived_contexts, as UTF-8 (None or empty when absent)."""
 
 
-def _iglu_parts(schema: str) -> tuple[str, str, str, str] | None:
-    try:
-        return _PARTS[schema]
-    except KeyError:
-        if len(_PARTS) >= 4096:  # bounded, whatever the input holds
-            _PARTS.clear()
-        match = IGLU_URI.fullmatch(schema)
-        parts = _PARTS[schema] = None if match is None else (match[1], match[2], match[3], match[4])
-        return parts
+@functools.lru_cache(maxsize=4096)  # a batch has few distinct schemas; bounded whatever the input holds
+def _iglu_parts(schema: str) -> IgluParts | None:
+    match = IGLU_URI.fullmatch(schema)
+    return None if match is None else (match[1], match[2], match[3], match[4])
 
 
-def _read_sdjs(sdjs: list[_Sdj], into: list[Entity]) -> bool:
+@functools.lru_cache(maxsize=4096)
+def _is_contexts_schema(schema: str) -> bool:
+    return CONTEXTS_SCHEMA.fullmatch(schema) is not None
+
+
+def _read_sdjs(sdjs: Sequence[_Sdj], parts: list[IgluParts], data: list[bytes]) -> bool:
     for sdj in sdjs:
-        parts = _iglu_parts(sdj.schema)
-        data = bytes(sdj.data)
-        if parts is None or data[:1] != b"{":
+        iglu = _iglu_parts(sdj.schema)
+        raw = bytes(sdj.data)
+        if iglu is None or raw[:1] != b"{":
             return False
-        into.append(Entity(*parts, data.decode()))
+        if not raw.isascii():
+            raw.decode()  # msgspec does not check the UTF-8 of a raw value: a UnicodeDecodeError here
+        parts.append(iglu)
+        data.append(raw)
     return True
 
 
-def _read_contexts(text: bytes, into: list[Entity]) -> bool:
-    envelope = _CONTEXTS_DECODER.decode(text)
-    return (
-        CONTEXTS_SCHEMA.fullmatch(envelope.schema) is not None
-        and _read_sdjs(envelope.data, into)
-        and _ENCODER.encode(envelope) == text
-    )
+def _read_column(text: bytes, unstruct: bool, parts: list[IgluParts], data: list[bytes]) -> bool:
+    envelope: _Contexts | _Unstruct
+    if unstruct:
+        envelope = _UNSTRUCT_DECODER.decode(text)
+        ok = envelope.schema == UNSTRUCT_SCHEMA and _read_sdjs((envelope.data,), parts, data)
+    else:
+        envelope = _CONTEXTS_DECODER.decode(text)
+        ok = _is_contexts_schema(envelope.schema) and _read_sdjs(envelope.data, parts, data)
+    return ok and _ENCODER.encode(envelope) == text
 
 
-def _read_unstruct(text: bytes, into: list[Entity]) -> bool:
-    event = _UNSTRUCT_DECODER.decode(text)
-    return event.schema == UNSTRUCT_SCHEMA and _read_sdjs([event.data], into) and _ENCODER.encode(event) == text
+def _compact_into(row: Row, parts: list[IgluParts], data: list[bytes]) -> bool:
+    """Append the entities of a row in enrichment's compact form to `parts` and `data`; False
+    (and nothing appended) for any other row."""
+    mark = len(data)
+    contexts, unstruct, derived = row
+    try:
+        if (
+            (not contexts or _read_column(contexts, False, parts, data))
+            and (not unstruct or _read_column(unstruct, True, parts, data))
+            and (not derived or _read_column(derived, False, parts, data))
+        ):
+            return True
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        pass
+    del parts[mark:], data[mark:]
+    return False
 
 
 def compact_entities(contexts: bytes | None, unstruct: bytes | None, derived: bytes | None) -> list[Entity] | None:
@@ -290,14 +311,35 @@ def compact_entities(contexts: bytes | None, unstruct: bytes | None, derived: by
     Re-encoding what msgspec decoded gives the text back only if it was compact, schema first,
     with no escape in a schema and no repeated property: then each `data` is what the walker cuts.
     """
-    entities: list[Entity] = []
-    try:
-        if (
-            (contexts and not _read_contexts(contexts, entities))
-            or (unstruct and not _read_unstruct(unstruct, entities))
-            or (derived and not _read_contexts(derived, entities))
-        ):
-            return None
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+    parts: list[IgluParts] = []
+    data: list[bytes] = []
+    if not _compact_into((contexts, unstruct, derived), parts, data):
         return None
-    return entities
+    return [Entity(*iglu, raw.decode()) for iglu, raw in zip(parts, data, strict=True)]
+
+
+class Found(NamedTuple):
+    """The entities and errors of a batch of rows, column by column: each entity's Iglu parts and
+    `data` (UTF-8); the rows up to i hold `entity_ends[i]` entities and `error_ends[i]` errors."""
+
+    parts: list[IgluParts]
+    data: list[bytes]
+    entity_ends: list[int]
+    errors: list[str]
+    error_ends: list[int]
+
+
+def read_rows(
+    contexts: Sequence[bytes | None], unstruct: Sequence[bytes | None], derived: Sequence[bytes | None]
+) -> Found:
+    """`compact_entities` for each row of a batch, `entities_of` for the rows it does not take."""
+    found = Found([], [], [], [], [])
+    for row in zip(contexts, unstruct, derived, strict=True):
+        if not _compact_into(row, found.parts, found.data):
+            entities, errors = entities_of(*(None if text is None else text.decode("utf-8", "replace") for text in row))
+            found.parts.extend(entity[:4] for entity in entities)
+            found.data.extend(entity.data.encode() for entity in entities)
+            found.errors.extend(errors)
+        found.entity_ends.append(len(found.data))
+        found.error_ends.append(len(found.errors))
+    return found

@@ -18,7 +18,7 @@ from pyspark.sql.pandas.functions import arrow_udf
 from events_manifest import ManifestError
 from events_manifest.model import from_epoch_seconds
 from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.sdj import Entity, compact_entities, entities_of
+from spark_integration.sdj import IgluParts, read_rows
 
 if TYPE_CHECKING:
     from pyspark.sql._typing import UserDefinedFunctionLike
@@ -34,24 +34,22 @@ _ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "f
 
 
 def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.Array:  # the hint tells Spark: scalar
-    errors: list[list[str]] = []
-    found: list[Entity] = []
-    offsets = [0]
-    texts = (column.cast(pa.binary()).to_pylist() for column in (contexts, unstruct, derived))
-    for row in zip(*texts, strict=True):
-        entities, problems = compact_entities(*row), list[str]()
-        if entities is None:  # not enrichment's compact form, or invalid: the walker reads it and words the errors
-            decoded = (None if text is None else text.decode("utf-8", "replace") for text in row)
-            entities, problems = entities_of(*decoded)
-        errors.append(problems)
-        found += entities
-        offsets.append(len(found))
-    columns = list(zip(*found, strict=True)) if found else [()] * len(_ENTITY_ARROW)
-    flat = pa.StructArray.from_arrays([pa.array(c, pa.string()) for c in columns], fields=list(_ENTITY_ARROW))
+    found = read_rows(*(column.cast(pa.binary()).to_pylist() for column in (contexts, unstruct, derived)))
+    distinct: dict[IgluParts, int] = {}
+    schema_of = pa.array([distinct.setdefault(iglu, len(distinct)) for iglu in found.parts], pa.int32())
+    parts = zip(*distinct, strict=True) if distinct else [()] * 4
+    columns = [pa.array(part, pa.string()).take(schema_of) for part in parts]
+    data = pa.array(found.data, pa.binary()).cast(pa.string())  # UTF-8 already checked
+    flat = pa.StructArray.from_arrays([*columns, data], fields=list(_ENTITY_ARROW))
+    errors = pa.array(found.errors, pa.string())
     return pa.StructArray.from_arrays(
-        [pa.array(errors, type=pa.list_(pa.string())), pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), flat)],
-        names=["errors", "entities"],
+        [_lists(found.error_ends, errors), _lists(found.entity_ends, flat)], names=["errors", "entities"]
     )
+
+
+def _lists(ends: list[int], values: pa.Array) -> pa.ListArray:
+    """Row i of the result holds `values[ends[i-1]:ends[i]]`."""
+    return pa.ListArray.from_arrays(pa.array([0, *ends], pa.int32()), values)
 
 
 json_entities: UserDefinedFunctionLike = arrow_udf(_entities, ENTITIES_TYPE)  # type: ignore[call-overload]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from spark_integration.sdj import Entity, compact_entities, entities_of
+from spark_integration.sdj import Entity, compact_entities, entities_of, read_rows
 from tests.shred_helpers import contexts, sdj, unstruct
 
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
@@ -75,6 +75,20 @@ def test_compact_reader_agrees_with_the_walker(row: tuple[str, str, str]) -> Non
     if fast is not None:
         assert errors == []
         assert fast == entities
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(columns(), max_size=6))
+def test_batch_reader_gives_each_row_what_the_walker_finds(rows: list[tuple[str, str, str]]) -> None:
+    found = read_rows(*([row[i].encode() or None for row in rows] for i in range(3)))
+    assert len(found.entity_ends) == len(found.error_ends) == len(rows)
+    entity_start = error_start = 0
+    for row, entity_end, error_end in zip(rows, found.entity_ends, found.error_ends, strict=True):
+        entities, errors = entities_of(*row)
+        parts, data = found.parts[entity_start:entity_end], found.data[entity_start:entity_end]
+        assert [Entity(*iglu, raw.decode()) for iglu, raw in zip(parts, data, strict=True)] == entities
+        assert found.errors[error_start:error_end] == errors
+        entity_start, error_start = entity_end, error_end
 
 
 def test_compact_reader_takes_what_enrichment_writes() -> None:
