@@ -5,6 +5,7 @@ cut from the input text by position (not re-serialised), so it is kept byte for 
 
 Two readers with one meaning: `compact_entities` (msgspec, in C) takes the form enrichment writes,
 and hands anything else to `entities_of`, the general walker that also words the errors.
+`read_rows` runs them over a whole batch and returns flat columns, ready for Arrow.
 """
 
 from __future__ import annotations
