@@ -52,7 +52,7 @@ def demo(session: nox.Session) -> None:
 @nox.session
 def benchmarks(session: nox.Session) -> None:
     """Run on demand: `nox -s benchmarks -- manifest_throughput` (see docs/benchmarks.md)."""
-    session.install("-c", "constraints.txt", "-e", ".[all,test]")
+    session.install("-c", "constraints.txt", "-e", ".[all,test]", "py-spy")  # py-spy: shred_job --profile
     _npm(session)
     name = session.posargs[0] if session.posargs else "manifest_throughput"
     session.run("python", f"benchmarks/{name}.py", *session.posargs[1:])

@@ -8,15 +8,24 @@
 Input: N generated events, about 1% of the lines duplicated. After a warm-up on a quarter of the
 input, runs (a) and (b) alternately, twice: the first round is the job's first full-size run in
 the session, the second is warm. Prints wall times, events/s and the ratio (a)/(b) of each round.
+
+With `--profile DIR`, one more warm run of (a) under the JVM's flight recorder (`jcmd`, in the
+JDK) and, if `py-spy` is installed, py-spy on the Python workers; the hottest frames of each go to
+DIR (`jvm-self.txt`, `jvm-inclusive.txt`, `python-self.txt`, `python-inclusive.txt`) and the top
+of each to stdout: where the job's CPU goes, for whoever makes it faster next.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
@@ -57,9 +66,58 @@ def baseline(spark, source: str, target: str) -> None:  # type: ignore[no-untype
     lines.dropDuplicates(["event_id", "fingerprint"]).select("value").write.text(target)
 
 
+def profile(spark, run, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    """`run()` once under JFR (the driver JVM: every task in local mode) and py-spy (the workers)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
+    recording = folder / "jvm.jfr"
+    jcmd = ["jcmd", str(jvm)]
+    subprocess.run([*jcmd, "JFR.start", "name=shred", "settings=profile"], check=True, capture_output=True)
+    daemon = subprocess.run(["pgrep", "-P", str(jvm), "-f", "pyspark.daemon"], capture_output=True, text=True)
+    spy = None
+    if shutil.which("py-spy") and daemon.stdout.split():
+        spy_command = ["py-spy", "record", "--subprocesses", "--nonblocking", "-r", "100", "-f", "raw"]
+        spy_command += ["-p", daemon.stdout.split()[0], "-o", str(folder / "python.raw")]
+        spy = subprocess.Popen(spy_command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    else:
+        print("py-spy not installed or no Python worker yet: JVM profile only")
+    try:
+        run()
+    finally:
+        subprocess.run([*jcmd, "JFR.stop", "name=shred", f"filename={recording}"], check=True, capture_output=True)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait()
+    samples = subprocess.run(
+        ["jfr", "print", "--events", "jdk.ExecutionSample", str(recording)], check=True, capture_output=True, text=True
+    ).stdout.split("jdk.ExecutionSample")[1:]
+    stacks = [(re.findall(r"^\s+([\w$.<>]+)\(", sample, re.MULTILINE), 1) for sample in samples]
+    _hottest("jvm", [(frames, n) for frames, n in stacks if frames], folder)
+    if spy is not None and (folder / "python.raw").exists():
+        lines = (folder / "python.raw").read_text().splitlines()
+        python = [(stack.split(";")[::-1], int(n)) for stack, n in (line.rsplit(" ", 1) for line in lines)]
+        _hottest("python", python, folder)
+
+
+def _hottest(name: str, stacks: list[tuple[list[str], int]], folder: Path) -> None:
+    """Frames by share of samples: on top of the stack (self) and anywhere in it (inclusive)."""
+    own, anywhere = Counter[str](), Counter[str]()
+    for frames, n in stacks:  # innermost frame first
+        own[frames[0]] += n
+        for frame in set(frames):
+            anywhere[frame] += n
+    total = sum(n for _, n in stacks)
+    for kind, counts in (("self", own), ("inclusive", anywhere)):
+        table = [f"{c / total:6.1%}  {frame}" for frame, c in counts.most_common(60)]
+        (folder / f"{name}-{kind}.txt").write_text("\n".join(table) + "\n")
+        if kind == "self":
+            print(f"{name}: {total:,} samples; hottest frames (self):", *table[:15], sep="\n  ")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--profile", metavar="DIR", type=Path, help="also profile one warm run into DIR")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="shred-bench-"))
     try:
@@ -96,6 +154,9 @@ def main() -> int:
                 f"headline ({label}): shred job with SQLite manifest {shred_s:.1f} s = {shred_s / base_s:.2f}x the "
                 f"baseline ({base_s:.1f} s); {lines / shred_s:,.0f} events/s on local[2]"
             )
+        if args.profile:
+            out, bad, manifest = str(work / "out-p"), str(work / "bad-p"), f"sqlite://{work}/manifest-p.db"
+            profile(spark, lambda: shred(spark, source, out, bad, manifest=manifest), args.profile)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

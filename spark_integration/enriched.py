@@ -153,6 +153,7 @@ JSON_FIELDS = (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS)
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 TSTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$"
 SHOWN = 80
+INVALID_UTF8 = "Line is not valid UTF-8 (its invalid bytes are shown here as U+FFFD)"
 
 
 def load_enriched(spark: SparkSession, path: str | list[str]) -> DataFrame:
@@ -223,10 +224,7 @@ def parse(lines: DataFrame) -> DataFrame:
     valid_shape = F.col("fields").isNotNull()
     errors = F.array_compact(
         F.array(
-            message(
-                ~F.is_valid_utf8("line"),
-                F.lit("Line is not valid UTF-8 (its invalid bytes are shown here as U+FFFD)"),
-            ),
+            message(~F.is_valid_utf8("line"), F.lit(INVALID_UTF8)),
             message(
                 count < MIN_FIELDS,
                 F.format_string(

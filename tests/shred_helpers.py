@@ -64,9 +64,11 @@ def shredded(vendor: str, name: str, version: str, data: str, root_id: str, root
 
 
 def write_input(folder: Path, *files: list[str]) -> Path:
+    """One file of lines each; a lone surrogate such as "\udcff" is written as that raw byte."""
     folder.mkdir(parents=True, exist_ok=True)
     for n, lines in enumerate(files):
-        (folder / f"part-{n:05d}.tsv").write_bytes("".join(x + "\n" for x in lines).encode("utf-8"))
+        text = "".join(x + "\n" for x in lines)
+        (folder / f"part-{n:05d}.tsv").write_bytes(text.encode("utf-8", "surrogateescape"))
     return folder
 
 

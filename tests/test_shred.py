@@ -12,6 +12,7 @@ import pytest
 
 from events_manifest import SqliteManifest
 from spark_integration import shred
+from spark_integration.enriched import INVALID_UTF8
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.summary import ShredSummary
 from tests.shred_helpers import (
@@ -34,6 +35,7 @@ B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 C = "1b1a4c8e-4f2a-4d7e-9a59-2a6f0e7c5a11"
 D = "2c2b5d9f-5a3b-4e8f-8b6a-3b7a1f8d6b22"
 E = "3d3c6eaf-6b4c-4f9a-9c7b-4c8b2a9e7c33"
+G = "4e4d7fb0-7c5d-4a0b-8d8c-5d9c3b0f8d44"
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
 PRODUCT = "iglu:com.acme/product/jsonschema/1-0-2"
 UA = "iglu:com.snowplowanalytics.snowplow/ua_parser_context/jsonschema/1-0-0"
@@ -186,8 +188,8 @@ def test_cross_batch_against_a_prepopulated_manifest(spark: Any, tmp_path: Path)
 
 def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) -> None:
     """Lines whose id is on no other line are put in the same trip to Python as their JSON check:
-    a line with invalid JSON or fields is never put (a repaired re-run of it must not be taken for
-    a duplicate), a missing fingerprint is put filled, shared ids once per pair."""
+    a line with invalid JSON, fields or UTF-8 is never put (a repaired re-run of it must not be
+    taken for a duplicate), a missing fingerprint is put filled, shared ids once per pair."""
     store = tmp_path / "manifest.db"
     lines = [
         line(A, "FPA"),
@@ -196,14 +198,16 @@ def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) 
         line(D, "FPD"),
         line(D, "FPD"),
         line(E, ""),
+        line(G, "FPG", page_title="caf\udce9"),  # a Latin-1 byte: not UTF-8
     ]
     summary, out, bad = run(spark, tmp_path, lines, manifest=f"sqlite://{store}")
-    assert (summary.kept_events, summary.bad_rows, summary.in_batch_duplicates) == (3, 2, 1)
-    assert (len(out["atomic-events"]), len(bad)) == (3, 2)
+    assert (summary.kept_events, summary.bad_rows, summary.in_batch_duplicates) == (3, 3, 1)
+    assert (len(out["atomic-events"]), len(bad)) == (3, 3)
+    assert [row["errors"][0]["message"] for row in bad if G in row["line"]] == [INVALID_UTF8]
     with SqliteManifest(store) as manifest:
-        entries = manifest.entries_of([A, B, C, D, E])
+        entries = manifest.entries_of([A, B, C, D, E, G])
     assert [e.fingerprint for e in entries[A]] == ["FPA"]
-    assert entries[B] == [] and entries[C] == [], "bad lines are not put"
+    assert entries[B] == [] and entries[C] == [] and entries[G] == [], "bad lines are not put"
     assert [e.fingerprint for e in entries[D]] == ["FPD"]
     assert len(entries[E]) == 1 and entries[E][0].fingerprint not in ("", "FPA")
 
