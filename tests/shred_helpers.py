@@ -64,7 +64,7 @@ def shredded(vendor: str, name: str, version: str, data: str, root_id: str, root
 
 
 def write_input(folder: Path, *files: list[str]) -> Path:
-    """One file of lines each; a lone surrogate such as "\udcff" is written as that raw byte."""
+    """One file of lines each; a lone surrogate such as "\\udcff" is written as that raw byte."""
     folder.mkdir(parents=True, exist_ok=True)
     for n, lines in enumerate(files):
         text = "".join(x + "\n" for x in lines)
