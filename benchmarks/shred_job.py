@@ -73,11 +73,12 @@ def profile(spark, run, folder: Path) -> None:  # type: ignore[no-untyped-def]
     recording = folder / "jvm.jfr"
     jcmd = ["jcmd", str(jvm)]
     subprocess.run([*jcmd, "JFR.start", "name=shred", "settings=profile"], check=True, capture_output=True)
-    daemon = subprocess.run(["pgrep", "-P", str(jvm), "-f", "pyspark.daemon"], capture_output=True, text=True)
+    pgrep = ["pgrep", "-P", str(jvm), "-f", "pyspark.daemon"]
+    daemons = subprocess.run(pgrep, capture_output=True, text=True).stdout.split()
     spy = None
-    if shutil.which("py-spy") and daemon.stdout.split():
+    if shutil.which("py-spy") and daemons:
         spy_command = ["py-spy", "record", "--subprocesses", "--nonblocking", "-r", "100", "-f", "raw"]
-        spy_command += ["-p", daemon.stdout.split()[0], "-o", str(folder / "python.raw")]
+        spy_command += ["-p", daemons[0], "-o", str(folder / "python.raw")]
         spy = subprocess.Popen(spy_command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     else:
         print("py-spy not installed or no Python worker yet: JVM profile only")
@@ -91,8 +92,8 @@ def profile(spark, run, folder: Path) -> None:  # type: ignore[no-untyped-def]
     samples = subprocess.run(
         ["jfr", "print", "--events", "jdk.ExecutionSample", str(recording)], check=True, capture_output=True, text=True
     ).stdout.split("jdk.ExecutionSample")[1:]
-    stacks = [(re.findall(r"^\s+([\w$.<>]+)\(", sample, re.MULTILINE), 1) for sample in samples]
-    _hottest("jvm", [(frames, n) for frames, n in stacks if frames], folder)
+    jvm_stacks = (re.findall(r"^\s+([\w$.<>]+)\(", sample, re.MULTILINE) for sample in samples)
+    _hottest("jvm", [(frames, 1) for frames in jvm_stacks if frames], folder)
     if spy is not None and (folder / "python.raw").exists():
         lines = (folder / "python.raw").read_text().splitlines()
         python = [(stack.split(";")[::-1], int(n)) for stack, n in (line.rsplit(" ", 1) for line in lines)]

@@ -70,21 +70,17 @@ def test_hostile_lines_become_bad_rows_naming_the_problem(spark: Any, tmp_path: 
     fine = line(IDS[0], "FP", page_url="https://example.com/")
     deep = contexts(sdj("iglu:com.acme/x/jsonschema/1-0-0", "[" * 100_000 + "]" * 100_000))
     wide = contexts(*[sdj("iglu:com.acme/x/jsonschema/1-0-0", "{}")] * 20_000)
-    source = tmp_path / "in"
-    source.mkdir()
     lines = [
-        fine.encode(),
-        line(IDS[1], "FP", page_url="https://example.com/\udcff", page_title="x").encode("utf-8", "surrogateescape"),
-        line(IDS[2], "FP", page_url="x" * 5_000_000).encode(),
-        line(IDS[3], "FP", contexts=deep).encode(),
-        line(IDS[4], "FP", contexts=wide).encode(),
-        line(IDS[5], "FP", contexts="{" * 2_000_000).encode(),
-        "\t".join(["x"] * 100_000).encode(),
-        line(IDS[6], "FP", contexts=contexts(sdj("iglu:com.acme/x/jsonschema/1-0-0", '{"a":"\udcff"}'))).encode(
-            "utf-8", "surrogateescape"
-        ),
+        fine,
+        line(IDS[1], "FP", page_url="https://example.com/\udcff", page_title="x"),  # a raw 0xFF byte
+        line(IDS[2], "FP", page_url="x" * 5_000_000),
+        line(IDS[3], "FP", contexts=deep),
+        line(IDS[4], "FP", contexts=wide),
+        line(IDS[5], "FP", contexts="{" * 2_000_000),
+        "\t".join(["x"] * 100_000),
+        line(IDS[6], "FP", contexts=contexts(sdj("iglu:com.acme/x/jsonschema/1-0-0", '{"a":"\udcff"}'))),
     ]
-    (source / "part-00000.tsv").write_bytes(b"".join(x + b"\n" for x in lines))
+    source = write_input(tmp_path / "in", lines)
     summary = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"))
     out, bad = read_output(tmp_path / "out"), read_bad(tmp_path / "bad")
     messages = {row["line"][:120]: [e["message"] for e in row["errors"]] for row in bad}
