@@ -67,11 +67,11 @@ def dedup_single(events: DataFrame, etl_time: datetime) -> DataFrame:
     )
 
 
-def filled_fingerprint(rank: Column, etl_time: datetime, valid: Column | None = None) -> Column:
+def filled_fingerprint(rank: Column, etl_time: datetime) -> Column:
     """A missing fingerprint becomes a UUID of the event id, the batch and the event's rank among
     its id's fingerprint-less events: never a natural duplicate, and the same on a rerun."""
     batch = F.lit(f"missing-fingerprint:{to_epoch_seconds(etl_time)}:")
-    missing = (F.col("fingerprint") == "") & (F.col("valid") if valid is None else valid)
+    missing = (F.col("fingerprint") == "") & F.col("valid")
     return (
         F.when(missing, uuid5(F.col("event_id"), F.concat(batch, rank.cast("string"))))
         .otherwise(F.col("fingerprint"))

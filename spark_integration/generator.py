@@ -22,7 +22,7 @@ from pathlib import Path
 
 import attrs
 
-from spark_integration.enriched import FIELDS
+from spark_integration.fields import FIELDS
 
 CONTEXTS = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"
 UNSTRUCT = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"

@@ -17,7 +17,6 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -37,10 +36,7 @@ from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
 from spark_integration.session import local_session
 from spark_integration.summary import BUCKET_BOUNDS, BUCKETS, ShredSummary
-from spark_integration.udfs import json_entities, json_entities_and_put
-
-if TYPE_CHECKING:
-    from pyspark.sql._typing import UserDefinedFunctionLike
+from spark_integration.udfs import checked_lines_and_put
 
 log = logging.getLogger(__name__)
 
@@ -61,41 +57,26 @@ def validate(
 
     With `shared_keys` (see `BatchScan`), also `shared`; and with a `manifest` and the batch's
     `etl_time`, each valid line whose id is on no other line (its own first) is put to the
-    manifest in the same trip to Python as its JSON check: column `put`, which
-    `dedup_enriched` then uses.
+    manifest in the same trip to Python as its checks: column `put`, which `dedup_enriched`
+    then uses.
     """
     if manifest is not None and (shared_keys is None or etl_time is None):
         raise TypeError("validate: putting to a manifest needs the shared_keys and the batch's etl_time")
     lines = enriched.load_enriched(spark, input_path)
     if shared_keys is None:
-        return _checked(enriched.parse(lines), json_entities)
+        return enriched.parse(lines)
     lines = enriched.mark_shared(lines, shared_keys)
-    single = enriched.parse(lines.filter(~F.col("shared")))
+    single = lines.filter(~F.col("shared"))
     if manifest is None or etl_time is None:
-        single = _checked(single, json_entities)
+        single = enriched.parse(single)
     else:
-        valid = F.size("errors") == 0
-        fingerprint = dedup.filled_fingerprint(F.lit(1), etl_time, valid)
         etl = F.lit(to_epoch_seconds(etl_time)).cast("long")
-        single = _checked(single, json_entities_and_put(manifest), F.col("event_id"), fingerprint, valid, etl)
-    shared = _checked(enriched.parse(lines.filter(F.col("shared"))), json_entities)
+        single = enriched.parse(single, checked_lines_and_put(manifest)(F.col("line"), etl))
+    shared = enriched.parse(lines.filter(F.col("shared")))
     # the literal lets Spark drop the other branch wherever `shared` is filtered on
     return single.withColumn("shared", F.lit(False)).unionByName(
         shared.withColumn("shared", F.lit(True)), allowMissingColumns=True
     )
-
-
-def _checked(events: DataFrame, check: UserDefinedFunctionLike, *more: Column) -> DataFrame:
-    """`events` (see `enriched.parse`) checked by `check` (the JSON columns, then `more`): its
-    errors added, `valid`, `entities`, and `put` if it returns one; atomic parts instead of fields."""
-    events = enriched.json_and_atomic_parts(events)
-    events = events.withColumn("json", check(*enriched.JSON_COLUMNS, *more)).drop(*enriched.JSON_COLUMNS)
-    errors = F.concat(F.col("errors"), F.coalesce(F.col("json.errors"), F.array().cast("array<string>")))
-    events = events.withColumn("errors", errors).withColumn("valid", F.size("errors") == 0)
-    events = events.withColumn("entities", F.col("json.entities"))
-    if "put" in events.schema["json"].dataType.names:  # type: ignore[attr-defined]
-        events = events.withColumn("put", F.col("json.put"))
-    return events.drop("json")
 
 
 @attrs.frozen

@@ -1,15 +1,18 @@
 """The places where Spark hands rows to Python, one Arrow batch at a time.
 
-- `json_entities`: validate the JSON columns and cut out their entities byte for byte;
+- `checked_lines`: split and check enriched lines (`fields`), validate their JSON columns and cut
+  out their entities byte for byte (`sdj`);
 - `manifest_put`: one `try_put_many` call per batch against the manifest;
-- `json_entities_and_put`: both in one call, for rows known valid but for their JSON;
+- `checked_lines_and_put`: both in one call, for lines whose id is on no other line;
 - `manifest_taken`: which kept events an earlier batch stored with another fingerprint.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
@@ -17,34 +20,68 @@ from pyspark.sql.pandas.functions import arrow_udf
 
 from events_manifest import ManifestError
 from events_manifest.model import from_epoch_seconds
+from spark_integration import fields
 from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.sdj import IgluParts, read_rows
+from spark_integration.sdj import Found, IgluParts, read_rows
 
 if TYPE_CHECKING:
     from pyspark.sql._typing import UserDefinedFunctionLike
 
 ENTITY_TYPE = T.StructType([T.StructField(n, T.StringType()) for n in ("vendor", "name", "format", "version", "data")])
-ENTITIES_TYPE = T.StructType(
-    [T.StructField("errors", T.ArrayType(T.StringType())), T.StructField("entities", T.ArrayType(ENTITY_TYPE))]
+_TEXT, _MICROS = T.StringType(), T.LongType()
+LINE_TYPE = T.StructType(
+    [
+        *(T.StructField(n, _TEXT) for n in ("event_id", "fingerprint", "collector_tstamp")),
+        *(T.StructField(n, _MICROS) for n in ("etl_us", "collector_us")),
+        T.StructField("errors", T.ArrayType(_TEXT)),
+        T.StructField("entities", T.ArrayType(ENTITY_TYPE)),
+        *(T.StructField(n, _TEXT) for n in ("atomic_before", "atomic_after")),
+    ]
 )
+"""What `checked_lines` adds to each line; `errors` holds every message (empty when valid)."""
 PUT_TYPE = T.StructType([T.StructField("accepted", T.BooleanType()), T.StructField("error", T.StringType())])
-ENTITIES_AND_PUT_TYPE = T.StructType([*ENTITIES_TYPE.fields, T.StructField("put", PUT_TYPE)])
+LINE_AND_PUT_TYPE = T.StructType([*LINE_TYPE.fields, T.StructField("put", PUT_TYPE)])
 
 _ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
 
 
-def _entities(contexts: pa.Array, unstruct: pa.Array, derived: pa.Array) -> pa.Array:  # the hint tells Spark: scalar
-    found = read_rows(*(column.cast(pa.binary()).to_pylist() for column in (contexts, unstruct, derived)))
+def _checked(lines: pa.Array) -> list[pa.Array]:
+    """The columns of `LINE_TYPE` for a batch of lines: their fields, then their JSON columns."""
+    found = fields.split_and_check(lines)
+    json = read_rows(*(column.to_pylist() for column in found.json))
+    return [
+        found.event_id,
+        found.fingerprint,
+        found.collector_tstamp,
+        found.etl_us,
+        found.collector_us,
+        _errors(len(lines), found.errors, json),
+        _entities(json),
+        found.atomic_before,
+        found.atomic_after,
+    ]
+
+
+def _entities(found: Found) -> pa.ListArray:
     distinct: dict[IgluParts, int] = {}
     schema_of = pa.array([distinct.setdefault(iglu, len(distinct)) for iglu in found.parts], pa.int32())
     parts = zip(*distinct, strict=True) if distinct else [()] * 4
     columns = [pa.array(part, pa.string()).take(schema_of) for part in parts]
     data = pa.array(found.data, pa.binary()).cast(pa.string())  # UTF-8 already checked
-    flat = pa.StructArray.from_arrays([*columns, data], fields=list(_ENTITY_ARROW))
-    errors = pa.array(found.errors, pa.string())
-    return pa.StructArray.from_arrays(
-        [_lists(found.error_ends, errors), _lists(found.entity_ends, flat)], names=["errors", "entities"]
-    )
+    return _lists(found.entity_ends, pa.StructArray.from_arrays([*columns, data], fields=list(_ENTITY_ARROW)))
+
+
+def _errors(rows: int, of_fields: dict[int, list[str]], found: Found) -> pa.ListArray:
+    """Each line's field messages, then its JSON messages; Python only for lines that have any."""
+    json_ends = np.array([0, *found.error_ends], dtype=np.int64)
+    counts = np.diff(json_ends)
+    for row, listed in of_fields.items():
+        counts[row] += len(listed)
+    messages: list[str] = []
+    for row in np.flatnonzero(counts).tolist():
+        messages += of_fields.get(row, ())
+        messages += found.errors[json_ends[row] : json_ends[row + 1]]
+    return _lists(np.cumsum(counts).tolist(), pa.array(messages, pa.string()))
 
 
 def _lists(ends: list[int], values: pa.Array) -> pa.ListArray:
@@ -52,7 +89,11 @@ def _lists(ends: list[int], values: pa.Array) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array([0, *ends], pa.int32()), values)
 
 
-json_entities: UserDefinedFunctionLike = arrow_udf(_entities, ENTITIES_TYPE)  # type: ignore[call-overload]
+def _lines(lines: pa.Array) -> pa.Array:  # the hint tells Spark: scalar
+    return pa.StructArray.from_arrays(_checked(lines), names=LINE_TYPE.names)
+
+
+checked_lines: UserDefinedFunctionLike = arrow_udf(_lines, LINE_TYPE)  # type: ignore[call-overload]
 
 
 def _put(
@@ -91,29 +132,34 @@ def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
     return udf.asNondeterministic()
 
 
-def json_entities_and_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
-    """`json_entities` and `manifest_put` in one call: a UDF (contexts, unstruct, derived,
-    event_id, fingerprint, wanted, etl_seconds) -> (errors, entities, put) that puts each wanted
-    row whose JSON columns are valid. One trip to Python instead of two for the shred job's
-    lines whose id is on no other line; non-deterministic, as `manifest_put`."""
+def checked_lines_and_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
+    """`checked_lines` and `manifest_put` in one call: a UDF (line, etl_seconds) -> `LINE_TYPE`
+    and `put`, which puts each valid line, its missing fingerprint filled as `dedup_single`
+    fills it. One trip to Python for the shred job's lines whose id is on no other line;
+    non-deterministic, as `manifest_put`."""
 
-    def checked_and_put(
-        contexts: pa.Array,
-        unstruct: pa.Array,
-        derived: pa.Array,
-        event_ids: pa.Array,
-        fingerprints: pa.Array,
-        wanted: pa.Array,
-        etl_seconds: pa.Array,
-    ) -> pa.Array:
-        found: pa.StructArray = _entities(contexts, unstruct, derived)
-        valid_json = pc.equal(pc.list_value_length(found.field("errors")), 0)
-        put = _put(handle, event_ids, fingerprints, pc.and_(wanted, valid_json), etl_seconds)
-        parts = [found.field("errors"), found.field("entities"), put]
-        return pa.StructArray.from_arrays(parts, names=["errors", "entities", "put"])
+    def checked_and_put(lines: pa.Array, etl_seconds: pa.Array) -> pa.Array:
+        columns = _checked(lines)
+        valid = pc.equal(pc.list_value_length(columns[5]), 0)
+        columns[1] = _filled(columns[0], columns[1], valid, etl_seconds)
+        put = _put(handle, columns[0], columns[1], valid, etl_seconds)
+        return pa.StructArray.from_arrays([*columns, put], names=LINE_AND_PUT_TYPE.names)
 
-    udf: UserDefinedFunctionLike = arrow_udf(checked_and_put, ENTITIES_AND_PUT_TYPE)  # type: ignore[call-overload]
+    udf: UserDefinedFunctionLike = arrow_udf(checked_and_put, LINE_AND_PUT_TYPE)  # type: ignore[call-overload]
     return udf.asNondeterministic()
+
+
+def _filled(event_ids: pa.Array, fingerprints: pa.Array, valid: pa.Array, etl_seconds: pa.Array) -> pa.Array:
+    """Missing fingerprints of valid lines filled as `dedup.filled_fingerprint` fills an event's
+    first: a UUID v5 of its id and `missing-fingerprint:<etl seconds>:1`."""
+    missing = pc.and_(valid, pc.equal(fingerprints, "")).to_numpy(zero_copy_only=False)
+    if not missing.any():
+        return fingerprints
+    filled = fingerprints.to_pylist()
+    for row in missing.nonzero()[0].tolist():
+        name = f"missing-fingerprint:{etl_seconds[row].as_py()}:1"
+        filled[row] = str(uuid.uuid5(uuid.UUID(event_ids[row].as_py()), name))
+    return pa.array(filled, pa.string())
 
 
 def manifest_taken(handle: ManifestHandle, etl_seconds: int) -> UserDefinedFunctionLike:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ import pytest
 
 from events_manifest import SqliteManifest
 from spark_integration import shred
-from spark_integration.enriched import INVALID_UTF8
+from spark_integration.fields import INVALID_UTF8
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.summary import ShredSummary
 from tests.shred_helpers import (
@@ -187,7 +187,7 @@ def test_cross_batch_against_a_prepopulated_manifest(spark: Any, tmp_path: Path)
 
 
 def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) -> None:
-    """Lines whose id is on no other line are put in the same trip to Python as their JSON check:
+    """Lines whose id is on no other line are put in the same trip to Python as their checks:
     a line with invalid JSON, fields or UTF-8 is never put (a repaired re-run of it must not be
     taken for a duplicate), a missing fingerprint is put filled, shared ids once per pair."""
     store = tmp_path / "manifest.db"
@@ -209,7 +209,9 @@ def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) 
     assert [e.fingerprint for e in entries[A]] == ["FPA"]
     assert entries[B] == [] and entries[C] == [] and entries[G] == [], "bad lines are not put"
     assert [e.fingerprint for e in entries[D]] == ["FPD"]
-    assert len(entries[E]) == 1 and entries[E][0].fingerprint not in ("", "FPA")
+    etl = int(datetime.strptime(summary.etl_time, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp())
+    filled = uuid5(E, f"missing-fingerprint:{etl}:1")
+    assert [e.fingerprint for e in entries[E]] == [filled], "filled as dedup_single fills an event's first"
 
 
 def test_rerun_of_the_same_input_gives_identical_output(spark: Any, tmp_path: Path) -> None:

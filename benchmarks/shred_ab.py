@@ -1,0 +1,111 @@
+"""The shred job of an earlier revision against the working tree's, alternately in one Spark session.
+
+    python benchmarks/shred_ab.py --old HEAD~1 --events 300000 --rounds 3
+
+On a shared, noisy machine separate benchmark runs of two versions cannot resolve a change worth
+10 to 20%; alternating them in one session, with the baseline of `shred_job.py` between, can.
+The old revision is exported with `git archive` as the package `spark_integration_old`. Prints
+each run's wall and CPU seconds (the JVM and its Python workers), then medians and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+ROOT = Path(__file__).resolve().parent.parent
+OLD = "spark_integration_old"
+
+
+def export(revision: str, into: Path) -> None:
+    """`spark_integration` at `revision`, importable as `spark_integration_old`."""
+    git = ["git", "-C", str(ROOT), "archive", revision, "spark_integration"]
+    archive = subprocess.run(git, check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    (into / "spark_integration").rename(into / OLD)
+    for source in (into / OLD).rglob("*.py"):
+        source.write_text(re.sub(r"\bspark_integration\b", OLD, source.read_text()))
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and all its descendants (Spark's Python workers)."""
+    pids, todo = [str(pid)], [str(pid)]
+    while todo:
+        children = subprocess.run(["pgrep", "-P", todo.pop()], capture_output=True, text=True).stdout.split()
+        pids += children
+        todo += children
+    ticks = 0
+    for p in pids:
+        with contextlib.suppress(OSError):  # ended meanwhile
+            ticks += sum(int(x) for x in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", default="HEAD", help="git revision to compare the working tree with")
+    parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="shred-ab-"))
+    try:
+        export(args.old, work)
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(work), str(ROOT), os.environ.get("PYTHONPATH", "")])
+        sys.path[:0] = [str(work), str(ROOT), str(ROOT / "benchmarks")]
+        import shred_job
+
+        from spark_integration import local_session, shred
+
+        old_shred = __import__(OLD).shred
+        lines = shred_job.generate(work / "in", args.events)
+        print(f"input: {lines:,} lines; old = {args.old}, new = the working tree")
+        spark = local_session("local[2]")
+        gateway = spark._jvm
+        assert gateway is not None
+        jvm = gateway.java.lang.ProcessHandle.current().pid()
+        runs = 0
+
+        def run(name: str) -> tuple[float, float]:
+            nonlocal runs
+            runs += 1
+            out = work / f"out-{runs}"
+            cpu, started = tree_cpu(jvm), time.monotonic()
+            if name == "baseline":
+                shred_job.baseline(spark, str(work / "in"), str(out))
+            else:
+                job = shred if name == "new" else old_shred
+                job(spark, str(work / "in"), str(out), str(work / f"bad-{runs}"), manifest=f"sqlite:///{out}.db")
+            seconds = time.monotonic() - started
+            shutil.rmtree(out, ignore_errors=True)
+            return seconds, tree_cpu(jvm) - cpu
+
+        for name in ("baseline", "old", "new"):
+            run(name)  # warm-up, full size
+        results: dict[str, list[tuple[float, float]]] = {"baseline": [], "old": [], "new": []}
+        for n in range(args.rounds):
+            for name in ("old", "baseline", "new") if n % 2 == 0 else ("new", "baseline", "old"):
+                results[name].append(run(name))
+                print(f"round {n + 1} {name:<8} {results[name][-1][0]:5.1f} s wall {results[name][-1][1]:6.1f} s CPU")
+        walls = {name: median(r[0] for r in rs) for name, rs in results.items()}
+        for name, rs in results.items():
+            cpus, all_walls = median(r[1] for r in rs), sorted(round(r[0], 1) for r in rs)
+            print(f"{name:<8} wall {all_walls} median {walls[name]:.1f} s, CPU median {cpus:.1f} s")
+        print(
+            f"median ratios to the baseline: old {walls['old'] / walls['baseline']:.2f}x, "
+            f"new {walls['new'] / walls['baseline']:.2f}x; new/old {walls['new'] / walls['old']:.2f}"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

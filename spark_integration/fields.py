@@ -1,0 +1,320 @@
+"""The fields of enriched TSV lines, split and checked a whole Arrow batch at a time (SPEC §4).
+
+Pure pyarrow and numpy, no Spark: the shred job hands each batch of lines to Python once (see
+`udfs`), where Arrow's C++ kernels split and check them, in the trip the JSON columns need anyway.
+Spark's own `split` decodes every line to a Java string and encodes each field back: reading,
+checking and cutting the lines costs about a third less CPU this way (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_integration.sdj import show
+
+FIELD_NAMES = (
+    "app_id",
+    "platform",
+    "etl_tstamp",
+    "collector_tstamp",
+    "dvce_created_tstamp",
+    "event",
+    "event_id",
+    "txn_id",
+    "name_tracker",
+    "v_tracker",
+    "v_collector",
+    "v_etl",
+    "user_id",
+    "user_ipaddress",
+    "user_fingerprint",
+    "domain_userid",
+    "domain_sessionidx",
+    "network_userid",
+    "geo_country",
+    "geo_region",
+    "geo_city",
+    "geo_zipcode",
+    "geo_latitude",
+    "geo_longitude",
+    "geo_region_name",
+    "ip_isp",
+    "ip_organization",
+    "ip_domain",
+    "ip_netspeed",
+    "page_url",
+    "page_title",
+    "page_referrer",
+    "page_urlscheme",
+    "page_urlhost",
+    "page_urlport",
+    "page_urlpath",
+    "page_urlquery",
+    "page_urlfragment",
+    "refr_urlscheme",
+    "refr_urlhost",
+    "refr_urlport",
+    "refr_urlpath",
+    "refr_urlquery",
+    "refr_urlfragment",
+    "refr_medium",
+    "refr_source",
+    "refr_term",
+    "mkt_medium",
+    "mkt_source",
+    "mkt_term",
+    "mkt_content",
+    "mkt_campaign",
+    "contexts",
+    "se_category",
+    "se_action",
+    "se_label",
+    "se_property",
+    "se_value",
+    "unstruct_event",
+    "tr_orderid",
+    "tr_affiliation",
+    "tr_total",
+    "tr_tax",
+    "tr_shipping",
+    "tr_city",
+    "tr_state",
+    "tr_country",
+    "ti_orderid",
+    "ti_sku",
+    "ti_name",
+    "ti_category",
+    "ti_price",
+    "ti_quantity",
+    "pp_xoffset_min",
+    "pp_xoffset_max",
+    "pp_yoffset_min",
+    "pp_yoffset_max",
+    "useragent",
+    "br_name",
+    "br_family",
+    "br_version",
+    "br_type",
+    "br_renderengine",
+    "br_lang",
+    "br_features_pdf",
+    "br_features_flash",
+    "br_features_java",
+    "br_features_director",
+    "br_features_quicktime",
+    "br_features_realplayer",
+    "br_features_windowsmedia",
+    "br_features_gears",
+    "br_features_silverlight",
+    "br_cookies",
+    "br_colordepth",
+    "br_viewwidth",
+    "br_viewheight",
+    "os_name",
+    "os_family",
+    "os_manufacturer",
+    "os_timezone",
+    "dvce_type",
+    "dvce_ismobile",
+    "dvce_screenwidth",
+    "dvce_screenheight",
+    "doc_charset",
+    "doc_width",
+    "doc_height",
+    "tr_currency",
+    "tr_total_base",
+    "tr_tax_base",
+    "tr_shipping_base",
+    "ti_currency",
+    "ti_price_base",
+    "base_currency",
+    "geo_timezone",
+    "mkt_clickid",
+    "mkt_network",
+    "etl_tags",
+    "dvce_sent_tstamp",
+    "refr_domain_userid",
+    "refr_device_tstamp",
+    "derived_contexts",
+    "domain_sessionid",
+    "derived_tstamp",
+    "event_vendor",
+    "event_name",
+    "event_format",
+    "event_version",
+    "event_fingerprint",
+    "true_tstamp",
+)
+"""The 131 fields of an enriched event, in order (SPEC §4)."""
+FIELDS = len(FIELD_NAMES)
+MIN_FIELDS = 108
+ETL_TSTAMP, COLLECTOR_TSTAMP, EVENT_ID = 2, 3, 6
+CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS = 52, 58, 122
+EVENT_FINGERPRINT = 129
+JSON_FIELDS = (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS)
+ATOMIC_BEFORE = tuple(range(EVENT_ID))
+ATOMIC_AFTER = tuple(i for i in range(EVENT_ID + 1, FIELDS) if i not in JSON_FIELDS)
+"""The atomic-events line's fields before and after event_id: 6 + 1 + 121 = 128 (SPEC §5)."""
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\z"
+TSTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?\z"
+r"""Both patterns mean the same to Java (Spark's `rlike`) and to RE2 (Arrow): `\z` is the end of
+the text, where Java's `$` would also match before a final line break."""
+INVALID_UTF8 = "Line is not valid UTF-8 (its invalid bytes are shown here as U+FFFD)"
+
+_PADDING = pa.array(["\t" * k for k in range(FIELDS - MIN_FIELDS + 1)], pa.binary())
+_EMPTY_LINE = pa.scalar("\t" * (FIELDS - 1), pa.binary())
+_EPOCH = pa.scalar("1970-01-01 00:00:00", pa.binary())
+_MONTH_DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+
+
+class Fields(NamedTuple):
+    """The fields of a batch of lines, column by column; null on a line of the wrong shape."""
+
+    event_id: pa.Array
+    fingerprint: pa.Array
+    collector_tstamp: pa.Array
+    etl_us: pa.Array
+    """etl_tstamp as epoch microseconds, null where it is not a timestamp (int64)."""
+    collector_us: pa.Array
+    json: tuple[pa.Array, pa.Array, pa.Array]
+    """contexts, unstruct_event and derived_contexts, as bytes."""
+    atomic_before: pa.Array
+    """The atomic-events line's fields before event_id, tab-joined; `atomic_after` those after."""
+    atomic_after: pa.Array
+    errors: dict[int, list[str]]
+    """The messages of each line that has any, by its row in the batch."""
+
+
+def split_and_check(lines: pa.Array) -> Fields:
+    """Split a batch of lines (Arrow strings) into their fields, pad lines of 108 to 130 fields
+    (older enrichment) to 131, and check the shape, event_id, the timestamps and UTF-8; the JSON
+    fields are left to `sdj`."""
+    raw = lines.view(pa.binary())
+    count = pc.add(pc.count_substring(raw, "\t"), 1)
+    shape = pc.fill_null(pc.and_(pc.greater_equal(count, MIN_FIELDS), pc.less_equal(count, FIELDS)), False)
+    padding = _PADDING.take(pc.if_else(shape, pc.subtract(FIELDS, count), 0))
+    padded = pc.if_else(shape, pc.binary_join_element_wise(raw, padding, b""), _EMPTY_LINE)
+    values = pc.split_pattern(padded, "\t").flatten()  # every row now has exactly 131 fields
+    starts = np.arange(len(raw), dtype=np.int64) * FIELDS
+
+    def field(index: int) -> pa.Array:
+        return pc.if_else(shape, values.take(starts + index), pa.scalar(None, pa.binary()))
+
+    def joined(indices: tuple[int, ...]) -> pa.Array:
+        taken = values.take((starts[:, None] + np.array(indices)).ravel())
+        offsets = pa.array(np.arange(len(raw) + 1, dtype=np.int32) * len(indices))
+        return pc.binary_join(pa.ListArray.from_arrays(offsets, taken), b"\t").view(pa.string())
+
+    event_id, collector, etl = field(EVENT_ID), field(COLLECTOR_TSTAMP), field(ETL_TSTAMP)
+    uuid = pc.fill_null(pc.match_substring_regex(event_id, UUID_PATTERN), True)  # null: wrong shape, said already
+    etl_us, collector_us = epoch_micros(etl), epoch_micros(collector)
+    checks = _Checks(raw, count, shape, event_id, uuid, collector, collector_us, etl, etl_us)
+    return Fields(
+        event_id.view(pa.string()),
+        field(EVENT_FINGERPRINT).view(pa.string()),
+        collector.view(pa.string()),
+        etl_us,
+        collector_us,
+        (field(CONTEXTS), field(UNSTRUCT_EVENT), field(DERIVED_CONTEXTS)),
+        joined(ATOMIC_BEFORE),
+        joined(ATOMIC_AFTER),
+        checks.messages(),
+    )
+
+
+class _Checks(NamedTuple):
+    raw: pa.Array
+    count: pa.Array
+    shape: pa.Array
+    event_id: pa.Array
+    uuid: pa.Array
+    collector: pa.Array
+    collector_us: pa.Array
+    etl: pa.Array
+    etl_us: pa.Array
+
+    def messages(self) -> dict[int, list[str]]:
+        """Every message of each failing line, in SPEC order; Python only for those lines."""
+        utf8 = _valid_utf8(self.raw)
+        timestamps = pc.and_(self.shape, pc.or_(pc.is_null(self.collector_us), pc.is_null(self.etl_us)))
+        failing = pc.or_(pc.or_(pc.invert(self.shape), pc.invert(self.uuid)), timestamps)
+        rows = np.flatnonzero(failing.to_numpy(zero_copy_only=False) | ~utf8)
+        found: dict[int, list[str]] = {}
+        for row in rows.tolist():
+            messages = [] if utf8[row] else [INVALID_UTF8]
+            count = self.count[row].as_py()
+            if count < MIN_FIELDS:
+                messages.append(f"Line does not match Snowplow enriched event (expected 108+ fields; found {count})")
+            elif count > FIELDS:
+                messages.append(
+                    f"Line does not match Snowplow enriched event (expected at most 131 fields; found {count})"
+                )
+            else:
+                if not self.uuid[row].as_py():
+                    messages.append(f"Field [event_id]: [{_shown(self.event_id[row])}] is not a valid UUID")
+                for name, text, micros in (
+                    ("collector_tstamp", self.collector, self.collector_us),
+                    ("etl_tstamp", self.etl, self.etl_us),
+                ):
+                    if not micros[row].is_valid:
+                        messages.append(
+                            f"Field [{name}]: [{_shown(text[row])}] is not a timestamp of the form "
+                            "yyyy-MM-dd HH:mm:ss.SSS"
+                        )
+            found[row] = messages
+        return found
+
+
+def _shown(value: pa.Scalar) -> str:
+    return show(value.as_py().decode("utf-8", "replace"))
+
+
+def _valid_utf8(raw: pa.Array) -> np.ndarray:
+    """Whether each line is valid UTF-8: one C++ pass over the batch, Python only if it fails."""
+    try:
+        raw.view(pa.string()).validate(full=True)
+        return np.ones(len(raw), dtype=bool)
+    except pa.ArrowInvalid:
+        return np.array([_decodes(line) for line in raw.to_pylist()], dtype=bool)
+
+
+def _decodes(line: bytes | None) -> bool:
+    try:
+        if line is not None:
+            line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def epoch_micros(texts: pa.Array) -> pa.Array:
+    """UTC `yyyy-MM-dd HH:mm:ss[.SSSSSS]` texts (bytes) as epoch microseconds, null where the
+    text is not of that form or not a moment of the proleptic Gregorian calendar, as Spark's cast."""
+    shaped = pc.fill_null(pc.match_substring_regex(texts, TSTAMP_PATTERN), False)
+    safe = pc.if_else(shaped, texts, _EPOCH)
+
+    def number(start: int, stop: int) -> np.ndarray:
+        digits = pc.binary_slice(safe, start, stop).view(pa.string())
+        parsed: np.ndarray = pc.cast(pc.utf8_rpad(digits, stop - start, "0"), pa.int64()).to_numpy()
+        return parsed
+
+    year, month, day = number(0, 4), number(5, 7), number(8, 10)
+    hour, minute, second, micro = number(11, 13), number(14, 16), number(17, 19), number(20, 26)
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    month_days = _MONTH_DAYS[np.clip(month - 1, 0, 11)] + ((month == 2) & leap)
+    valid = shaped.to_numpy(zero_copy_only=False) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days)
+    valid &= (hour <= 23) & (minute <= 59) & (second <= 59)
+    # days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
+    march_year = year - (month <= 2)
+    era = np.floor_divide(march_year, 400)
+    year_of_era = march_year - era * 400
+    day_of_year = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    days = era * 146097 + day_of_era - 719468
+    micros = (days * 86400 + hour * 3600 + minute * 60 + second) * 1_000_000 + micro
+    return pa.array(micros, pa.int64(), mask=~valid)

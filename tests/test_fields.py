@@ -1,0 +1,79 @@
+"""The Arrow-batch field checks (`fields`) mean what Spark's own functions mean: timestamps as
+Spark's cast reads them, the patterns as Spark's `rlike` reads them, fields as a plain split."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
+
+from spark_integration import enriched, fields
+from spark_integration.fields import FIELDS, INVALID_UTF8, MIN_FIELDS, UUID_PATTERN, split_and_check
+from tests.shred_helpers import line
+
+A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+
+
+def test_timestamps_read_as_spark_casts_them(spark: Any) -> None:
+    """Every combination of edge values of every part, odd fractions and stray characters."""
+    texts = [
+        f"{year}-{month}-{day} {hour}:{minute}:{second}{suffix}"
+        for year, month, day, hour, minute, second, suffix in itertools.product(
+            ["0000", "0001", "1582", "1900", "1970", "2000", "2023", "2024", "2100", "9999"],
+            ["00", "01", "02", "04", "12", "13"],
+            ["00", "01", "28", "29", "30", "31", "32"],
+            ["00", "23", "24"],
+            ["00", "59", "60"],
+            ["00", "59", "60"],
+            ["", ".", ".1", ".12", ".123", ".123456", ".1234567", "Z", " ", "\r", "\n", "\u2028"],
+        )
+    ]
+    texts += [
+        "",
+        "2026-11-01",
+        "2026-11-01T06:00:00",
+        " 2026-11-01 06:00:00",
+        "2026-1-01 06:00:00",
+        "\uff12\uff10\uff12\uff16-11-01 06:00:00",
+    ]
+    frame = spark.createDataFrame([(t,) for t in texts], "text string")
+    by_spark = [row[0] for row in frame.select(enriched.epoch_micros(F.col("text"))).collect()]
+    by_arrow = fields.epoch_micros(pa.array(texts).view(pa.binary())).to_pylist()
+    assert by_arrow == by_spark
+    assert 1_000 < sum(value is not None for value in by_spark) < len(texts) / 2
+
+
+def test_patterns_end_at_the_end_of_the_text_for_java_and_re2(spark: Any) -> None:
+    ids = [A, A + "\r", A + "\n", A + "\u2028", A.upper(), A + " "]
+    frame = spark.createDataFrame([(i,) for i in ids], "id string")
+    by_spark = [row[0] for row in frame.select(F.col("id").rlike(UUID_PATTERN)).collect()]
+    by_arrow = [bool(x) for x in pc.match_substring_regex(pa.array(ids), UUID_PATTERN).to_pylist()]
+    assert by_spark == by_arrow == [True, False, False, False, False, False]
+
+
+def test_a_batch_splits_pads_and_joins_like_python() -> None:
+    lines = [line(A), line(A, fields=MIN_FIELDS), line(A, fields=120, page_title="caf\u00e9")]
+    found = split_and_check(pa.array(lines))
+    for row, text in enumerate(lines):
+        padded = text.split("\t") + [""] * (FIELDS - len(text.split("\t")))
+        assert found.event_id[row].as_py() == padded[fields.EVENT_ID]
+        assert found.fingerprint[row].as_py() == padded[fields.EVENT_FINGERPRINT]
+        assert found.atomic_before[row].as_py() == "\t".join(padded[i] for i in fields.ATOMIC_BEFORE)
+        assert found.atomic_after[row].as_py() == "\t".join(padded[i] for i in fields.ATOMIC_AFTER)
+        assert [column[row].as_py() for column in found.json] == [padded[i].encode() for i in fields.JSON_FIELDS]
+    assert found.errors == {}
+
+
+def test_only_the_failing_lines_get_messages_each_line_its_own() -> None:
+    raw = pa.array([line(A).encode(), b"caf\xe9", line("x" * 90).encode(), line(A).encode() + b"\xff"])
+    found = split_and_check(raw.view(pa.string()))
+    assert found.errors == {
+        1: [INVALID_UTF8, "Line does not match Snowplow enriched event (expected 108+ fields; found 1)"],
+        2: [f"Field [event_id]: [{'x' * 80}...] is not a valid UUID"],
+        3: [INVALID_UTF8],
+    }
+    assert found.event_id.to_pylist() == [A, None, "x" * 90, A]
+    assert found.json[0][1].as_py() is None, "no JSON to check on a line of the wrong shape"
