@@ -86,6 +86,16 @@ def test_cross_batch_through_the_manifest_shared_with_plain_python(spark: Any, t
     assert outcomes == [Outcome.DUPLICATE, Outcome.DUPLICATE, Outcome.UNIQUE]
 
 
+def test_the_populator_skips_what_the_shred_job_makes_bad_rows(spark: Any, tmp_path: Path) -> None:
+    good, bad_json = "c6ef3124-b53a-4b13-a233-0088f79dcbcb", "0f4d1a2b-b53a-4b13-a233-0088f79dcbcb"
+    archive = [line(good, "FP1"), line(bad_json, "FP2", contexts='{"schema":"iglu:com.acme/x/jsonschema/1-0-0"}')]
+    summary = populate(spark, str(write_input(tmp_path / "archive", archive)), f"sqlite:///{tmp_path}/m.db")
+    assert (summary.input_lines, summary.invalid_lines, summary.stored) == (2, 1, 1)
+    with SqliteManifest(tmp_path / "m.db") as store:
+        assert store.lookup(good, "FP1") is not None
+        assert store.lookup(bad_json, "FP2") is None, "a line with invalid JSON was a bad row, never stored"
+
+
 def test_populated_manifest_warms_the_first_shred(spark: Any, tmp_path: Path) -> None:
     ids = [f"{n:08x}-4b13-4a23-8088-f79dcbcb{n:04x}" for n in range(1, 9)]
     archive = [line(i, f"FP{n}", etl=f"2026-10-{10 + n:02d} 06:00:00.000") for n, i in enumerate(ids)]
