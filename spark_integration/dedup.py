@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from events_manifest.model import to_epoch_seconds
 from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.udfs import manifest_put, manifest_taken
+from spark_integration.udfs import manifest_put, manifest_taken, missing_fingerprint
 
 KEPT = "kept"
 BAD = "bad"
@@ -70,7 +70,7 @@ def dedup_single(events: DataFrame, etl_time: datetime) -> DataFrame:
 def filled_fingerprint(rank: Column, etl_time: datetime) -> Column:
     """A missing fingerprint becomes a UUID of the event id, the batch and the event's rank among
     its id's fingerprint-less events: never a natural duplicate, and the same on a rerun."""
-    batch = F.lit(f"missing-fingerprint:{to_epoch_seconds(etl_time)}:")
+    batch = F.lit(missing_fingerprint(to_epoch_seconds(etl_time)))
     missing = (F.col("fingerprint") == "") & F.col("valid")
     return (
         F.when(missing, uuid5(F.col("event_id"), F.concat(batch, rank.cast("string"))))

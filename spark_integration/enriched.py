@@ -99,5 +99,5 @@ def mark_shared(lines: DataFrame, shared_keys: DataFrame) -> DataFrame:
 
 
 def atomic_line(event_id: Column) -> Column:
-    """The atomic-events line of a row of `json_and_atomic_parts`, with this event id."""
+    """The atomic-events line of a row of `parse`, with this event id."""
     return F.concat_ws("\t", F.col("atomic_before"), event_id, F.col("atomic_after"))

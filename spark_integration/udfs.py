@@ -45,21 +45,21 @@ LINE_AND_PUT_TYPE = T.StructType([*LINE_TYPE.fields, T.StructField("put", PUT_TY
 _ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
 
 
-def _checked(lines: pa.Array) -> list[pa.Array]:
+def _checked(lines: pa.Array) -> dict[str, pa.Array]:
     """The columns of `LINE_TYPE` for a batch of lines: their fields, then their JSON columns."""
     found = fields.split_and_check(lines)
     json = read_rows(*(column.to_pylist() for column in found.json))
-    return [
-        found.event_id,
-        found.fingerprint,
-        found.collector_tstamp,
-        found.etl_us,
-        found.collector_us,
-        _errors(len(lines), found.errors, json),
-        _entities(json),
-        found.atomic_before,
-        found.atomic_after,
-    ]
+    return {
+        "event_id": found.event_id,
+        "fingerprint": found.fingerprint,
+        "collector_tstamp": found.collector_tstamp,
+        "etl_us": found.etl_us,
+        "collector_us": found.collector_us,
+        "errors": _errors(len(lines), found.errors, json),
+        "entities": _entities(json),
+        "atomic_before": found.atomic_before,
+        "atomic_after": found.atomic_after,
+    }
 
 
 def _entities(found: Found) -> pa.ListArray:
@@ -90,7 +90,11 @@ def _lists(ends: list[int], values: pa.Array) -> pa.ListArray:
 
 
 def _lines(lines: pa.Array) -> pa.Array:  # the hint tells Spark: scalar
-    return pa.StructArray.from_arrays(_checked(lines), names=LINE_TYPE.names)
+    return _struct(_checked(lines))
+
+
+def _struct(columns: dict[str, pa.Array]) -> pa.StructArray:
+    return pa.StructArray.from_arrays(list(columns.values()), names=list(columns))
 
 
 checked_lines: UserDefinedFunctionLike = arrow_udf(_lines, LINE_TYPE)  # type: ignore[call-overload]
@@ -140,24 +144,31 @@ def checked_lines_and_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
 
     def checked_and_put(lines: pa.Array, etl_seconds: pa.Array) -> pa.Array:
         columns = _checked(lines)
-        valid = pc.equal(pc.list_value_length(columns[5]), 0)
-        columns[1] = _filled(columns[0], columns[1], valid, etl_seconds)
-        put = _put(handle, columns[0], columns[1], valid, etl_seconds)
-        return pa.StructArray.from_arrays([*columns, put], names=LINE_AND_PUT_TYPE.names)
+        valid = pc.equal(pc.list_value_length(columns["errors"]), 0)
+        event_ids = columns["event_id"]
+        columns["fingerprint"] = _filled(event_ids, columns["fingerprint"], valid, etl_seconds)
+        columns["put"] = _put(handle, event_ids, columns["fingerprint"], valid, etl_seconds)
+        return _struct(columns)
 
     udf: UserDefinedFunctionLike = arrow_udf(checked_and_put, LINE_AND_PUT_TYPE)  # type: ignore[call-overload]
     return udf.asNondeterministic()
 
 
+def missing_fingerprint(etl_seconds: int) -> str:
+    """What a missing fingerprint is derived from, before the event's rank among its id's
+    fingerprint-less events (see `dedup.filled_fingerprint`)."""
+    return f"missing-fingerprint:{etl_seconds}:"
+
+
 def _filled(event_ids: pa.Array, fingerprints: pa.Array, valid: pa.Array, etl_seconds: pa.Array) -> pa.Array:
     """Missing fingerprints of valid lines filled as `dedup.filled_fingerprint` fills an event's
-    first: a UUID v5 of its id and `missing-fingerprint:<etl seconds>:1`."""
+    first: a UUID v5 of its id and `missing_fingerprint(etl) + "1"`."""
     missing = pc.and_(valid, pc.equal(fingerprints, "")).to_numpy(zero_copy_only=False)
     if not missing.any():
         return fingerprints
     filled = fingerprints.to_pylist()
     for row in missing.nonzero()[0].tolist():
-        name = f"missing-fingerprint:{etl_seconds[row].as_py()}:1"
+        name = missing_fingerprint(etl_seconds[row].as_py()) + "1"
         filled[row] = str(uuid.uuid5(uuid.UUID(event_ids[row].as_py()), name))
     return pa.array(filled, pa.string())
 
