@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -27,34 +26,15 @@ def _quoted(column: str | Column) -> Column:
     return F.concat(F.lit('"'), column, F.lit('"'))
 
 
-ATOMIC_KIND, BAD_KIND = "atomic", "bad"
-ATOMIC_PART, BAD_PART, FIRST_TYPE_PART = 0, 1, 2
-"""The `part` of atomic lines and of bad rows; a shredded type's part is a 63-bit hash of its
-schema plus `FIRST_TYPE_PART`: one long, which Spark's write sorts by radix, where five strings
-are compared whole. `shredded_parts` then names each part's folder from its lines."""
-
-
-@attrs.frozen
-class ShreddedType:
-    """An entity's schema, as its folder under `shredded-types/` names it."""
-
-    vendor: str
-    name: str
-    format: str
-    version: str
-
-    def __str__(self) -> str:
-        return "/".join(attrs.astuple(self))
-
-    @property
-    def folder(self) -> str:
-        """`vendor=V/name=N/format=F/version=X`: no escaping, as Iglu parts are `[a-zA-Z0-9_.-]`."""
-        return "/".join(f"{k}={v}" for k, v in attrs.asdict(self).items())
+ATOMIC_KIND, SHREDDED_KIND, BAD_KIND = "atomic", "shredded", "bad"
+NO_PARTITION = "_"
+"""The partition values of atomic and bad lines, which have no schema."""
 
 
 def output_lines(result: DataFrame, failure_tstamp: str) -> DataFrame:
-    """Every line a run writes, from one pass over its result, for one partitioned write: `part`
-    (`ATOMIC_PART`, `BAD_PART`, or a shredded type's) and `value`.
+    """Every line a run writes, from one pass over its result, for one partitioned write:
+    `kind` (atomic, shredded or bad), the schema's `vendor`, `name`, `format`, `version` (for
+    shredded lines) and `value`.
 
     `result` has, for kept events, `atomic`, `entities`, `synthetic`, `new_event_id`, `event_id`,
     `collector_tstamp`; for bad rows, `line` and `errors`; the other columns null.
@@ -81,10 +61,9 @@ def output_lines(result: DataFrame, failure_tstamp: str) -> DataFrame:
     ).select("new_event_id", "collector_tstamp", "out.*")
     lines = lines.filter(F.col("data").isNotNull())  # an event has an atomic line or a bad row, not both
     shredded = F.col("vendor") != ""  # an Iglu vendor is never empty
-    type_part = F.shiftrightunsigned(F.xxhash64(*PARTITIONS), 1) + FIRST_TYPE_PART
-    atomic = F.col("version") == ATOMIC_KIND
     return lines.select(
-        F.when(shredded, type_part).when(atomic, ATOMIC_PART).otherwise(BAD_PART).alias("part"),
+        F.when(shredded, F.lit(SHREDDED_KIND)).otherwise(F.col("version")).alias("kind"),
+        *(F.when(shredded, F.col(k)).otherwise(F.lit(NO_PARTITION)).alias(k) for k in PARTITIONS),
         F.when(shredded, _shredded_line()).otherwise(F.col("data")).alias("value"),
     )
 
@@ -122,46 +101,18 @@ def _bad_row(failure_tstamp: str) -> Column:
 
 
 def write_outputs(lines: DataFrame, staging: Staging) -> str:
-    """Write `output_lines` under the staging folder in one job, a folder per part; returns where."""
+    """Write `output_lines` under the staging folder in one job; returns where."""
     path = staging.path("lines")
-    lines.write.partitionBy("part").text(path)
+    lines.write.partitionBy("kind", *PARTITIONS).text(path)
     return path
 
 
-def staged(written: str, part: int) -> str:
-    """The folder of one part's lines under what `write_outputs` wrote."""
-    return join(written, f"part={part}")
-
-
-def shredded_parts(spark: SparkSession, storage: Storage, written: str) -> dict[int, tuple[ShreddedType, int]]:
-    """Each shredded part written, with its type and line count, read from its lines' schemas
-    in one job. Two types in one part (two schemas of one 63-bit hash) fail the run."""
-    parts = [int(c.split("=")[1]) for c in storage.children(written) if c.startswith("part=")]
-    folders = [staged(written, part) for part in parts if part >= FIRST_TYPE_PART]
-    if not folders:
-        return {}
-    lines = spark.read.option("basePath", written).text(folders)
-    head = F.substring_index("value", ',"data":', 1).alias("head")  # {"schema":{"vendor":...}
-    found: dict[int, tuple[ShreddedType, int]] = {}
-    for part, text, count in lines.groupBy("part", head).count().collect():
-        kind = ShreddedType(**json.loads(text + "}")["schema"])
-        if part in found:
-            raise RuntimeError(f"internal error, nothing written: types {found[part][0]} and {kind} share part {part}")
-        found[part] = (kind, count)
-    return found
-
-
-def moves(
-    written: str, parts: dict[int, tuple[ShreddedType, int]], output_path: str, bad_path: str
-) -> list[tuple[str, str, bool]]:
-    """Where each part goes, for `Staging.commit`: the atomic lines and each shredded type's
-    folder under the output folder; the bad rows' files into the bad folder."""
-    shredded = join(output_path, SHREDDED)
-    return [
-        (staged(written, ATOMIC_PART), join(output_path, ATOMIC), False),
-        (staged(written, BAD_PART), bad_path, True),
-        *((staged(written, part), join(shredded, kind.folder), False) for part, (kind, _) in parts.items()),
-    ]
+def staged(path: str, kind: str) -> str:
+    """Where the lines of one kind are under the staging folder (shredded: its vendor= folders)."""
+    folder = join(path, f"kind={kind}")
+    if kind == SHREDDED_KIND:
+        return folder
+    return join(folder, *(f"{k}={NO_PARTITION}" for k in PARTITIONS))
 
 
 class Storage:
@@ -236,23 +187,20 @@ class Staging:
     def path(self, name: str) -> str:
         return join(self.root, name)
 
-    def commit(self, moves: Sequence[tuple[str, str, bool]], finished: Sequence[str]) -> None:
-        """Move each staged (source, target, flatten) that was written: the folder itself, or with
-        `flatten` its files into `target`. Then each `finished` folder, created if need be, gets a
-        `_SUCCESS` marker, and the staging folder goes."""
+    def commit(self, moves: Sequence[tuple[str, str, bool]]) -> None:
+        """Move each staged (source, target, flatten): the folder itself, or with `flatten` its
+        files into `target`; a source that was never written leaves `target` empty. Each target
+        gets a `_SUCCESS` marker; then the staging folder goes."""
         for source, target, flatten in moves:
-            if not self.storage.exists(source):
-                continue
-            if flatten:
+            written = self.storage.exists(source)
+            if flatten or not written:
                 self.storage.mkdirs(target)
+            if written and flatten:
                 for child in self.storage.children(source):
                     self.storage.move(join(source, child), join(target, child))
-            else:
-                self.storage.mkdirs(target.rsplit("/", 1)[0])
+            elif written:
                 self.storage.move(source, target)
-        for folder in finished:
-            self.storage.mkdirs(folder)
-            self.storage.write_text(join(folder, "_SUCCESS"), "")
+            self.storage.write_text(join(target, "_SUCCESS"), "")
         self.storage.delete(self.root)
 
     def abort(self) -> None:

@@ -283,7 +283,6 @@ def shred(
                     raise failure from None
                 raise
             clock.lap("validate, dedup, manifest, write")
-            parts = output.shredded_parts(spark, storage, written)
             counts: dict[str, int] = tally.get
             summary = ShredSummary(
                 input_lines=scan.lines,
@@ -294,7 +293,7 @@ def shred(
                 cross_batch_duplicates=counts[dedup.CROSS_BATCH],
                 synthetic_duplicates=counts["synthetic"],
                 cross_batch_synthetic_duplicates=counts["synthetic_across"],
-                entities=dict(sorted((str(kind), count) for kind, count in parts.values())),
+                entities=_entity_counts(spark, storage, output.staged(written, output.SHREDDED_KIND)),
                 events_per_event_id={name: counts[f"ids {name}"] for name in BUCKETS},
                 etl_time=_text(etl),
                 manifest=handle.describe() if handle else None,
@@ -309,8 +308,13 @@ def shred(
         except BaseException:
             staging.abort()
             raise
-        finished = [output.join(output_path, output.ATOMIC), output.join(output_path, output.SHREDDED), bad_path]
-        staging.commit(output.moves(written, parts, output_path, bad_path), finished)
+        staging.commit(
+            [
+                (output.staged(written, output.ATOMIC_KIND), output.join(output_path, output.ATOMIC), False),
+                (output.staged(written, output.SHREDDED_KIND), output.join(output_path, output.SHREDDED), False),
+                (output.staged(written, output.BAD_KIND), bad_path, True),
+            ]
+        )
         clock.lap("commit")
     finally:
         scan.release()
@@ -376,6 +380,19 @@ def _counts() -> list[Column]:
         within = id_events >= least if most is None else id_events.between(least, most)
         counts.append(F.count(F.when(F.col("id_first") & within, True)).alias(f"ids {name}"))
     return counts
+
+
+def _entity_counts(spark: SparkSession, storage: output.Storage, shredded: str) -> dict[str, int]:
+    """Lines per shredded type, counted in the staged files (`vendor=V/name=N/format=F/version=X`)."""
+    if not storage.exists(shredded):
+        return {}
+    files = spark.read.option("recursiveFileLookup", "true").text(shredded).select(F.input_file_name().alias("file"))
+    counts: dict[str, int] = {}
+    for file, lines in files.groupBy("file").count().collect():
+        folders = file.split("/")[-5:-1]
+        entity_type = "/".join(folder.split("=", 1)[1] for folder in folders)
+        counts[entity_type] = counts.get(entity_type, 0) + lines
+    return dict(sorted(counts.items()))
 
 
 def _base64_json(text: str, flag: str) -> object:

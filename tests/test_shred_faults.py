@@ -15,7 +15,7 @@ import pytest
 from events_manifest import manifest_from_url
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing.strategies import EPOCH, Event
-from spark_integration import output, shred
+from spark_integration import shred
 from tests.conftest import unique_table
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
@@ -104,26 +104,6 @@ def test_a_batch_of_bad_lines_only_leaves_empty_output_folders(spark: Any, tmp_p
     out = sorted(str(p.relative_to(tmp_path / "out")) for p in files)
     assert out == ["_summary.json", "atomic-events/_SUCCESS", "shredded-types/_SUCCESS"]
     assert len(read_bad(tmp_path / "bad")) == 2
-
-
-def test_two_types_in_one_part_fail_the_run_rather_than_share_a_folder(spark: Any, tmp_path: Path) -> None:
-    """A shredded type's part is a hash of its schema: two schemas of one hash are caught."""
-    written = tmp_path / "lines"
-    schema = '{"schema":{"vendor":"com.acme","name":"%s","format":"jsonschema","version":"1-0-0"},"data":{}}\n'
-    (written / "part=7").mkdir(parents=True)
-    (written / "part=7" / "part-00000.txt").write_text(schema % "a" * 2 + schema % "b")
-    (written / "part=9").mkdir()
-    (written / "part=9" / "part-00000.txt").write_text(schema % "c")
-    (written / f"part={output.BAD_PART}").mkdir()
-    (written / f"part={output.BAD_PART}" / "part-00000.txt").write_text("not read\n")
-    storage = output.Storage(spark)
-    with pytest.raises(RuntimeError, match=r"types com.acme/(a|b)/jsonschema/1-0-0 and com.acme/(b|a)/.* share part 7"):
-        output.shredded_parts(spark, storage, str(written))
-    (written / "part=7" / "part-00000.txt").write_text(schema % "a" * 2)
-    assert output.shredded_parts(spark, storage, str(written)) == {
-        7: (output.ShreddedType("com.acme", "a", "jsonschema", "1-0-0"), 2),
-        9: (output.ShreddedType("com.acme", "c", "jsonschema", "1-0-0"), 1),
-    }
 
 
 @pytest.mark.parametrize("store", ["sqlite", "dynalite"])
