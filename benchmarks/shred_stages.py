@@ -1,0 +1,121 @@
+"""Where the shred job's time goes: the job cut short after each step, side by side in one session.
+
+    python benchmarks/shred_stages.py --events 300000 --rounds 3
+
+Each stage runs the job up to a step, to Spark's `noop` sink (the last stage is the whole job),
+so the difference between two consecutive stages is what that step costs:
+
+    baseline      read, split, dropDuplicates, write (as in shred_job.py)
+    scan          the batch scan: line count, etl time, ids on more than one line
+    validate      + both branches of the main pass: fields and JSON checked, no manifest
+    validate_put  + the SQLite manifest's puts
+    dedup         + natural, synthetic and cross-batch dedup
+    lines         + every output line built
+    job           + the partitioned write, the counts, the commit: the whole job
+
+After a warm-up of each, the stages run alternately forwards and backwards; prints wall and CPU
+seconds (the JVM and its Python workers) of each run, then medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from statistics import median
+
+ROOT = Path(__file__).resolve().parent
+sys.path[:0] = [str(ROOT.parent), str(ROOT)]
+
+import shred_ab  # noqa: E402
+import shred_job  # noqa: E402
+
+from spark_integration import local_session, output, shred, shredder  # noqa: E402
+from spark_integration.manifest_handle import ManifestHandle  # noqa: E402
+
+STAGES = ["baseline", "scan", "validate", "validate_put", "dedup", "lines", "job"]
+
+
+def stage_runner(spark, source: str, work: Path) -> Callable[[str], None]:  # type: ignore[no-untyped-def]
+    """A function that runs one stage, each run with its own output folder and manifest."""
+    runs = 0
+
+    def run(stage: str) -> None:
+        nonlocal runs
+        runs += 1
+        out, manifest = work / f"out-{runs}", f"sqlite:///{work}/manifest-{runs}.db"
+        try:
+            if stage == "baseline":
+                shred_job.baseline(spark, source, str(out))
+            elif stage == "job":
+                shred(spark, source, str(out), str(work / f"bad-{runs}"), manifest=manifest)
+            else:
+                _cut_short(spark, source, stage, ManifestHandle.of(manifest) if stage != "validate" else None)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(work / f"bad-{runs}", ignore_errors=True)
+
+    return run
+
+
+def _cut_short(spark, source: str, stage: str, manifest: ManifestHandle | None) -> None:  # type: ignore[no-untyped-def]
+    scan = shredder.scan_batch(spark, source)
+    try:
+        if stage == "scan":
+            return
+        etl = scan.etl_time
+        assert etl is not None
+        put_at = etl if manifest else None
+        result = shredder.validate(spark, source, scan.shared_keys, manifest=manifest, etl_time=put_at)
+        if stage == "dedup":
+            result = shredder.dedup_enriched(result, etl, manifest)
+        elif stage == "lines":
+            result = output.output_lines(shredder.dedup_enriched(result, etl, manifest), "2026-01-01T00:00:00.000Z")
+        result.write.format("noop").mode("overwrite").save()
+    finally:
+        scan.release()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {','.join(STAGES)}")
+    args = parser.parse_args()
+    stages = args.stages.split(",")
+    work = Path(tempfile.mkdtemp(prefix="shred-stages-"))
+    try:
+        lines = shred_job.generate(work / "in", args.events)
+        print(f"input: {lines:,} lines")
+        spark = local_session("local[2]")
+        gateway = spark._jvm
+        assert gateway is not None
+        jvm = gateway.java.lang.ProcessHandle.current().pid()
+        run = stage_runner(spark, str(work / "in"), work)
+
+        def timed(stage: str) -> tuple[float, float]:
+            cpu, started = shred_ab.tree_cpu(jvm), time.monotonic()
+            run(stage)
+            return time.monotonic() - started, shred_ab.tree_cpu(jvm) - cpu
+
+        for stage in stages:
+            timed(stage)  # warm-up, full size
+        results: dict[str, list[tuple[float, float]]] = {stage: [] for stage in stages}
+        for n in range(args.rounds):
+            for stage in stages if n % 2 == 0 else stages[::-1]:
+                wall, cpu = timed(stage)
+                results[stage].append((wall, cpu))
+                print(f"round {n + 1} {stage:<13} {wall:5.1f} s wall {cpu:6.1f} s CPU")
+        print(f"{'stage':<13} {'wall':>6} {'CPU':>6}  (medians, seconds)")
+        for stage, rs in results.items():
+            print(f"{stage:<13} {median(r[0] for r in rs):6.1f} {median(r[1] for r in rs):6.1f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
