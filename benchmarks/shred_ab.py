@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
@@ -50,6 +51,29 @@ def tree_cpu(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def alternate(  # type: ignore[no-untyped-def]
+    spark, run: Callable[[str], None], order: list[str], rounds: int
+) -> dict[str, list[tuple[float, float]]]:
+    """`run` each name of `order` once to warm up, then `rounds` times, forwards then backwards:
+    the (wall, CPU) seconds of each run, CPU being the JVM's and its Python workers'."""
+    jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
+
+    def timed(name: str) -> tuple[float, float]:
+        cpu, started = tree_cpu(jvm), time.monotonic()
+        run(name)
+        return time.monotonic() - started, tree_cpu(jvm) - cpu
+
+    for name in order:
+        timed(name)  # warm-up, full size
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in order}
+    for n in range(rounds):
+        for name in order if n % 2 == 0 else order[::-1]:
+            wall, cpu = timed(name)
+            results[name].append((wall, cpu))
+            print(f"round {n + 1} {name:<13} {wall:5.1f} s wall {cpu:6.1f} s CPU")
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", default="HEAD", help="git revision to compare the working tree with")
@@ -69,32 +93,20 @@ def main() -> None:
         lines = shred_job.generate(work / "in", args.events)
         print(f"input: {lines:,} lines; old = {args.old}, new = the working tree")
         spark = local_session("local[2]")
-        gateway = spark._jvm
-        assert gateway is not None
-        jvm = gateway.java.lang.ProcessHandle.current().pid()
         runs = 0
 
-        def run(name: str) -> tuple[float, float]:
+        def run(name: str) -> None:
             nonlocal runs
             runs += 1
             out = work / f"out-{runs}"
-            cpu, started = tree_cpu(jvm), time.monotonic()
             if name == "baseline":
                 shred_job.baseline(spark, str(work / "in"), str(out))
             else:
                 job = shred if name == "new" else old_shred
                 job(spark, str(work / "in"), str(out), str(work / f"bad-{runs}"), manifest=f"sqlite:///{out}.db")
-            seconds = time.monotonic() - started
             shutil.rmtree(out, ignore_errors=True)
-            return seconds, tree_cpu(jvm) - cpu
 
-        for name in ("baseline", "old", "new"):
-            run(name)  # warm-up, full size
-        results: dict[str, list[tuple[float, float]]] = {"baseline": [], "old": [], "new": []}
-        for n in range(args.rounds):
-            for name in ("old", "baseline", "new") if n % 2 == 0 else ("new", "baseline", "old"):
-                results[name].append(run(name))
-                print(f"round {n + 1} {name:<8} {results[name][-1][0]:5.1f} s wall {results[name][-1][1]:6.1f} s CPU")
+        results = alternate(spark, run, ["old", "baseline", "new"], args.rounds)
         walls = {name: median(r[0] for r in rs) for name, rs in results.items()}
         for name, rs in results.items():
             cpus, all_walls = median(r[1] for r in rs), sorted(round(r[0], 1) for r in rs)

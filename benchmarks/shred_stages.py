@@ -23,7 +23,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median
@@ -92,24 +91,7 @@ def main() -> None:
         lines = shred_job.generate(work / "in", args.events)
         print(f"input: {lines:,} lines")
         spark = local_session("local[2]")
-        gateway = spark._jvm
-        assert gateway is not None
-        jvm = gateway.java.lang.ProcessHandle.current().pid()
-        run = stage_runner(spark, str(work / "in"), work)
-
-        def timed(stage: str) -> tuple[float, float]:
-            cpu, started = shred_ab.tree_cpu(jvm), time.monotonic()
-            run(stage)
-            return time.monotonic() - started, shred_ab.tree_cpu(jvm) - cpu
-
-        for stage in stages:
-            timed(stage)  # warm-up, full size
-        results: dict[str, list[tuple[float, float]]] = {stage: [] for stage in stages}
-        for n in range(args.rounds):
-            for stage in stages if n % 2 == 0 else stages[::-1]:
-                wall, cpu = timed(stage)
-                results[stage].append((wall, cpu))
-                print(f"round {n + 1} {stage:<13} {wall:5.1f} s wall {cpu:6.1f} s CPU")
+        results = shred_ab.alternate(spark, stage_runner(spark, str(work / "in"), work), stages, args.rounds)
         print(f"{'stage':<13} {'wall':>6} {'CPU':>6}  (medians, seconds)")
         for stage, rs in results.items():
             print(f"{stage:<13} {median(r[0] for r in rs):6.1f} {median(r[1] for r in rs):6.1f}")
