@@ -7,10 +7,8 @@ so the difference between two consecutive stages is what that step costs:
 
     baseline      read, split, dropDuplicates, write (as in shred_job.py)
     scan          the batch scan: line count, etl time, ids on more than one line
-    validate      + both branches of the main pass: fields and JSON checked, no manifest
-    validate_put  + the SQLite manifest's puts
-    dedup         + natural, synthetic and cross-batch dedup
-    lines         + every output line built
+    lines         + the main pass to every output line: checks, JSON, dedup, no manifest
+    lines_put     + the SQLite manifest's puts
     job           + the partitioned write, the counts, the commit: the whole job
 
 After a warm-up of each, the stages run alternately forwards and backwards; prints wall and CPU
@@ -33,10 +31,10 @@ sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 import shred_ab  # noqa: E402
 import shred_job  # noqa: E402
 
-from spark_integration import local_session, output, shred, shredder  # noqa: E402
+from spark_integration import local_session, shred, shredder  # noqa: E402
 from spark_integration.manifest_handle import ManifestHandle  # noqa: E402
 
-STAGES = ["baseline", "scan", "validate", "validate_put", "dedup", "lines", "job"]
+STAGES = ["baseline", "scan", "lines", "lines_put", "job"]
 
 
 def stage_runner(spark, source: str, work: Path) -> Callable[[str], None]:  # type: ignore[no-untyped-def]
@@ -53,7 +51,7 @@ def stage_runner(spark, source: str, work: Path) -> Callable[[str], None]:  # ty
             elif stage == "job":
                 shred(spark, source, str(out), str(work / f"bad-{runs}"), manifest=manifest)
             else:
-                _cut_short(spark, source, stage, ManifestHandle.of(manifest) if stage != "validate" else None)
+                _cut_short(spark, source, stage, ManifestHandle.of(manifest) if stage == "lines_put" else None)
         finally:
             shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(work / f"bad-{runs}", ignore_errors=True)
@@ -68,13 +66,10 @@ def _cut_short(spark, source: str, stage: str, manifest: ManifestHandle | None) 
             return
         etl = scan.etl_time
         assert etl is not None
-        put_at = etl if manifest else None
-        result = shredder.validate(spark, source, scan.shared_keys, manifest=manifest, etl_time=put_at)
-        if stage == "dedup":
-            result = shredder.dedup_enriched(result, etl, manifest)
-        elif stage == "lines":
-            result = output.output_lines(shredder.dedup_enriched(result, etl, manifest), "2026-01-01T00:00:00.000Z")
-        result.write.format("noop").mode("overwrite").save()
+        rows = shredder.output_lines(
+            spark, source, etl, manifest, "2026-01-01T00:00:00.000Z", shared_keys=scan.shared_keys
+        )
+        rows.write.format("noop").mode("overwrite").save()
     finally:
         scan.release()
 

@@ -10,15 +10,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from events_manifest.model import to_epoch_seconds
+from spark_integration.lines import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.udfs import manifest_put, manifest_taken, missing_fingerprint
-
-KEPT = "kept"
-BAD = "bad"
-IN_BATCH = "in_batch_duplicate"
-CROSS_BATCH = "cross_batch_duplicate"
-MANIFEST_ERROR = "manifest_error"
-STATUSES = (KEPT, BAD, IN_BATCH, CROSS_BATCH, MANIFEST_ERROR)
 
 
 def uuid5(namespace: Column, name: Column) -> Column:
@@ -52,18 +46,6 @@ def dedup_natural(events: DataFrame, etl_time: datetime) -> DataFrame:
         *(c for c in numbered.columns if c not in ("rank", "fingerprint")),
         filled_fingerprint(F.col("rank"), etl_time),
         F.when(missing, F.lit(1)).otherwise(F.col("rank")).alias("rank"),
-    )
-
-
-def dedup_single(events: DataFrame, etl_time: datetime) -> DataFrame:
-    """`dedup_natural` and `dedup_synthetic` for events whose id is on no other line of the batch:
-    each is first of its pair and keeps its id, so they need no shuffle."""
-    return events.select(
-        *(c for c in events.columns if c != "fingerprint"),
-        filled_fingerprint(F.lit(1), etl_time),
-        F.lit(1).alias("rank"),
-        F.lit(False).alias("synthetic"),
-        F.col("event_id").alias("new_event_id"),
     )
 
 
@@ -125,17 +107,14 @@ def dedup_cross_batch(events: DataFrame, manifest: ManifestHandle | None, etl_ti
     """Put each first-of-its-pair valid event, under its original id, to the manifest; set `status`.
 
     Synthetic duplicates are put too: a later re-delivery of one of them is then a natural
-    duplicate across batches, as it should be. Rows that already have a `put` column were put
-    while validated (see `shredder.validate`).
+    duplicate across batches, as it should be.
     """
     first = F.col("valid") & (F.col("rank") == 1)
     status = F.when(~F.col("valid"), F.lit(BAD)).when(~first, F.lit(IN_BATCH))
     if manifest is None:
         return events.withColumn("status", status.otherwise(F.lit(KEPT))).withColumn("manifest_error", F.lit(None))
-    if "put" not in events.columns:
-        put = manifest_put(manifest)
-        etl = F.lit(to_epoch_seconds(etl_time)).cast("long")
-        events = events.withColumn("put", put(F.col("event_id"), F.col("fingerprint"), first, etl))
+    put = manifest_put(manifest, to_epoch_seconds(etl_time))
+    events = events.withColumn("put", put(F.col("event_id"), F.col("fingerprint"), first))
     status = (
         status.when(F.col("put.error").isNotNull(), F.lit(MANIFEST_ERROR))
         .when(~F.col("put.accepted"), F.lit(CROSS_BATCH))

@@ -47,15 +47,13 @@ def epoch_micros(column: Column) -> Column:
     return F.when(column.rlike(TSTAMP_PATTERN), F.unix_micros(parsed))
 
 
-def parse(lines: DataFrame, check: Column | None = None) -> DataFrame:
+def parse(lines: DataFrame) -> DataFrame:
     """Each line (column `line`) split, padded and checked, its JSON columns too (SPEC §4), one
     Arrow batch at a time in Python. Adds `event_id`, `fingerprint`, `collector_tstamp`, `etl_us`,
     `collector_us`, `errors` (every message for the line), `valid` (no errors), `entities` and the
-    atomic-events line around the event id (`atomic_before`, `atomic_after`; see `atomic_line`).
-
-    `check` replaces the UDF call (see `udfs.checked_lines_and_put`, which adds `put`).
+    atomic-events line around the event id (`atomic_before`, `atomic_after`).
     """
-    checked = lines.withColumn("checked", checked_lines(F.col("line")) if check is None else check)
+    checked = lines.withColumn("checked", checked_lines(F.col("line")))
     return checked.select(*lines.columns, "checked.*").withColumn("valid", F.size("errors") == 0)
 
 
@@ -96,8 +94,3 @@ def mark_shared(lines: DataFrame, shared_keys: DataFrame) -> DataFrame:
     flagged = shared_keys.select("key", F.lit(True).alias("shared"))
     joined = lines.withColumn("key", event_key()).join(flagged, "key", "left")
     return joined.withColumn("shared", F.coalesce("shared", F.lit(False))).drop("key")
-
-
-def atomic_line(event_id: Column) -> Column:
-    """The atomic-events line of a row of `parse`, with this event id."""
-    return F.concat_ws("\t", F.col("atomic_before"), event_id, F.col("atomic_after"))

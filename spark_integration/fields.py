@@ -168,9 +168,9 @@ the text, where Java's `$` would also match before a final line break."""
 INVALID_UTF8 = "Line is not valid UTF-8 (its invalid bytes are shown here as U+FFFD)"
 
 _PADDING = pa.array(["\t" * k for k in range(FIELDS - MIN_FIELDS + 1)], pa.binary())
-_EMPTY_LINE = pa.scalar("\t" * (FIELDS - 1), pa.binary())
 _EPOCH = pa.scalar("1970-01-01 00:00:00", pa.binary())
 _MONTH_DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+_ATOMIC_FIELDS = FIELDS - len(JSON_FIELDS)
 
 
 class Fields(NamedTuple):
@@ -191,25 +191,63 @@ class Fields(NamedTuple):
     """The messages of each line that has any, by its row in the batch."""
 
 
+class _Spans:
+    """Where each field of each line of a batch starts and ends in the batch's data buffer, found
+    from the positions of its tabs: no line is split or copied to find them. A field past the end
+    of a line (older lines have 108 to 130 fields) is empty, at the line's end."""
+
+    def __init__(self, raw: pa.Array) -> None:
+        offsets_type = np.int64 if pa.types.is_large_binary(raw.type) else np.int32
+        _, offsets, data = raw.buffers()
+        self.data = data if data is not None else pa.py_buffer(b"")
+        self.offsets_type = offsets_type
+        bounds = np.frombuffer(offsets, offsets_type)[raw.offset : raw.offset + len(raw) + 1].astype(np.int64)
+        self.starts, self.ends = bounds[:-1], bounds[1:]
+        first, last = (int(bounds[0]), int(bounds[-1])) if len(raw) else (0, 0)
+        tabs = np.flatnonzero(np.frombuffer(self.data, np.uint8, last - first, first) == 9) + first
+        self.tabs = np.append(tabs, last)  # a sentinel, so that any tab index is in range
+        self.first_tab = np.searchsorted(tabs, self.starts)
+        self.count = np.searchsorted(tabs, self.ends) - self.first_tab + 1
+        """The number of fields of each line."""
+
+    def end(self, index: int) -> np.ndarray:
+        """Where field `index` of each line ends (at the line's end when the line is shorter)."""
+        inside = index < self.count - 1
+        return np.where(inside, self.tabs[np.where(inside, self.first_tab + index, 0)], self.ends)
+
+    def start(self, index: int) -> np.ndarray:
+        return self.starts if index == 0 else np.minimum(self.end(index - 1) + 1, self.ends)
+
+    def pieces(self, spans: list[tuple[np.ndarray, np.ndarray]], valid: np.ndarray) -> pa.Array:
+        """Each valid line's spans (in order within the line) joined, null on the others."""
+        bounds = np.stack([bound for span in spans for bound in span], axis=1)  # row: s1 e1 s2 e2 ...
+        bounds = np.where(valid[:, None], bounds, self.starts[:, None])
+        flat = np.append(bounds.ravel(), bounds[-1, -1] if len(bounds) else 0).astype(self.offsets_type)
+        binary = pa.large_binary() if self.offsets_type is np.int64 else pa.binary()
+        # the spans and the gaps between them, in one array over the same data, taken without the gaps
+        every = pa.Array.from_buffers(binary, len(flat) - 1, [None, pa.py_buffer(flat), self.data])
+        per_line = len(spans)
+        if per_line == 1:
+            return every.take(pa.array(np.arange(len(valid)) * 2, mask=~valid))
+        taken = every.take(np.arange(len(valid) * per_line) * 2)
+        offsets = pa.array(np.arange(len(valid) + 1, dtype=np.int32) * per_line)
+        return pc.binary_join(pa.ListArray.from_arrays(offsets, taken, mask=pa.array(~valid)), b"")
+
+    def field(self, index: int, valid: np.ndarray) -> pa.Array:
+        return self.pieces([(self.start(index), self.end(index))], valid)
+
+
 def split_and_check(lines: pa.Array) -> Fields:
-    """Split a batch of lines (Arrow strings) into their fields, pad lines of 108 to 130 fields
-    (older enrichment) to 131, and check the shape, event_id, the timestamps and UTF-8; the JSON
-    fields are left to `sdj`."""
-    raw = lines.view(pa.binary())
-    count = pc.add(pc.count_substring(raw, "\t"), 1)
-    shape = pc.fill_null(pc.and_(pc.greater_equal(count, MIN_FIELDS), pc.less_equal(count, FIELDS)), False)
-    padding = _PADDING.take(pc.if_else(shape, pc.subtract(FIELDS, count), 0))
-    padded = pc.if_else(shape, pc.binary_join_element_wise(raw, padding, b""), _EMPTY_LINE)
-    values = pc.split_pattern(padded, "\t").flatten()  # every row now has exactly 131 fields
-    starts = np.arange(len(raw), dtype=np.int64) * FIELDS
+    """Find the fields of a batch of lines (Arrow strings), pad lines of 108 to 130 fields (older
+    enrichment) to 131, and check the shape, event_id, the timestamps and UTF-8; the JSON fields
+    are left to `sdj`."""
+    raw = lines.view(pa.large_binary() if pa.types.is_large_string(lines.type) else pa.binary())
+    spans = _Spans(raw)
+    count = spans.count
+    shape = (count >= MIN_FIELDS) & (count <= FIELDS)
 
     def field(index: int) -> pa.Array:
-        return pc.if_else(shape, values.take(starts + index), pa.scalar(None, pa.binary()))
-
-    def joined(indices: tuple[int, ...]) -> pa.Array:
-        taken = values.take((starts[:, None] + np.array(indices)).ravel())
-        offsets = pa.array(np.arange(len(raw) + 1, dtype=np.int32) * len(indices))
-        return pc.binary_join(pa.ListArray.from_arrays(offsets, taken), b"\t").view(pa.string())
+        return spans.field(index, shape)
 
     event_id, collector, etl = field(EVENT_ID), field(COLLECTOR_TSTAMP), field(ETL_TSTAMP)
     uuid = pc.fill_null(pc.match_substring_regex(event_id, UUID_PATTERN), True)  # null: wrong shape, said already
@@ -221,17 +259,36 @@ def split_and_check(lines: pa.Array) -> Fields:
         etl_us,
         collector_us,
         (field(CONTEXTS), field(UNSTRUCT_EVENT), field(DERIVED_CONTEXTS)),
-        joined(ATOMIC_BEFORE),
-        joined(ATOMIC_AFTER),
+        _atomic_before(spans, shape).view(pa.string()),
+        _atomic_after(spans, shape),
         _messages(
             raw,
-            count,
-            shape,
+            pa.array(count),
+            pa.array(shape),
             event_id,
             uuid,
             {"collector_tstamp": (collector, collector_us), "etl_tstamp": (etl, etl_us)},
         ),
     )
+
+
+def _atomic_before(spans: _Spans, shape: np.ndarray) -> pa.Array:
+    return spans.pieces([(spans.starts, spans.end(EVENT_ID - 1))], shape)
+
+
+def _atomic_after(spans: _Spans, shape: np.ndarray) -> pa.Array:
+    """The fields after event_id without the JSON fields, padded to the atomic line's 128: the
+    line cut around each JSON field and the tab before it (those a shorter line has)."""
+    cuts = [spans.end(index - 1) for index in JSON_FIELDS]
+    resumes = [spans.end(index) for index in JSON_FIELDS]
+    starts = [spans.start(EVENT_ID + 1), *resumes]
+    ends = [*cuts, spans.ends]
+    after = spans.pieces(list(zip(starts, ends, strict=True)), shape)
+    present = spans.count - sum((spans.count > index).astype(np.int64) for index in JSON_FIELDS)
+    missing = np.where(shape, _ATOMIC_FIELDS - present, 0)
+    if missing.any():
+        after = pc.binary_join_element_wise(after, _PADDING.take(missing), b"")
+    return after.view(pa.string())
 
 
 def _messages(

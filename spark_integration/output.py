@@ -9,101 +9,24 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from spark_integration.lines import NO_PARTITION, PARTITIONS, SHREDDED_KIND
 
 ATOMIC = "atomic-events"
 SHREDDED = "shredded-types"
 SUMMARY = "_summary.json"
 RUN_MARKER = "_run.json"
 """Written before the first manifest put, removed when the run has finished: its etl time."""
-DUPLICATE_CONTEXT = ("com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0")
-PARTITIONS = ["vendor", "name", "format", "version"]
 
 
-def _quoted(column: str | Column) -> Column:
-    """A value known to need no JSON escaping (validated ids, timestamps, Iglu parts), in quotes."""
-    return F.concat(F.lit('"'), column, F.lit('"'))
-
-
-ATOMIC_KIND, SHREDDED_KIND, BAD_KIND = "atomic", "shredded", "bad"
-NO_PARTITION = "_"
-"""The partition values of atomic and bad lines, which have no schema."""
-
-
-def output_lines(result: DataFrame, failure_tstamp: str) -> DataFrame:
-    """Every line a run writes, from one pass over its result, for one partitioned write:
-    `kind` (atomic, shredded or bad), the schema's `vendor`, `name`, `format`, `version` (for
-    shredded lines) and `value`.
-
-    `result` has, for kept events, `atomic`, `entities`, `synthetic`, `new_event_id`, `event_id`,
-    `collector_tstamp`; for bad rows, `line` and `errors`; the other columns null.
-    """
-    duplicate = F.struct(
-        *(F.lit(v).alias(k) for k, v in zip(PARTITIONS, DUPLICATE_CONTEXT, strict=True)),
-        F.concat(F.lit('{"originalEventId":'), _quoted("event_id"), F.lit("}")).alias("data"),
-    )
-    entities = F.when(F.col("synthetic"), F.array_append("entities", duplicate)).otherwise(F.col("entities"))
-
-    def schemaless(kind: str, value: Column) -> Column:  # shaped like an entity: no vendor, its kind as version
-        blank = (F.lit("").alias(k) for k in PARTITIONS[:-1])
-        return F.struct(*blank, F.lit(kind).alias("version"), value.alias("data"))
-
-    lines = result.select(
-        "new_event_id",
-        "collector_tstamp",
-        F.explode(
-            F.concat(
-                F.array(schemaless(ATOMIC_KIND, F.col("atomic")), schemaless(BAD_KIND, _bad_row(failure_tstamp))),
-                F.coalesce(entities, F.array()),
-            )
-        ).alias("out"),
-    ).select("new_event_id", "collector_tstamp", "out.*")
-    lines = lines.filter(F.col("data").isNotNull())  # an event has an atomic line or a bad row, not both
-    shredded = F.col("vendor") != ""  # an Iglu vendor is never empty
-    return lines.select(
-        F.when(shredded, F.lit(SHREDDED_KIND)).otherwise(F.col("version")).alias("kind"),
-        *(F.when(shredded, F.col(k)).otherwise(F.lit(NO_PARTITION)).alias(k) for k in PARTITIONS),
-        F.when(shredded, _shredded_line()).otherwise(F.col("data")).alias("value"),
-    )
-
-
-def _shredded_line() -> Column:
-    """SPEC §5's line for one entity: its `data` byte for byte."""
-    return F.concat(
-        F.lit('{"schema":{"vendor":'),
-        _quoted("vendor"),
-        F.lit(',"name":'),
-        _quoted("name"),
-        F.lit(',"format":'),
-        _quoted("format"),
-        F.lit(',"version":'),
-        _quoted("version"),
-        F.lit('},"data":'),
-        F.col("data"),
-        F.lit(',"hierarchy":{"rootId":'),
-        _quoted("new_event_id"),
-        F.lit(',"rootTstamp":'),
-        _quoted("collector_tstamp"),
-        F.lit(',"refRoot":"events","refTree":["events",'),
-        _quoted("name"),
-        F.lit('],"refParent":"events"}}'),
-    )
-
-
-def _bad_row(failure_tstamp: str) -> Column:
-    """`{"line":...,"errors":[{"level":"error","message":...}],"failure_tstamp":...}`, null but for bad rows."""
-    errors = F.transform("errors", lambda m: F.struct(F.lit("error").alias("level"), m.alias("message")))
-    document = F.struct(
-        F.make_valid_utf8("line").alias("line"), errors.alias("errors"), F.lit(failure_tstamp).alias("failure_tstamp")
-    )
-    return F.when(F.col("line").isNotNull(), F.to_json(document))
-
-
-def write_outputs(lines: DataFrame, staging: Staging) -> str:
-    """Write `output_lines` under the staging folder in one job; returns where."""
+def write_outputs(rows: DataFrame, staging: Staging) -> str:
+    """Write the lines of `shredder.output_lines` under the staging folder, partitioned by kind
+    and schema, in one job; returns where."""
     path = staging.path("lines")
-    lines.write.partitionBy("kind", *PARTITIONS).text(path)
+    written = rows.filter(F.col("value").isNotNull()).select("kind", *PARTITIONS, "value")
+    written.write.partitionBy("kind", *PARTITIONS).text(path)
     return path
 
 

@@ -30,13 +30,12 @@ from events_manifest import (
 )
 from events_manifest.cli import parse_timestamp
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
-from spark_integration import dedup, enriched, output
+from spark_integration import dedup, enriched, lines, output, udfs
 from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
 from spark_integration.session import local_session
 from spark_integration.summary import BUCKET_BOUNDS, BUCKETS, ShredSummary
-from spark_integration.udfs import checked_lines_and_put
 
 log = logging.getLogger(__name__)
 
@@ -45,38 +44,14 @@ class OutputExistsError(ManifestConfigError):
     """The output or bad folder already holds files: choose an empty one or pass overwrite."""
 
 
-def validate(
-    spark: SparkSession,
-    input_path: str | list[str],
-    shared_keys: DataFrame | None = None,
-    *,
-    manifest: ManifestHandle | None = None,
-    etl_time: datetime | None = None,
-) -> DataFrame:
-    """Every input line with `valid`, `errors` (all messages for the line) and its `entities`.
-
-    With `shared_keys` (see `BatchScan`), also `shared`; and with a `manifest` and the batch's
-    `etl_time`, each valid line whose id is on no other line (its own first) is put to the
-    manifest in the same trip to Python as its checks: column `put`, which `dedup_enriched`
-    then uses.
-    """
-    if manifest is not None and (shared_keys is None or etl_time is None):
-        raise TypeError("validate: putting to a manifest needs the shared_keys and the batch's etl_time")
+def validate(spark: SparkSession, input_path: str | list[str], only: DataFrame | None = None) -> DataFrame:
+    """Every input line with `valid`, `errors` (all messages for the line), its `entities` and the
+    rest of `enriched.parse`; with `only` (keys, see `BatchScan.shared_keys`), only the lines
+    whose id is among them."""
     lines = enriched.load_enriched(spark, input_path)
-    if shared_keys is None:
-        return enriched.parse(lines)
-    lines = enriched.mark_shared(lines, shared_keys)
-    single = lines.filter(~F.col("shared"))
-    if manifest is None or etl_time is None:
-        single = enriched.parse(single)
-    else:
-        etl = F.lit(to_epoch_seconds(etl_time)).cast("long")
-        single = enriched.parse(single, checked_lines_and_put(manifest)(F.col("line"), etl))
-    shared = enriched.parse(lines.filter(F.col("shared")))
-    # the literal lets Spark drop the other branch wherever `shared` is filtered on
-    return single.withColumn("shared", F.lit(False)).unionByName(
-        shared.withColumn("shared", F.lit(True)), allowMissingColumns=True
-    )
+    if only is not None:
+        lines = enriched.mark_shared(lines, only).filter(F.col("shared")).drop("shared")
+    return enriched.parse(lines)
 
 
 @attrs.frozen
@@ -131,63 +106,85 @@ def dedup_enriched(
     random_ids: bool = False,
     cross_batch_synthetic: bool = False,
 ) -> DataFrame:
-    """All rows with `status`, and for kept events their final id, atomic line and entities.
+    """Validated lines (see `validate`) shuffled by event id and decided: `lines.DECIDED_COLUMNS`.
 
-    Rows whose `shared` column (see `validate`) is false, an event id on no other line, are
-    decided where they are; only the others are shuffled by event id and sorted, once for
-    natural and synthetic dedup. Without `shared`, every row goes that way. The manifest is
-    asked last, unless `validate` already put the row (column `put`). For the summary,
-    `id_events` counts the valid events of each valid row's id and `id_first` marks one valid
-    row per id.
+    One shuffle and sort for natural and synthetic dedup; the manifest is asked last, for the
+    first of each pair. For the summary, `id_events` counts the valid events of each valid row's
+    id and `id_first` marks one valid row per id.
     """
     valid = F.col("valid")
-
-    def brought_together(rows: DataFrame) -> DataFrame:
-        rows = dedup.by_event_id(rows)
-        rows = dedup.dedup_natural(rows, etl_time)
-        rows = dedup.dedup_synthetic(rows, enabled=synthetic, random_ids=random_ids)
-        same_id = Window.partitionBy("event_id")
-        id_events = F.count(F.when(valid, F.lit(1))).over(same_id)
-        where = F.struct("file", "position")
-        first = F.min(F.when(valid, where)).over(same_id) == where
-        return rows.select(
-            "*",
-            F.when(valid, id_events).alias("id_events"),
-            (valid & first).alias("id_first"),
-        )
-
-    if "shared" in events.columns:
-        single = dedup.dedup_single(events.filter(~F.col("shared")), etl_time)
-        single = single.withColumn("id_events", F.when(valid, F.lit(1))).withColumn("id_first", valid)
-        shared = brought_together(events.filter(F.col("shared")).drop("put"))
-        events = dedup.dedup_cross_batch(single, manifest, etl_time).unionByName(
-            dedup.dedup_cross_batch(shared, manifest, etl_time)
-        )
-    else:
-        events = dedup.dedup_cross_batch(brought_together(events), manifest, etl_time)
+    events = dedup.dedup_natural(dedup.by_event_id(events), etl_time)
+    events = dedup.dedup_synthetic(events, enabled=synthetic, random_ids=random_ids)
+    same_id = Window.partitionBy("event_id")
+    where = F.struct("file", "position")
+    first = F.min(F.when(valid, where)).over(same_id) == where
+    events = events.select(
+        "*",
+        F.when(valid, F.count(F.when(valid, F.lit(1))).over(same_id)).alias("id_events"),
+        (valid & first).alias("id_first"),
+    )
+    events = dedup.dedup_cross_batch(events, manifest, etl_time)
     if cross_batch_synthetic:
         if manifest is None:
             raise ManifestConfigError("cross-batch synthetic dedup needs a manifest")
         events = dedup.dedup_synthetic_cross_batch(events, manifest, etl_time, random_ids=random_ids)
     else:
         events = events.withColumn("synthetic_across", F.lit(False))
-    kept = F.col("status") == dedup.KEPT
-    bad = F.col("status").isin(dedup.BAD, dedup.MANIFEST_ERROR)
-    errors = F.when(F.col("status") == dedup.MANIFEST_ERROR, F.array("manifest_error")).otherwise(F.col("errors"))
+    kept = F.col("status") == lines.KEPT
+    bad = F.col("status").isin(lines.BAD, lines.MANIFEST_ERROR)
+    errors = F.when(F.col("status") == lines.MANIFEST_ERROR, F.array("manifest_error")).otherwise(F.col("errors"))
     return events.select(
         "status",
         F.when(valid, F.col("event_id")).alias("event_id"),
-        F.when(valid, F.col("id_events")).alias("id_events"),
-        F.col("id_first"),
         F.when(kept, F.col("new_event_id")).alias("new_event_id"),
         F.when(kept, F.col("synthetic")).alias("synthetic"),
         F.when(kept, F.col("synthetic_across")).alias("synthetic_across"),
+        F.when(valid, F.col("id_events")).alias("id_events"),
+        F.col("id_first"),
         F.when(kept, F.col("collector_tstamp")).alias("collector_tstamp"),
-        F.when(kept, enriched.atomic_line(F.col("new_event_id"))).alias("atomic"),
-        F.when(kept, F.col("entities")).alias("entities"),
+        *(F.when(kept, F.col(part)).alias(part) for part in ("atomic_before", "atomic_after", "entities")),
         F.when(bad, F.col("line")).alias("line"),
         F.when(bad, errors).alias("errors"),
     )
+
+
+def output_lines(
+    spark: SparkSession,
+    input_path: str | list[str],
+    etl_time: datetime,
+    manifest: ManifestHandle | None,
+    failure_tstamp: str,
+    *,
+    shared_keys: DataFrame | None = None,
+    synthetic: bool = True,
+    random_ids: bool = False,
+    cross_batch_synthetic: bool = False,
+) -> DataFrame:
+    """Every line a run writes, and a row per dropped duplicate: `lines.LINES_SCHEMA`.
+
+    With `shared_keys` (see `BatchScan`), a line whose id is on no other line is checked, put,
+    decided and turned into its output lines in one trip to Python where it is read; only the
+    others are shuffled (`dedup_enriched`). Without, every line is shuffled.
+    """
+    if cross_batch_synthetic and manifest is None:
+        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest")
+
+    def decided(only: DataFrame | None) -> DataFrame:
+        events = dedup_enriched(
+            validate(spark, input_path, only),
+            etl_time,
+            manifest,
+            synthetic=synthetic,
+            random_ids=random_ids,
+            cross_batch_synthetic=cross_batch_synthetic,
+        )
+        return udfs.lines_of(events, failure_tstamp)
+
+    if shared_keys is None:
+        return decided(None)
+    unshared = enriched.mark_shared(enriched.load_enriched(spark, input_path), shared_keys)
+    decision = udfs.Unshared(manifest, to_epoch_seconds(etl_time), failure_tstamp, cross_batch_synthetic, random_ids)
+    return udfs.shred_unshared(unshared.filter(~F.col("shared")), decision).unionByName(decided(shared_keys))
 
 
 def _prepare_folder(storage: output.Storage, folder: str, overwrite: bool, what: str) -> None:
@@ -263,10 +260,13 @@ def shred(
         if handle is not None:  # only a manifest remembers a failed run's events
             _check_rerun(unfinished, etl, etl_time is not None, output_path)
             storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
-        result = dedup_enriched(
-            validate(spark, input_path, scan.shared_keys, manifest=handle, etl_time=etl),
+        rows = output_lines(
+            spark,
+            input_path,
             etl,
             handle,
+            failure_tstamp,
+            shared_keys=scan.shared_keys,
             synthetic=synthetic_dedup,
             random_ids=random_synthetic_ids,
             cross_batch_synthetic=cross_batch_synthetic,
@@ -274,9 +274,8 @@ def shred(
         staging = output.Staging(storage, output_path)
         try:
             tally = Observation("shred counts")
-            lines = output.output_lines(result.observe(tally, *_counts()), failure_tstamp)
             try:  # one pass: validation, dedup, the manifest puts and every output line
-                written = output.write_outputs(lines, staging)
+                written = output.write_outputs(rows.observe(tally, *_counts()), staging)
             except Exception as e:
                 failure = _manifest_failure(e)
                 if failure is not None:
@@ -286,14 +285,14 @@ def shred(
             counts: dict[str, int] = tally.get
             summary = ShredSummary(
                 input_lines=scan.lines,
-                kept_events=counts[dedup.KEPT],
-                bad_rows=counts[dedup.BAD] + counts[dedup.MANIFEST_ERROR],
-                manifest_errors=counts[dedup.MANIFEST_ERROR],
-                in_batch_duplicates=counts[dedup.IN_BATCH],
-                cross_batch_duplicates=counts[dedup.CROSS_BATCH],
+                kept_events=counts[lines.KEPT],
+                bad_rows=counts[lines.BAD] + counts[lines.MANIFEST_ERROR],
+                manifest_errors=counts[lines.MANIFEST_ERROR],
+                in_batch_duplicates=counts[lines.IN_BATCH],
+                cross_batch_duplicates=counts[lines.CROSS_BATCH],
                 synthetic_duplicates=counts["synthetic"],
                 cross_batch_synthetic_duplicates=counts["synthetic_across"],
-                entities=_entity_counts(spark, storage, output.staged(written, output.SHREDDED_KIND)),
+                entities=_entity_counts(spark, storage, output.staged(written, lines.SHREDDED_KIND)),
                 events_per_event_id={name: counts[f"ids {name}"] for name in BUCKETS},
                 etl_time=_text(etl),
                 manifest=handle.describe() if handle else None,
@@ -310,9 +309,9 @@ def shred(
             raise
         staging.commit(
             [
-                (output.staged(written, output.ATOMIC_KIND), output.join(output_path, output.ATOMIC), False),
-                (output.staged(written, output.SHREDDED_KIND), output.join(output_path, output.SHREDDED), False),
-                (output.staged(written, output.BAD_KIND), bad_path, True),
+                (output.staged(written, lines.ATOMIC_KIND), output.join(output_path, output.ATOMIC), False),
+                (output.staged(written, lines.SHREDDED_KIND), output.join(output_path, output.SHREDDED), False),
+                (output.staged(written, lines.BAD_KIND), bad_path, True),
             ]
         )
         clock.lap("commit")
@@ -374,7 +373,7 @@ class _Clock:
 def _counts() -> list[Column]:
     """The summary's counts, taken by Spark while the outputs are written (no pass of their own)."""
     status, id_events = F.col("status"), F.col("id_events")
-    counts = [F.count(F.when(status == s, True)).alias(s) for s in dedup.STATUSES]
+    counts = [F.count(F.when(status == s, True)).alias(s) for s in lines.STATUSES]
     counts += [F.count(F.when(F.col(c), True)).alias(c) for c in ("synthetic", "synthetic_across")]
     for name, least, most in BUCKET_BOUNDS:
         within = id_events >= least if most is None else id_events.between(least, most)
@@ -388,10 +387,10 @@ def _entity_counts(spark: SparkSession, storage: output.Storage, shredded: str) 
         return {}
     files = spark.read.option("recursiveFileLookup", "true").text(shredded).select(F.input_file_name().alias("file"))
     counts: dict[str, int] = {}
-    for file, lines in files.groupBy("file").count().collect():
+    for file, count in files.groupBy("file").count().collect():
         folders = file.split("/")[-5:-1]
         entity_type = "/".join(folder.split("=", 1)[1] for folder in folders)
-        counts[entity_type] = counts.get(entity_type, 0) + lines
+        counts[entity_type] = counts.get(entity_type, 0) + count
     return dict(sorted(counts.items()))
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from spark_integration import enriched, fields
@@ -77,3 +79,36 @@ def test_only_the_failing_lines_get_messages_each_line_its_own() -> None:
     }
     assert found.event_id.to_pylist() == [A, None, "x" * 90, A]
     assert found.json[0][1].as_py() is None, "no JSON to check on a line of the wrong shape"
+
+
+_FIELD_TEXT = st.text(st.characters(blacklist_characters="\t\n", blacklist_categories=["Cs"]), max_size=4)
+
+
+_COUNTS = st.sampled_from(
+    [1, 2, fields.EVENT_ID + 1, MIN_FIELDS - 1, MIN_FIELDS, 121, 122, 123, 124, FIELDS - 1, FIELDS, FIELDS + 1]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_COUNTS.flatmap(lambda n: st.lists(_FIELD_TEXT, min_size=n, max_size=n)), min_size=1, max_size=6),
+    st.integers(0, 2),
+)
+def test_fields_are_found_as_a_plain_split_finds_them(rows: list[list[str]], skip: int) -> None:
+    """Any number of fields, empty or not, in an array that may be a slice of a larger one."""
+    rows = [row + [A] * (fields.EVENT_ID + 1 - len(row)) if len(row) > 3 else row for row in rows]
+    lines = ["\t".join(row) for row in rows]
+    found = split_and_check(pa.array(["x\ty"] * skip + lines)[skip:])
+    for row, text in enumerate(lines):
+        split = text.split("\t")
+        if not MIN_FIELDS <= len(split) <= FIELDS:
+            assert found.event_id[row].as_py() is None
+            assert found.atomic_after[row].as_py() is None
+            continue
+        padded = split + [""] * (FIELDS - len(split))
+        assert found.event_id[row].as_py() == padded[fields.EVENT_ID]
+        assert found.fingerprint[row].as_py() == padded[fields.EVENT_FINGERPRINT]
+        assert found.collector_tstamp[row].as_py() == padded[fields.COLLECTOR_TSTAMP]
+        assert found.atomic_before[row].as_py() == "\t".join(padded[i] for i in fields.ATOMIC_BEFORE)
+        assert found.atomic_after[row].as_py() == "\t".join(padded[i] for i in fields.ATOMIC_AFTER)
+        assert [column[row].as_py() for column in found.json] == [padded[i].encode() for i in fields.JSON_FIELDS]
