@@ -82,14 +82,16 @@ def test_each_kind_of_event_gives_its_rows() -> None:
     )
     per_event, per_entity = lines.output_lines(events, "T")
     assert per_event.schema == per_entity.schema == lines.LINES_SCHEMA
+    # in the order of the partitioned write: by kind, a dropped duplicate (no line) last
     assert per_event.column("value").to_pylist() == [
         f"app\tweb\t{A}\trest",
         "app\tweb\tnew-id\trest",
-        None,
         '{"line":"garbage","errors":[{"level":"error","message":"no good"}],"failure_tstamp":"T"}',
+        None,
     ]
-    assert per_event.column("kind").to_pylist() == ["atomic", "atomic", None, "bad"]
-    assert per_event.column("status").to_pylist() == events["status"].to_pylist()
+    assert per_event.column("kind").to_pylist() == ["atomic", "atomic", "bad", None]
+    assert per_event.column("status").to_pylist() == [lines.KEPT, lines.KEPT, lines.BAD, lines.IN_BATCH]
+    assert per_event.column("id_events").to_pylist() == [1, 2, None, 2]
     hierarchy = '"refRoot":"events","refTree":["events","{}"],"refParent":"events"}}}}'
     assert per_entity.to_pydict() == {
         "kind": ["shredded", "shredded"],
