@@ -2,19 +2,25 @@
 
 Pure pyarrow, no Spark: lines whose id is on no other line are decided and turned into output lines
 in the same trip to Python as their checks (see `udfs.shred_unshared`); the few others, after
-Spark's dedup, make one trip here too (`udfs.lines_of`). Each event gives one row carrying its
-status and counts (its atomic line, its bad row, or no line for a dropped duplicate), and kept
-events one row per entity.
+Spark's dedup, make one trip here too (`udfs.lines_of`).
+
+A batch's lines come back to Spark grouped: one row per place they go (atomic, bad, or one
+shredded type), holding all of that batch's lines for it joined by line breaks, and one row of the
+batch's counts. Spark's text writer ends each row with a line break, so the files are the same as
+with a row per line, and the JVM handles a few dozen rows per batch instead of tens of thousands.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from spark_integration.summary import BUCKET_BOUNDS
 
 KEPT = "kept"
 BAD = "bad"
@@ -29,22 +35,23 @@ NO_PARTITION = "_"
 """The partition values of atomic and bad lines, which have no schema."""
 DUPLICATE_CONTEXT = ("com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0")
 
+BUCKET_COUNTS = {name: "ids_" + name.replace("-", "_").replace(">", "over_") for name, _, _ in BUCKET_BOUNDS}
+"""The count of event ids per bucket of the summary's distribution, by bucket name."""
+COUNTS = (*STATUSES, "synthetic", "synthetic_across", *BUCKET_COUNTS.values())
+"""What a count row counts: events per status, re-identified events (and of them those of an id
+an earlier batch had), and event ids per number of valid events."""
+
 LINES_SCHEMA = pa.schema(
     [
         ("kind", pa.string()),
         *((name, pa.string()) for name in PARTITIONS),
         ("value", pa.string()),
-        ("status", pa.string()),
-        ("synthetic", pa.bool_()),
-        ("synthetic_across", pa.bool_()),
-        ("id_events", pa.int64()),
-        ("id_first", pa.bool_()),
+        ("lines", pa.int64()),
+        *((name, pa.int64()) for name in COUNTS),
     ]
 )
-"""One output line (`kind` and the partitions say where it goes, `value` is the line) or, with a
-null `value`, a dropped duplicate; the other columns are set on the one row of each event: its
-`status`, whether it was re-identified, and for valid events how many valid events share its id
-(`id_events`) and whether it is the first of them (`id_first`), for the summary."""
+"""A group of output lines (`kind` and the partitions say where they go, `value` holds them joined
+by line breaks, `lines` counts them), or, with a null `value`, the `COUNTS` of a batch."""
 
 DECIDED_COLUMNS = (
     "status",
@@ -62,43 +69,46 @@ DECIDED_COLUMNS = (
     "errors",
 )
 """What `output_lines` reads of each event: its status and final id (`new_event_id`, for kept
-events), the parts of its atomic line around the id (see `fields.Fields`), its entities, and for
-bad rows its input line and messages."""
+events), whether it was re-identified, for valid events how many valid events share its id
+(`id_events`) and whether it is the first of them (`id_first`), its collector time, the parts of
+its atomic line around the id (see `fields.Fields`), its entities, and for bad rows its input line
+and messages."""
 
-_NULL_TEXT = pa.scalar(None, pa.string())
 
-
-def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> list[pa.RecordBatch]:
-    """The rows of `LINES_SCHEMA` for a batch of decided events (`DECIDED_COLUMNS`): one batch of
-    a row per event, one of a row per entity.
-
-    Each batch comes in the order of the partitioned write (kind, then schema), so that the
-    write's sort of a task's rows finds them in long sorted runs.
-    """
+def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> pa.RecordBatch:
+    """The rows of `LINES_SCHEMA` for a batch of decided events (`DECIDED_COLUMNS`): its atomic
+    lines, its bad rows, its entities' lines by type, and its counts."""
     status = events["status"]
     kept = pc.fill_null(pc.equal(status, KEPT), False)
     bad = pc.fill_null(pc.is_in(status, pa.array([BAD, MANIFEST_ERROR])), False)
     atomic = pc.binary_join_element_wise(events["atomic_before"], events["new_event_id"], events["atomic_after"], "\t")
-    value = pc.if_else(kept, atomic, pc.if_else(bad, _bad_rows(events, bad, failure_tstamp), _NULL_TEXT))
-    kind = pc.if_else(kept, ATOMIC_KIND, pc.if_else(bad, BAD_KIND, _NULL_TEXT))
-    no_partition = pa.array([NO_PARTITION] * len(status), pa.string())
-    one_per_event = pa.RecordBatch.from_arrays(
+    no_partition = (NO_PARTITION,) * len(PARTITIONS)
+    groups = [
+        ((ATOMIC_KIND, *no_partition), atomic.filter(kept)),
+        ((BAD_KIND, *no_partition), _bad_rows(events, bad, failure_tstamp)),
+        *_entity_groups(events, kept),
+    ]
+    groups = [(place, values) for place, values in groups if len(values)]
+    sizes = [len(values) for _, values in groups]
+    offsets = pa.array(np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]), pa.int32())
+    values = pa.concat_arrays([values for _, values in groups]) if groups else pa.array([], pa.string())
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, values), "\n")
+    places = [[place[i] for place, _ in groups] + [None] for i in range(len(PARTITIONS) + 1)]
+    counts = _counts(events, kept)
+    return pa.RecordBatch.from_arrays(
         [
-            kind,
-            *([no_partition] * len(PARTITIONS)),
-            value,
-            status,
-            *(events[name] for name in ("synthetic", "synthetic_across", "id_events", "id_first")),
+            *(pa.array(column, pa.string()) for column in places),
+            pa.concat_arrays([joined, pa.nulls(1, pa.string())]),
+            pa.array([*sizes, 0], pa.int64()),
+            *(pa.array([None] * len(groups) + [counts[name]], pa.int64()) for name in COUNTS),
         ],
         schema=LINES_SCHEMA,
     )
-    if pc.any(bad).as_py():
-        one_per_event = one_per_event.take(pc.array_sort_indices(kind, null_placement="at_end"))
-    return [one_per_event, _entity_lines(events, kept)]
 
 
-def _entity_lines(events: Mapping[str, pa.Array], kept: pa.Array) -> pa.RecordBatch:
-    """A line per entity of each kept event, and its `duplicate` context if it was re-identified."""
+def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple[tuple[str, ...], pa.Array]]:
+    """A line per entity of each kept event, and its `duplicate` context if it was re-identified,
+    grouped by type."""
     entities = pc.if_else(kept, events["entities"], pa.scalar(None, events["entities"].type))
     flat = pc.list_flatten(entities)
     parent = pc.list_parent_indices(entities).cast(pa.int64())
@@ -109,7 +119,10 @@ def _entity_lines(events: Mapping[str, pa.Array], kept: pa.Array) -> pa.RecordBa
         data = pc.binary_join_element_wise('{"originalEventId":"', originals, '"}', "")
         flat = pa.concat_arrays([flat, pa.StructArray.from_arrays([*duplicate, data], fields=list(flat.type))])
         parent = pa.concat_arrays([parent, pa.array(synthetic, pa.int64())])
-    order = _schema_order(*(flat.field(name) for name in PARTITIONS))
+    if not len(flat):
+        return []
+    schemas = pc.binary_join_element_wise(*(flat.field(name) for name in PARTITIONS), "/").dictionary_encode()
+    order = np.argsort(schemas.indices.to_numpy(), kind="stable")
     flat, parent = flat.take(order), parent.take(order)
     columns = {name: flat.field(name) for name in (*PARTITIONS, "data")}
     value = pc.binary_join_element_wise(
@@ -132,30 +145,36 @@ def _entity_lines(events: Mapping[str, pa.Array], kept: pa.Array) -> pa.RecordBa
         '"],"refParent":"events"}}',
         "",
     )
-    count = len(value)
-    nothing = [pa.nulls(count, field.type) for field in LINES_SCHEMA][len(PARTITIONS) + 2 :]
-    return pa.RecordBatch.from_arrays(
-        [pa.array([SHREDDED_KIND] * count, pa.string()), *(columns[name] for name in PARTITIONS), value, *nothing],
-        schema=LINES_SCHEMA,
-    )
+    sizes = np.bincount(schemas.indices.to_numpy(), minlength=len(schemas.dictionary))
+    ends = np.cumsum(sizes)
+    return [
+        ((SHREDDED_KIND, *schema.split("/")), value[end - size : end])
+        for schema, size, end in zip(schemas.dictionary.to_pylist(), sizes.tolist(), ends.tolist(), strict=True)
+    ]
 
 
-def _schema_order(*parts: pa.Array) -> np.ndarray:
-    """The positions of the entities sorted by their schema's parts, through the batch's few
-    distinct schemas (Iglu parts hold no NUL, so the joined key sorts as the parts do)."""
-    encoded = pc.binary_join_element_wise(*parts, "\x00").dictionary_encode()
-    rank = np.argsort(np.argsort(encoded.dictionary.to_numpy(zero_copy_only=False)))
-    order: np.ndarray = np.argsort(rank[encoded.indices.to_numpy()], kind="stable")
-    return order
+def _counts(events: Mapping[str, pa.Array], kept: pa.Array) -> dict[str, int]:
+    """The count row of a batch (see `COUNTS`)."""
+    statuses = pc.value_counts(events["status"]).to_pylist()
+    found = dict.fromkeys(COUNTS, 0)
+    found.update({entry["values"]: entry["counts"] for entry in statuses if entry["values"] is not None})
+    for name in ("synthetic", "synthetic_across"):
+        found[name] = pc.sum(pc.and_(kept, pc.fill_null(events[name], False)).cast(pa.int64())).as_py()
+    first = pc.fill_null(events["id_first"], False)
+    id_events = events["id_events"]
+    for name, least, most in BUCKET_BOUNDS:
+        within = pc.greater_equal(id_events, least)
+        if most is not None:
+            within = pc.and_(within, pc.less_equal(id_events, most))
+        found[BUCKET_COUNTS[name]] = pc.sum(pc.and_(first, pc.fill_null(within, False)).cast(pa.int64())).as_py()
+    return found
 
 
 def _bad_rows(events: Mapping[str, pa.Array], bad: pa.Array, failure_tstamp: str) -> pa.Array:
-    """The bad row of each bad event, null elsewhere: Python only for those rows."""
-    rows: list[str | None] = [None] * len(bad)
+    """The bad row of each bad event: Python only for those rows."""
     lines, errors = events["line"].view(pa.binary()), events["errors"]
-    for row in np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist():
-        rows[row] = bad_row(lines[row].as_py(), errors[row].as_py(), failure_tstamp)
-    return pa.array(rows, pa.string())
+    rows = np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist()
+    return pa.array([bad_row(lines[row].as_py(), errors[row].as_py(), failure_tstamp) for row in rows], pa.string())
 
 
 def bad_row(line: bytes, messages: list[str], failure_tstamp: str) -> str:
@@ -166,4 +185,9 @@ def bad_row(line: bytes, messages: list[str], failure_tstamp: str) -> str:
         "errors": [{"level": "error", "message": message} for message in messages],
         "failure_tstamp": failure_tstamp,
     }
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return _CONTROL_ESCAPE.sub(lambda m: m[1] + m[2].upper(), text) if "\\u00" in text else text
+
+
+_CONTROL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*\\u00)([0-9a-f]{2})")
+"""A control character's escape, which Spark's JSON writer (Jackson) spells in upper case."""

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import attrs
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -35,7 +36,7 @@ from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
 from spark_integration.session import local_session
-from spark_integration.summary import BUCKET_BOUNDS, BUCKETS, ShredSummary
+from spark_integration.summary import BUCKETS, ShredSummary
 
 log = logging.getLogger(__name__)
 
@@ -282,18 +283,18 @@ def shred(
                     raise failure from None
                 raise
             clock.lap("validate, dedup, manifest, write")
-            counts: dict[str, int] = tally.get
+            counts: dict[str, Any] = tally.get
             summary = ShredSummary(
                 input_lines=scan.lines,
-                kept_events=counts[lines.KEPT],
-                bad_rows=counts[lines.BAD] + counts[lines.MANIFEST_ERROR],
-                manifest_errors=counts[lines.MANIFEST_ERROR],
-                in_batch_duplicates=counts[lines.IN_BATCH],
-                cross_batch_duplicates=counts[lines.CROSS_BATCH],
-                synthetic_duplicates=counts["synthetic"],
-                cross_batch_synthetic_duplicates=counts["synthetic_across"],
-                entities=_entity_counts(spark, storage, output.staged(written, lines.SHREDDED_KIND)),
-                events_per_event_id={name: counts[f"ids {name}"] for name in BUCKETS},
+                kept_events=_count(counts, lines.KEPT),
+                bad_rows=_count(counts, lines.BAD) + _count(counts, lines.MANIFEST_ERROR),
+                manifest_errors=_count(counts, lines.MANIFEST_ERROR),
+                in_batch_duplicates=_count(counts, lines.IN_BATCH),
+                cross_batch_duplicates=_count(counts, lines.CROSS_BATCH),
+                synthetic_duplicates=_count(counts, "synthetic"),
+                cross_batch_synthetic_duplicates=_count(counts, "synthetic_across"),
+                entities=_entity_counts(counts["entities"]),
+                events_per_event_id={name: _count(counts, lines.BUCKET_COUNTS[name]) for name in BUCKETS},
                 etl_time=_text(etl),
                 manifest=handle.describe() if handle else None,
                 input_path=input_path if isinstance(input_path, str) else ",".join(input_path),
@@ -301,7 +302,6 @@ def shred(
                 bad_path=bad_path,
                 seconds=0.0,
             )
-            clock.lap("counts")
             if not summary.balanced:
                 raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
         except BaseException:
@@ -371,26 +371,23 @@ class _Clock:
 
 
 def _counts() -> list[Column]:
-    """The summary's counts, taken by Spark while the outputs are written (no pass of their own)."""
-    status, id_events = F.col("status"), F.col("id_events")
-    counts = [F.count(F.when(status == s, True)).alias(s) for s in lines.STATUSES]
-    counts += [F.count(F.when(F.col(c), True)).alias(c) for c in ("synthetic", "synthetic_across")]
-    for name, least, most in BUCKET_BOUNDS:
-        within = id_events >= least if most is None else id_events.between(least, most)
-        counts.append(F.count(F.when(F.col("id_first") & within, True)).alias(f"ids {name}"))
-    return counts
+    """The summary's counts, taken by Spark while the outputs are written (no pass of their own):
+    the sums of the batches' count rows, and the lines of each shredded type."""
+    shredded = F.struct(*lines.PARTITIONS, "lines")
+    entities = F.collect_list(F.when(F.col("kind") == lines.SHREDDED_KIND, shredded)).alias("entities")
+    return [*(F.sum(name).alias(name) for name in lines.COUNTS), entities]
 
 
-def _entity_counts(spark: SparkSession, storage: output.Storage, shredded: str) -> dict[str, int]:
-    """Lines per shredded type, counted in the staged files (`vendor=V/name=N/format=F/version=X`)."""
-    if not storage.exists(shredded):
-        return {}
-    files = spark.read.option("recursiveFileLookup", "true").text(shredded).select(F.input_file_name().alias("file"))
+def _count(counts: dict[str, Any], name: str) -> int:
+    return int(counts[name] or 0)  # a sum over no rows is null
+
+
+def _entity_counts(groups: list[Any]) -> dict[str, int]:
+    """Lines per shredded type (`vendor/name/format/version`) from the groups of every batch."""
     counts: dict[str, int] = {}
-    for file, count in files.groupBy("file").count().collect():
-        folders = file.split("/")[-5:-1]
-        entity_type = "/".join(folder.split("=", 1)[1] for folder in folders)
-        counts[entity_type] = counts.get(entity_type, 0) + count
+    for group in groups:
+        entity_type = "/".join(group[name] for name in lines.PARTITIONS)
+        counts[entity_type] = counts.get(entity_type, 0) + group["lines"]
     return dict(sorted(counts.items()))
 
 

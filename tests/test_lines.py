@@ -80,31 +80,43 @@ def test_each_kind_of_event_gives_its_rows() -> None:
         line=[None, None, None, "garbage"],
         errors=[None, None, None, ["no good"]],
     )
-    per_event, per_entity = lines.output_lines(events, "T")
-    assert per_event.schema == per_entity.schema == lines.LINES_SCHEMA
-    # in the order of the partitioned write: by kind, a dropped duplicate (no line) last
-    assert per_event.column("value").to_pylist() == [
-        f"app\tweb\t{A}\trest",
-        "app\tweb\tnew-id\trest",
-        '{"line":"garbage","errors":[{"level":"error","message":"no good"}],"failure_tstamp":"T"}',
-        None,
-    ]
-    assert per_event.column("kind").to_pylist() == ["atomic", "atomic", "bad", None]
-    assert per_event.column("status").to_pylist() == [lines.KEPT, lines.KEPT, lines.BAD, lines.IN_BATCH]
-    assert per_event.column("id_events").to_pylist() == [1, 2, None, 2]
-    hierarchy = '"refRoot":"events","refTree":["events","{}"],"refParent":"events"}}}}'
-    assert per_entity.to_pydict() == {
-        "kind": ["shredded", "shredded"],
-        "vendor": ["com.acme", "com.snowplowanalytics.snowplow"],
-        "name": ["page", "duplicate"],
-        "format": ["jsonschema", "jsonschema"],
-        "version": ["1-0-0", "1-0-0"],
-        "value": [
-            '{"schema":{"vendor":"com.acme","name":"page","format":"jsonschema","version":"1-0-0"},"data":{"a":1},'
-            f'"hierarchy":{{"rootId":"{A}","rootTstamp":"2026-11-01 05:00:00.000",' + hierarchy.format("page"),
-            '{"schema":{"vendor":"com.snowplowanalytics.snowplow","name":"duplicate","format":"jsonschema",'
-            f'"version":"1-0-0"}},"data":{{"originalEventId":"{B}"}},"hierarchy":{{"rootId":"new-id",'
-            '"rootTstamp":"2026-11-01 05:00:01.000",' + hierarchy.format("duplicate"),
-        ],
-        **{name: [None, None] for name in ("status", "synthetic", "synthetic_across", "id_events", "id_first")},
+    found = lines.output_lines(events, "T")
+    assert found.schema == lines.LINES_SCHEMA
+    groups = found.to_pylist()
+    counts = groups.pop()  # the batch's counts come last, with no line
+    assert (counts["kind"], counts["value"], counts["lines"]) == (None, None, 0)
+    assert {name: counts[name] for name in lines.COUNTS if counts[name]} == {
+        lines.KEPT: 2,
+        lines.IN_BATCH: 1,
+        lines.BAD: 1,
+        "synthetic": 1,
+        "ids_1": 1,
+        "ids_2": 1,
     }
+    hierarchy = '"refRoot":"events","refTree":["events","{}"],"refParent":"events"}}}}'
+    shredded_page = (
+        '{"schema":{"vendor":"com.acme","name":"page","format":"jsonschema","version":"1-0-0"},"data":{"a":1},'
+        f'"hierarchy":{{"rootId":"{A}","rootTstamp":"2026-11-01 05:00:00.000",' + hierarchy.format("page")
+    )
+    shredded_duplicate = (
+        '{"schema":{"vendor":"com.snowplowanalytics.snowplow","name":"duplicate","format":"jsonschema",'
+        f'"version":"1-0-0"}},"data":{{"originalEventId":"{B}"}},"hierarchy":{{"rootId":"new-id",'
+        '"rootTstamp":"2026-11-01 05:00:01.000",' + hierarchy.format("duplicate")
+    )
+    bad = '{"line":"garbage","errors":[{"level":"error","message":"no good"}],"failure_tstamp":"T"}'
+    assert [(g["kind"], g["vendor"], g["name"], g["format"], g["version"], g["value"], g["lines"]) for g in groups] == [
+        ("atomic", "_", "_", "_", "_", f"app\tweb\t{A}\trest\napp\tweb\tnew-id\trest", 2),
+        ("bad", "_", "_", "_", "_", bad, 1),
+        ("shredded", "com.acme", "page", "jsonschema", "1-0-0", shredded_page, 1),
+        ("shredded", "com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0", shredded_duplicate, 1),
+    ]
+    assert all(g[name] is None for g in groups for name in lines.COUNTS)
+
+
+def test_a_batch_with_no_line_to_write_gives_its_counts_only() -> None:
+    events = _events(status=[lines.CROSS_BATCH], event_id=[A], id_events=[1], id_first=[True])
+    assert lines.output_lines(events, "T").to_pylist() == [
+        {"kind": None, **dict.fromkeys(lines.PARTITIONS), "value": None, "lines": 0}
+        | dict.fromkeys(lines.COUNTS, 0)
+        | {lines.CROSS_BATCH: 1, "ids_1": 1}
+    ]
