@@ -113,8 +113,8 @@ def dedup_cross_batch(events: DataFrame, manifest: ManifestHandle | None, etl_ti
     status = F.when(~F.col("valid"), F.lit(BAD)).when(~first, F.lit(IN_BATCH))
     if manifest is None:
         return events.withColumn("status", status.otherwise(F.lit(KEPT))).withColumn("manifest_error", F.lit(None))
-    put = manifest_put(manifest, to_epoch_seconds(etl_time))
-    events = events.withColumn("put", put(F.col("event_id"), F.col("fingerprint"), first))
+    etl = F.lit(to_epoch_seconds(etl_time)).cast("long")
+    events = events.withColumn("put", manifest_put(manifest)(F.col("event_id"), F.col("fingerprint"), first, etl))
     status = (
         status.when(F.col("put.error").isNotNull(), F.lit(MANIFEST_ERROR))
         .when(~F.col("put.accepted"), F.lit(CROSS_BATCH))

@@ -34,6 +34,9 @@ PARTITIONS = ["vendor", "name", "format", "version"]
 NO_PARTITION = "_"
 """The partition values of atomic and bad lines, which have no schema."""
 DUPLICATE_CONTEXT = ("com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0")
+CHUNK_BYTES = 256 * 1024
+"""About how much text one row of grouped lines holds: large enough that the JVM handles few
+rows, small enough that none is a humongous object to its garbage collector."""
 
 BUCKET_COUNTS = {name: "ids_" + name.replace("-", "_").replace(">", "over_") for name, _, _ in BUCKET_BOUNDS}
 """The count of event ids per bucket of the summary's distribution, by bucket name."""
@@ -89,21 +92,39 @@ def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> pa.Reco
         *_entity_groups(events, kept),
     ]
     groups = [(place, values) for place, values in groups if len(values)]
-    sizes = [len(values) for _, values in groups]
-    offsets = pa.array(np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]), pa.int32())
     values = pa.concat_arrays([values for _, values in groups]) if groups else pa.array([], pa.string())
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, values), "\n")
-    places = [[place[i] for place, _ in groups] + [None] for i in range(len(PARTITIONS) + 1)]
+    group_ends = np.cumsum([len(values) for _, values in groups], dtype=np.int64)
+    ends = _chunk_ends(_offsets(values), group_ends)
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(np.concatenate([[0], ends]), pa.int32()), values), "\n")
+    chunk_group = np.searchsorted(group_ends, ends, side="left")
+    places = [[groups[g][0][i] for g in chunk_group.tolist()] + [None] for i in range(len(PARTITIONS) + 1)]
+    sizes = np.diff(np.concatenate([[0], ends])).tolist()
     counts = _counts(events, kept)
     return pa.RecordBatch.from_arrays(
         [
             *(pa.array(column, pa.string()) for column in places),
             pa.concat_arrays([joined, pa.nulls(1, pa.string())]),
             pa.array([*sizes, 0], pa.int64()),
-            *(pa.array([None] * len(groups) + [counts[name]], pa.int64()) for name in COUNTS),
+            *(pa.array([None] * len(sizes) + [counts[name]], pa.int64()) for name in COUNTS),
         ],
         schema=LINES_SCHEMA,
     )
+
+
+def _offsets(values: pa.Array) -> np.ndarray:
+    """Where each string of an array starts in its data, and where the last ends."""
+    if not len(values):
+        return np.zeros(1, np.int32)
+    return np.frombuffer(values.buffers()[1], np.int32)[values.offset : values.offset + len(values) + 1]
+
+
+def _chunk_ends(offsets: np.ndarray, group_ends: np.ndarray) -> np.ndarray:
+    """Where each row of grouped lines ends: at every group's end, and within a group wherever its
+    lines pass another `CHUNK_BYTES` (`offsets` are the lines' byte offsets)."""
+    cuts = np.arange(offsets[0] + CHUNK_BYTES, offsets[-1], CHUNK_BYTES)
+    within = np.searchsorted(offsets, cuts)
+    ends: np.ndarray = np.union1d(group_ends, within[(within > 0) & (within < len(offsets) - 1)])
+    return ends.astype(np.int64)
 
 
 def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple[tuple[str, ...], pa.Array]]:

@@ -112,16 +112,23 @@ checked_lines: UserDefinedFunctionLike = arrow_udf(_checked_struct, LINE_TYPE)  
 
 
 def _put(
-    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: int
+    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array | int
 ) -> pa.StructArray:
-    """(accepted, error) of each wanted row, put in one `try_put_many` call; nulls elsewhere."""
+    """(accepted, error) of each wanted row, put in one `try_put_many` call with its etl time (one
+    for the batch, or each row's); nulls elsewhere."""
     ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
     positions = np.flatnonzero(pc.fill_null(wanted, False).to_numpy(zero_copy_only=False)).tolist()
     accepted: list[bool | None] = [None] * len(ids)
     errors: list[str | None] = [None] * len(ids)
     if positions:
-        etl = from_epoch_seconds(etl_seconds)
-        outcomes = handle.open().try_put_many([(ids[i], fingerprint_list[i], etl) for i in positions])
+        if isinstance(etl_seconds, int):
+            etl = from_epoch_seconds(etl_seconds)
+            items = [(ids[i], fingerprint_list[i], etl) for i in positions]
+        else:
+            etls = etl_seconds.to_pylist()
+            times = {s: from_epoch_seconds(s) for s in set(etls)}
+            items = [(ids[i], fingerprint_list[i], times[etls[i]]) for i in positions]
+        outcomes = handle.open().try_put_many(items)
         for i, outcome in zip(positions, outcomes, strict=True):
             if isinstance(outcome, ManifestError):
                 errors[i] = f"Manifest: {outcome}"
@@ -132,14 +139,14 @@ def _put(
     )
 
 
-def manifest_put(handle: ManifestHandle, etl_seconds: int) -> UserDefinedFunctionLike:
-    """A UDF (event_id, fingerprint, wanted) -> (accepted, error) that puts the wanted rows.
+def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
+    """A UDF (event_id, fingerprint, wanted, etl_seconds) -> (accepted, error) that puts the wanted rows.
 
     Marked non-deterministic so Spark never duplicates the call in a plan; if a task is retried,
     its puts are repeated with the same etl time and so accepted again: retries are safe.
     """
 
-    def put(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array) -> pa.Array:
+    def put(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array) -> pa.Array:
         return _put(handle, event_ids, fingerprints, wanted, etl_seconds)
 
     udf: UserDefinedFunctionLike = arrow_udf(put, PUT_TYPE)  # type: ignore[call-overload]
