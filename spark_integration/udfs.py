@@ -275,7 +275,8 @@ def shred_unshared(batch_lines: DataFrame, decision: Unshared) -> DataFrame:
     """The output lines (`LINES_TYPE`) of lines (column `line`) whose id is on no other line of the
     batch, each checked, put, decided and written out in one trip to Python where it is read.
 
-    Non-deterministic, as `manifest_put`: a retried task puts its lines again with the same etl time.
+    A plan node of its own, so Spark calls it once per line; a retried task puts its lines again
+    with the same etl time, and they are accepted again: retries are safe.
     """
     return batch_lines.select("line").mapInArrow(decision, LINES_TYPE)
 

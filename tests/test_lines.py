@@ -120,3 +120,23 @@ def test_a_batch_with_no_line_to_write_gives_its_counts_only() -> None:
         | dict.fromkeys(lines.COUNTS, 0)
         | {lines.CROSS_BATCH: 1, "ids_1": 1}
     ]
+
+
+def test_many_lines_of_one_place_come_in_rows_of_about_chunk_bytes() -> None:
+    """Every line once, in order, each row's lines under `CHUNK_BYTES` but for its last one."""
+    atomic = [f"app\t{n:06d}\t" + "x" * (n % 700) for n in range(3000)]
+    events = _events(
+        status=[lines.KEPT] * len(atomic),
+        new_event_id=[A] * len(atomic),
+        atomic_before=atomic,
+        atomic_after=["end"] * len(atomic),
+        collector_tstamp=["2026-11-01 05:00:00.000"] * len(atomic),
+        entities=[[]] * len(atomic),
+    )
+    rows = lines.output_lines(events, "T").to_pylist()[:-1]
+    assert len(rows) > 3 and {row["kind"] for row in rows} == {"atomic"}
+    assert [text for row in rows for text in row["value"].split("\n")] == [f"{a}\t{A}\tend" for a in atomic]
+    assert [row["lines"] for row in rows] == [row["value"].count("\n") + 1 for row in rows]
+    for row in rows:
+        *others, _ = row["value"].encode().split(b"\n")
+        assert sum(map(len, others)) < lines.CHUNK_BYTES

@@ -211,7 +211,7 @@ def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) 
     assert [e.fingerprint for e in entries[D]] == ["FPD"]
     etl = int(datetime.strptime(summary.etl_time, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp())
     filled = uuid5(E, f"missing-fingerprint:{etl}:1")
-    assert [e.fingerprint for e in entries[E]] == [filled], "filled as dedup_single fills an event's first"
+    assert [e.fingerprint for e in entries[E]] == [filled], "filled as dedup_natural fills an event's first"
 
 
 def test_rerun_of_the_same_input_gives_identical_output(spark: Any, tmp_path: Path) -> None:
