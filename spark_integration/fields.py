@@ -263,8 +263,8 @@ def split_and_check(lines: pa.Array) -> Fields:
         _atomic_after(spans, shape),
         _messages(
             raw,
-            pa.array(count),
-            pa.array(shape),
+            count,
+            shape,
             event_id,
             uuid,
             {"collector_tstamp": (collector, collector_us), "etl_tstamp": (etl, etl_us)},
@@ -293,8 +293,8 @@ def _atomic_after(spans: _Spans, shape: np.ndarray) -> pa.Array:
 
 def _messages(
     raw: pa.Array,
-    count: pa.Array,
-    shape: pa.Array,
+    count: np.ndarray,
+    shape: np.ndarray,
     event_id: pa.Array,
     uuid: pa.Array,
     timestamps: dict[str, tuple[pa.Array, pa.Array]],
@@ -302,12 +302,14 @@ def _messages(
     """Every message of each failing line, in SPEC order; Python only for those lines.
     `timestamps` maps each timestamp field's name to its texts and their epoch microseconds."""
     utf8 = _valid_utf8(raw)
-    unread = functools.reduce(pc.or_, (pc.is_null(micros) for _, micros in timestamps.values()))
-    failing = pc.or_(pc.or_(pc.invert(shape), pc.invert(uuid)), pc.and_(shape, unread))
+    unread = functools.reduce(
+        np.logical_or, (pc.is_null(micros).to_numpy(zero_copy_only=False) for _, micros in timestamps.values())
+    )
+    failing = ~shape | ~uuid.to_numpy(zero_copy_only=False) | (shape & unread) | ~utf8
     found: dict[int, list[str]] = {}
-    for row in np.flatnonzero(failing.to_numpy(zero_copy_only=False) | ~utf8).tolist():
+    for row in np.flatnonzero(failing).tolist():
         messages = found[row] = [] if utf8[row] else [INVALID_UTF8]
-        fields = count[row].as_py()
+        fields = int(count[row])
         if fields < MIN_FIELDS:
             messages.append(f"Line does not match Snowplow enriched event (expected 108+ fields; found {fields})")
         elif fields > FIELDS:

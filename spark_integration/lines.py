@@ -4,10 +4,10 @@ Pure pyarrow, no Spark: lines whose id is on no other line are decided and turne
 in the same trip to Python as their checks (see `udfs.shred_unshared`); the few others, after
 Spark's dedup, make one trip here too (`udfs.lines_of`).
 
-A batch's lines come back to Spark grouped: one row per place they go (atomic, bad, or one
-shredded type), holding all of that batch's lines for it joined by line breaks, and one row of the
-batch's counts. Spark's text writer ends each row with a line break, so the files are the same as
-with a row per line, and the JVM handles a few dozen rows per batch instead of tens of thousands.
+A batch's lines come back to Spark grouped by the place they go (atomic, bad, or one shredded
+type), in rows of about `CHUNK_BYTES` of lines joined by line breaks, with one row of the batch's
+counts. Spark's text writer ends each row with a line break, so the files are the same as with a
+row per line, and the JVM handles a few rows per batch instead of tens of thousands.
 """
 
 from __future__ import annotations
@@ -111,6 +111,12 @@ def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> pa.Reco
     )
 
 
+def rows_where(mask: pa.Array) -> np.ndarray:
+    """The positions where a boolean array is true (null counts as false)."""
+    positions: np.ndarray = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+    return positions
+
+
 def _offsets(values: pa.Array) -> np.ndarray:
     """Where each string of an array starts in its data, and where the last ends."""
     if not len(values):
@@ -133,7 +139,7 @@ def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple
     entities = pc.if_else(kept, events["entities"], pa.scalar(None, events["entities"].type))
     flat = pc.list_flatten(entities)
     parent = pc.list_parent_indices(entities).cast(pa.int64())
-    synthetic = np.flatnonzero(pc.and_(kept, pc.fill_null(events["synthetic"], False)).to_numpy(zero_copy_only=False))
+    synthetic = rows_where(pc.and_(kept, events["synthetic"]))
     if len(synthetic):
         originals = events["event_id"].take(synthetic)
         duplicate = [pa.array([part] * len(synthetic), pa.string()) for part in DUPLICATE_CONTEXT]
@@ -180,21 +186,21 @@ def _counts(events: Mapping[str, pa.Array], kept: pa.Array) -> dict[str, int]:
     found = dict.fromkeys(COUNTS, 0)
     found.update({entry["values"]: entry["counts"] for entry in statuses if entry["values"] is not None})
     for name in ("synthetic", "synthetic_across"):
-        found[name] = pc.sum(pc.and_(kept, pc.fill_null(events[name], False)).cast(pa.int64())).as_py()
+        found[name] = len(rows_where(pc.and_(kept, events[name])))
     first = pc.fill_null(events["id_first"], False)
     id_events = events["id_events"]
     for name, least, most in BUCKET_BOUNDS:
         within = pc.greater_equal(id_events, least)
         if most is not None:
             within = pc.and_(within, pc.less_equal(id_events, most))
-        found[BUCKET_COUNTS[name]] = pc.sum(pc.and_(first, pc.fill_null(within, False)).cast(pa.int64())).as_py()
+        found[BUCKET_COUNTS[name]] = len(rows_where(pc.and_(first, within)))
     return found
 
 
 def _bad_rows(events: Mapping[str, pa.Array], bad: pa.Array, failure_tstamp: str) -> pa.Array:
     """The bad row of each bad event: Python only for those rows."""
     lines, errors = events["line"].view(pa.binary()), events["errors"]
-    rows = np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist()
+    rows = rows_where(bad).tolist()
     return pa.array([bad_row(lines[row].as_py(), errors[row].as_py(), failure_tstamp) for row in rows], pa.string())
 
 

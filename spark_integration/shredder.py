@@ -167,8 +167,6 @@ def output_lines(
     decided and turned into its output lines in one trip to Python where it is read; only the
     others are shuffled (`dedup_enriched`). Without, every line is shuffled.
     """
-    if cross_batch_synthetic and manifest is None:
-        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest")
 
     def decided(only: DataFrame | None) -> DataFrame:
         events = dedup_enriched(

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from events_manifest import ManifestError
 from events_manifest.model import from_epoch_seconds
@@ -45,12 +46,7 @@ LINE_TYPE = T.StructType(
 )
 """What `checked_lines` adds to each line; `errors` holds every message (empty when valid)."""
 PUT_TYPE = T.StructType([T.StructField("accepted", T.BooleanType()), T.StructField("error", T.StringType())])
-LINES_TYPE = T.StructType(
-    [
-        T.StructField(field.name, {pa.string(): _TEXT, pa.bool_(): T.BooleanType(), pa.int64(): _MICROS}[field.type])
-        for field in lines.LINES_SCHEMA
-    ]
-)
+LINES_TYPE = from_arrow_schema(lines.LINES_SCHEMA)
 """`lines.LINES_SCHEMA` for Spark: what `shred_unshared` and `lines_of` return."""
 
 _ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
@@ -117,17 +113,13 @@ def _put(
     """(accepted, error) of each wanted row, put in one `try_put_many` call with its etl time (one
     for the batch, or each row's); nulls elsewhere."""
     ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
-    positions = np.flatnonzero(pc.fill_null(wanted, False).to_numpy(zero_copy_only=False)).tolist()
+    positions = lines.rows_where(wanted).tolist()
     accepted: list[bool | None] = [None] * len(ids)
     errors: list[str | None] = [None] * len(ids)
     if positions:
-        if isinstance(etl_seconds, int):
-            etl = from_epoch_seconds(etl_seconds)
-            items = [(ids[i], fingerprint_list[i], etl) for i in positions]
-        else:
-            etls = etl_seconds.to_pylist()
-            times = {s: from_epoch_seconds(s) for s in set(etls)}
-            items = [(ids[i], fingerprint_list[i], times[etls[i]]) for i in positions]
+        etls = etl_seconds.to_pylist() if isinstance(etl_seconds, pa.Array) else [etl_seconds] * len(ids)
+        times = {s: from_epoch_seconds(s) for s in {etls[i] for i in positions}}
+        items = [(ids[i], fingerprint_list[i], times[etls[i]]) for i in positions]
         outcomes = handle.open().try_put_many(items)
         for i, outcome in zip(positions, outcomes, strict=True):
             if isinstance(outcome, ManifestError):
@@ -159,7 +151,7 @@ def _taken(
     """Whether an earlier batch (etl before this one's, entry not expired) stored each wanted
     row's id with another fingerprint; null on the other rows."""
     ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
-    positions = np.flatnonzero(pc.fill_null(wanted, False).to_numpy(zero_copy_only=False)).tolist()
+    positions = lines.rows_where(wanted).tolist()
     answers: list[bool | None] = [None] * len(ids)
     if positions:
         stored = handle.open().entries_of(ids[i] for i in positions)
@@ -190,12 +182,12 @@ def missing_fingerprint(etl_seconds: int) -> str:
 def _filled(event_ids: pa.Array, fingerprints: pa.Array, valid: pa.Array, etl_seconds: int) -> pa.Array:
     """Missing fingerprints of valid lines filled as `dedup.filled_fingerprint` fills an event's
     first: a UUID v5 of its id and `missing_fingerprint(etl) + "1"`."""
-    missing = pc.fill_null(pc.and_(valid, pc.equal(fingerprints, "")), False).to_numpy(zero_copy_only=False)
-    if not missing.any():
+    missing = lines.rows_where(pc.and_(valid, pc.equal(fingerprints, ""))).tolist()
+    if not missing:
         return fingerprints
     filled = fingerprints.to_pylist()
     name = missing_fingerprint(etl_seconds) + "1"
-    for row in missing.nonzero()[0].tolist():
+    for row in missing:
         filled[row] = str(uuid.uuid5(uuid.UUID(event_ids[row].as_py()), name))
     return pa.array(filled, pa.string())
 
@@ -256,7 +248,7 @@ class Unshared:
         }
 
     def _new_ids(self, event_ids: pa.Array, fingerprints: pa.Array, synthetic: pa.Array) -> pa.Array:
-        rows = np.flatnonzero(synthetic.to_numpy(zero_copy_only=False)).tolist()
+        rows = lines.rows_where(synthetic).tolist()
         if not rows:
             return event_ids
         ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
