@@ -58,14 +58,22 @@ def parse(lines: DataFrame) -> DataFrame:
 
 
 def head(line: str = "line") -> Column:
-    """The first 7 fields of a line (fewer on a shorter line), without splitting the rest."""
-    return F.split(F.substring_index(line, "\t", EVENT_ID + 1), "\t")
+    """The first 7 fields of a line, cut at its 7th tab (the whole line when shorter); the rest is
+    never looked at, and nothing is split: see `head_field`."""
+    return F.substring_index(line, "\t", EVENT_ID + 1)
+
+
+def head_field(head: Column, index: int) -> Column:
+    """Field `index` (1 to 6) of a `head`, null when the line has fewer fields. Cut by tab
+    positions in the JVM's bytes: a third cheaper than splitting, which decodes the text."""
+    present = F.substring_index(head, "\t", index) != head  # at least `index` tabs
+    return F.when(present, F.substring_index(F.substring_index(head, "\t", index + 1), "\t", -1))
 
 
 def event_key(line: str = "line") -> Column:
     """A 64-bit hash of field 6 (the event id) on any line of the right shape; null on a line of
     fewer fields. Longs group and join faster than ids; two ids of one hash only cost a shuffle."""
-    return key_of(F.get(head(line), EVENT_ID))
+    return key_of(head_field(head(line), EVENT_ID))
 
 
 def key_of(event_id: Column) -> Column:
@@ -77,14 +85,11 @@ def batch_keys(lines: DataFrame) -> DataFrame:
     where the line's event_id is a UUID and its two timestamps parse (a corrupted line cannot move
     the batch etl time), else null."""
     first = lines.select(head().alias("head"))
-
-    def field_of_head(index: int) -> Column:  # null past the line's end
-        return F.get(F.col("head"), index)
-
-    event_id = field_of_head(EVENT_ID)
-    well_formed = event_id.rlike(UUID_PATTERN) & epoch_micros(field_of_head(COLLECTOR_TSTAMP)).isNotNull()
+    event_id = head_field(F.col("head"), EVENT_ID)
+    well_formed = event_id.rlike(UUID_PATTERN) & epoch_micros(head_field(F.col("head"), COLLECTOR_TSTAMP)).isNotNull()
     return first.select(
-        key_of(event_id).alias("key"), F.when(well_formed, epoch_micros(field_of_head(ETL_TSTAMP))).alias("etl_us")
+        key_of(event_id).alias("key"),
+        F.when(well_formed, epoch_micros(head_field(F.col("head"), ETL_TSTAMP))).alias("etl_us"),
     )
 
 
