@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = "spark_integration_old"
@@ -72,6 +73,32 @@ def alternate(  # type: ignore[no-untyped-def]
             results[name].append((wall, cpu))
             print(f"round {n + 1} {name:<13} {wall:5.1f} s wall {cpu:6.1f} s CPU")
     return results
+
+
+def measure(  # type: ignore[no-untyped-def]
+    prefix: str,
+    events: int,
+    rounds: int,
+    label: str,
+    runner: Callable[[Any, Path], tuple[Callable[[str], None], list[str]]],
+) -> None:
+    """Generate `events` into a temporary folder, start a local session, `alternate` the runs
+    `runner(spark, folder)` returns (a function of a name, and the names) and print their medians."""
+    import shred_job
+
+    from spark_integration import local_session
+
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        print(f"input: {shred_job.generate(work / 'in', events):,} lines")
+        spark = local_session("local[2]")
+        run, order = runner(spark, work)
+        results = alternate(spark, run, order, rounds)
+        print(f"{label:<17} {'wall':>6} {'CPU':>6}  (medians, seconds)")
+        for name, rs in results.items():
+            print(f"{name:<17} {median(r[0] for r in rs):6.2f} {median(r[1] for r in rs):6.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:

@@ -20,12 +20,9 @@ workers), then medians:
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from statistics import median
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -36,9 +33,8 @@ ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 
 import shred_ab  # noqa: E402
-import shred_job  # noqa: E402
 
-from spark_integration import enriched, lines, local_session, shredder  # noqa: E402
+from spark_integration import enriched, lines, shredder  # noqa: E402
 
 
 def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  # type: ignore[no-untyped-def]
@@ -103,17 +99,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="shred-jvm-"))
-    try:
-        print(f"input: {shred_job.generate(work / 'in', args.events):,} lines")
-        spark = local_session("local[2]")
+
+    def runner(spark, work: Path) -> tuple[Callable[[str], None], list[str]]:  # type: ignore[no-untyped-def]
         runs = pieces(spark, str(work / "in"), str(work / "out"))
-        results = shred_ab.alternate(spark, lambda name: runs[name](), list(runs), args.rounds)
-        print(f"{'piece':<17} {'wall':>6} {'CPU':>6}  (medians, seconds)")
-        for name, rs in results.items():
-            print(f"{name:<17} {median(r[0] for r in rs):6.2f} {median(r[1] for r in rs):6.2f}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        return lambda name: runs[name](), list(runs)
+
+    shred_ab.measure("shred-jvm-", args.events, args.rounds, "piece", runner)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from statistics import median
 
 ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT.parent), str(ROOT)]
@@ -31,7 +29,7 @@ sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 import shred_ab  # noqa: E402
 import shred_job  # noqa: E402
 
-from spark_integration import local_session, shred, shredder  # noqa: E402
+from spark_integration import shred, shredder  # noqa: E402
 from spark_integration.manifest_handle import ManifestHandle  # noqa: E402
 
 STAGES = ["baseline", "scan", "lines", "lines_put", "job"]
@@ -81,17 +79,13 @@ def main() -> None:
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {','.join(STAGES)}")
     args = parser.parse_args()
     stages = args.stages.split(",")
-    work = Path(tempfile.mkdtemp(prefix="shred-stages-"))
-    try:
-        lines = shred_job.generate(work / "in", args.events)
-        print(f"input: {lines:,} lines")
-        spark = local_session("local[2]")
-        results = shred_ab.alternate(spark, stage_runner(spark, str(work / "in"), work), stages, args.rounds)
-        print(f"{'stage':<13} {'wall':>6} {'CPU':>6}  (medians, seconds)")
-        for stage, rs in results.items():
-            print(f"{stage:<13} {median(r[0] for r in rs):6.1f} {median(r[1] for r in rs):6.1f}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    shred_ab.measure(
+        "shred-stages-",
+        args.events,
+        args.rounds,
+        "stage",
+        lambda spark, work: (stage_runner(spark, str(work / "in"), work), stages),
+    )
 
 
 if __name__ == "__main__":
