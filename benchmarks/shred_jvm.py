@@ -75,7 +75,7 @@ def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  #
         hadoop.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         hadoop.set("fs.file.impl.disable.cache", "true")
         try:
-            write("kind", *lines.PARTITIONS)
+            write(*lines.PARTITIONS)
         finally:
             hadoop.unset("fs.file.impl")
             hadoop.unset("fs.file.impl.disable.cache")
@@ -88,8 +88,8 @@ def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  #
         "and_back": lambda: python(back=True),
         "write_unparted": lambda: write(),
         "write_kind": lambda: write("kind"),
-        "write_parted": lambda: write("kind", *lines.PARTITIONS),
-        "write_concurrent": with_conf(concurrent, lambda: write("kind", *lines.PARTITIONS)),
+        "write_parted": lambda: write(*lines.PARTITIONS),
+        "write_concurrent": with_conf(concurrent, lambda: write(*lines.PARTITIONS)),
         "write_no_crc": without_crc,
     }
 

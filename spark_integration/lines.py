@@ -5,8 +5,8 @@ in the same trip to Python as their checks (see `udfs.shred_unshared`); the few 
 Spark's dedup, make one trip here too (`udfs.lines_of`).
 
 A batch's lines come back to Spark grouped by the place they go (atomic, bad, or one shredded
-type), in rows of about `CHUNK_BYTES` of lines joined by line breaks, with one row of the batch's
-counts. Spark's text writer ends each row with a line break, so the files are the same as with a
+type: `PARTITIONS`), in rows of about `CHUNK_BYTES` of lines joined by line breaks, with one row of
+the batch's counts. Spark's text writer ends each row with a line break, so the files are the same as with a
 row per line, and the JVM handles a few rows per batch instead of tens of thousands.
 """
 
@@ -30,9 +30,15 @@ MANIFEST_ERROR = "manifest_error"
 STATUSES = (KEPT, BAD, IN_BATCH, CROSS_BATCH, MANIFEST_ERROR)
 
 ATOMIC_KIND, SHREDDED_KIND, BAD_KIND = "atomic", "shredded", "bad"
-PARTITIONS = ["vendor", "name", "format", "version"]
-NO_PARTITION = "_"
-"""The partition values of atomic and bad lines, which have no schema."""
+PARTITIONS = ("kind", "type")
+"""Where a row of lines goes: its kind, and for shredded lines their `vendor/name/format/version`.
+The output is written partitioned by these two alone, so each task makes a folder per kind and
+type, not one per level of `vendor=/name=/format=/version=` (`output.Staging` lays those out)."""
+NO_TYPE = "_"
+"""The type of atomic and bad lines, which have no schema."""
+SCHEMA_PARTS = ("vendor", "name", "format", "version")
+"""An entity's schema, in the order of its `type` (`vendor/name/format/version`) and of the
+folders of its lines (`vendor=/name=/format=/version=`)."""
 DUPLICATE_CONTEXT = ("com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0")
 CHUNK_BYTES = 256 * 1024
 """About how much text one row of grouped lines holds: large enough that the JVM handles few
@@ -46,15 +52,14 @@ an earlier batch had), and event ids per number of valid events."""
 
 LINES_SCHEMA = pa.schema(
     [
-        ("kind", pa.string()),
         *((name, pa.string()) for name in PARTITIONS),
         ("value", pa.string()),
         ("lines", pa.int64()),
         *((name, pa.int64()) for name in COUNTS),
     ]
 )
-"""A group of output lines (`kind` and the partitions say where they go, `value` holds them joined
-by line breaks, `lines` counts them), or, with a null `value`, the `COUNTS` of a batch."""
+"""A group of output lines (`PARTITIONS` say where they go, `value` holds them joined by line
+breaks, `lines` counts them), or, with a null `value`, the `COUNTS` of a batch."""
 
 DECIDED_COLUMNS = (
     "status",
@@ -85,10 +90,9 @@ def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> pa.Reco
     kept = pc.fill_null(pc.equal(status, KEPT), False)
     bad = pc.fill_null(pc.is_in(status, pa.array([BAD, MANIFEST_ERROR])), False)
     atomic = pc.binary_join_element_wise(events["atomic_before"], events["new_event_id"], events["atomic_after"], "\t")
-    no_partition = (NO_PARTITION,) * len(PARTITIONS)
     groups = [
-        ((ATOMIC_KIND, *no_partition), atomic.filter(kept)),
-        ((BAD_KIND, *no_partition), _bad_rows(events, bad, failure_tstamp)),
+        ((ATOMIC_KIND, NO_TYPE), atomic.filter(kept)),
+        ((BAD_KIND, NO_TYPE), _bad_rows(events, bad, failure_tstamp)),
         *_entity_groups(events, kept),
     ]
     groups = [(place, values) for place, values in groups if len(values)]
@@ -97,7 +101,7 @@ def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> pa.Reco
     ends = _chunk_ends(_offsets(values), group_ends)
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(np.concatenate([[0], ends]), pa.int32()), values), "\n")
     chunk_group = np.searchsorted(group_ends, ends, side="left")
-    places = [[groups[g][0][i] for g in chunk_group.tolist()] + [None] for i in range(len(PARTITIONS) + 1)]
+    places = [[groups[g][0][i] for g in chunk_group.tolist()] + [None] for i in range(len(PARTITIONS))]
     sizes = np.diff(np.concatenate([[0], ends])).tolist()
     counts = _counts(events, kept)
     return pa.RecordBatch.from_arrays(
@@ -133,7 +137,7 @@ def _chunk_ends(offsets: np.ndarray, group_ends: np.ndarray) -> np.ndarray:
     return ends.astype(np.int64)
 
 
-def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple[tuple[str, ...], pa.Array]]:
+def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple[tuple[str, str], pa.Array]]:
     """A line per entity of each kept event, and its `duplicate` context if it was re-identified,
     grouped by type."""
     entities = pc.if_else(kept, events["entities"], pa.scalar(None, events["entities"].type))
@@ -148,10 +152,10 @@ def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple
         parent = pa.concat_arrays([parent, pa.array(synthetic, pa.int64())])
     if not len(flat):
         return []
-    schemas = pc.binary_join_element_wise(*(flat.field(name) for name in PARTITIONS), "/").dictionary_encode()
+    schemas = pc.binary_join_element_wise(*(flat.field(name) for name in SCHEMA_PARTS), "/").dictionary_encode()
     order = np.argsort(schemas.indices.to_numpy(), kind="stable")
     flat, parent = flat.take(order), parent.take(order)
-    columns = {name: flat.field(name) for name in (*PARTITIONS, "data")}
+    columns = {name: flat.field(name) for name in (*SCHEMA_PARTS, "data")}
     value = pc.binary_join_element_wise(
         '{"schema":{"vendor":"',
         columns["vendor"],
@@ -175,7 +179,7 @@ def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple
     sizes = np.bincount(schemas.indices.to_numpy(), minlength=len(schemas.dictionary))
     ends = np.cumsum(sizes)
     return [
-        ((SHREDDED_KIND, *schema.split("/")), value[end - size : end])
+        ((SHREDDED_KIND, schema), value[end - size : end])
         for schema, size, end in zip(schemas.dictionary.to_pylist(), sizes.tolist(), ends.tolist(), strict=True)
     ]
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_integration.lines import NO_PARTITION, PARTITIONS, SHREDDED_KIND
+from spark_integration.lines import NO_TYPE, PARTITIONS, SCHEMA_PARTS, SHREDDED_KIND
 
 ATOMIC = "atomic-events"
 SHREDDED = "shredded-types"
@@ -23,19 +24,25 @@ RUN_MARKER = "_run.json"
 
 def write_outputs(rows: DataFrame, staging: Staging) -> str:
     """Write the lines of `shredder.output_lines` under the staging folder, partitioned by kind
-    and schema, in one job; returns where."""
+    and type, in one job; returns where."""
     path = staging.path("lines")
-    written = rows.filter(F.col("value").isNotNull()).select("kind", *PARTITIONS, "value")
-    written.write.partitionBy("kind", *PARTITIONS).text(path)
+    written = rows.filter(F.col("value").isNotNull()).select(*PARTITIONS, "value")
+    written.write.partitionBy(*PARTITIONS).text(path)
     return path
 
 
 def staged(path: str, kind: str) -> str:
-    """Where the lines of one kind are under the staging folder (shredded: its vendor= folders)."""
+    """Where the lines of one kind are under the staging folder (shredded: a `type=` folder per
+    type, see `type_folder`)."""
     folder = join(path, f"kind={kind}")
-    if kind == SHREDDED_KIND:
-        return folder
-    return join(folder, *(f"{k}={NO_PARTITION}" for k in PARTITIONS))
+    return folder if kind == SHREDDED_KIND else join(folder, f"type={NO_TYPE}")
+
+
+def type_folder(staged_name: str) -> str:
+    """The folder under `shredded-types/` of a staged `type=` folder: Spark's partitioned write
+    escapes the slashes of `vendor/name/format/version` (as `%2F`), which Iglu names never hold."""
+    parts = unquote(staged_name.removeprefix("type=")).split("/")
+    return "/".join(f"{name}={part}" for name, part in zip(SCHEMA_PARTS, parts, strict=True))
 
 
 class Storage:
@@ -68,9 +75,10 @@ class Storage:
         fs.mkdirs(p)
 
     def move(self, source: str, target: str) -> None:
-        """Rename within a file system; copy then delete across two."""
+        """Rename within a file system; copy then delete across two. Makes the target's folder."""
         fs, src = self._fs(source)
         target_fs, dst = self._fs(target)
+        target_fs.mkdirs(dst.getParent())
         if fs.getUri().equals(target_fs.getUri()):
             moved = fs.rename(src, dst)
         else:
@@ -110,17 +118,17 @@ class Staging:
     def path(self, name: str) -> str:
         return join(self.root, name)
 
-    def commit(self, moves: Sequence[tuple[str, str, bool]]) -> None:
-        """Move each staged (source, target, flatten): the folder itself, or with `flatten` its
-        files into `target`; a source that was never written leaves `target` empty. Each target
-        gets a `_SUCCESS` marker; then the staging folder goes."""
-        for source, target, flatten in moves:
+    def commit(self, moves: Sequence[tuple[str, str, Callable[[str], str] | None]]) -> None:
+        """Move each staged (source, target, place): the folder itself, or with `place` each of its
+        children to `target/place(child)`; a source that was never written leaves `target` empty.
+        Each target gets a `_SUCCESS` marker; then the staging folder goes."""
+        for source, target, place in moves:
             written = self.storage.exists(source)
-            if flatten or not written:
+            if place is not None or not written:
                 self.storage.mkdirs(target)
-            if written and flatten:
+            if written and place is not None:
                 for child in self.storage.children(source):
-                    self.storage.move(join(source, child), join(target, child))
+                    self.storage.move(join(source, child), join(target, place(child)))
             elif written:
                 self.storage.move(source, target)
             self.storage.write_text(join(target, "_SUCCESS"), "")

@@ -305,11 +305,12 @@ def shred(
         except BaseException:
             staging.abort()
             raise
+        shredded = output.join(output_path, output.SHREDDED)
         staging.commit(
             [
-                (output.staged(written, lines.ATOMIC_KIND), output.join(output_path, output.ATOMIC), False),
-                (output.staged(written, lines.SHREDDED_KIND), output.join(output_path, output.SHREDDED), False),
-                (output.staged(written, lines.BAD_KIND), bad_path, True),
+                (output.staged(written, lines.ATOMIC_KIND), output.join(output_path, output.ATOMIC), None),
+                (output.staged(written, lines.SHREDDED_KIND), shredded, output.type_folder),
+                (output.staged(written, lines.BAD_KIND), bad_path, str),
             ]
         )
         clock.lap("commit")
@@ -371,7 +372,7 @@ class _Clock:
 def _counts() -> list[Column]:
     """The summary's counts, taken by Spark while the outputs are written (no pass of their own):
     the sums of the batches' count rows, and the lines of each shredded type."""
-    shredded = F.struct(*lines.PARTITIONS, "lines")
+    shredded = F.struct("type", "lines")
     entities = F.collect_list(F.when(F.col("kind") == lines.SHREDDED_KIND, shredded)).alias("entities")
     return [*(F.sum(name).alias(name) for name in lines.COUNTS), entities]
 
@@ -384,8 +385,7 @@ def _entity_counts(groups: list[Any]) -> dict[str, int]:
     """Lines per shredded type (`vendor/name/format/version`) from the groups of every batch."""
     counts: dict[str, int] = {}
     for group in groups:
-        entity_type = "/".join(group[name] for name in lines.PARTITIONS)
-        counts[entity_type] = counts.get(entity_type, 0) + group["lines"]
+        counts[group["type"]] = counts.get(group["type"], 0) + group["lines"]
     return dict(sorted(counts.items()))
 
 

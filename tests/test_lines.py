@@ -104,11 +104,11 @@ def test_each_kind_of_event_gives_its_rows() -> None:
         '"rootTstamp":"2026-11-01 05:00:01.000",' + hierarchy.format("duplicate")
     )
     bad = '{"line":"garbage","errors":[{"level":"error","message":"no good"}],"failure_tstamp":"T"}'
-    assert [(g["kind"], g["vendor"], g["name"], g["format"], g["version"], g["value"], g["lines"]) for g in groups] == [
-        ("atomic", "_", "_", "_", "_", f"app\tweb\t{A}\trest\napp\tweb\tnew-id\trest", 2),
-        ("bad", "_", "_", "_", "_", bad, 1),
-        ("shredded", "com.acme", "page", "jsonschema", "1-0-0", shredded_page, 1),
-        ("shredded", "com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0", shredded_duplicate, 1),
+    assert [(g["kind"], g["type"], g["value"], g["lines"]) for g in groups] == [
+        ("atomic", "_", f"app\tweb\t{A}\trest\napp\tweb\tnew-id\trest", 2),
+        ("bad", "_", bad, 1),
+        ("shredded", "com.acme/page/jsonschema/1-0-0", shredded_page, 1),
+        ("shredded", "com.snowplowanalytics.snowplow/duplicate/jsonschema/1-0-0", shredded_duplicate, 1),
     ]
     assert all(g[name] is None for g in groups for name in lines.COUNTS)
 
@@ -116,7 +116,7 @@ def test_each_kind_of_event_gives_its_rows() -> None:
 def test_a_batch_with_no_line_to_write_gives_its_counts_only() -> None:
     events = _events(status=[lines.CROSS_BATCH], event_id=[A], id_events=[1], id_first=[True])
     assert lines.output_lines(events, "T").to_pylist() == [
-        {"kind": None, **dict.fromkeys(lines.PARTITIONS), "value": None, "lines": 0}
+        {"kind": None, "type": None, "value": None, "lines": 0}
         | dict.fromkeys(lines.COUNTS, 0)
         | {lines.CROSS_BATCH: 1, "ids_1": 1}
     ]

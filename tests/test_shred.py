@@ -333,7 +333,7 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
 
         def rows(manifest: ManifestHandle | None, shared_keys: Any) -> tuple[list[tuple[str, ...]], dict[str, int]]:
             groups = shredder.output_lines(spark, source, etl, manifest, "T", shared_keys=shared_keys).collect()
-            written = [(*g[:5], text) for g in groups if g.value is not None for text in g.value.split("\n")]
+            written = [(g.kind, g.type, text) for g in groups if g.value is not None for text in g.value.split("\n")]
             assert len(written) == sum(g.lines for g in groups)
             return sorted(written), {name: sum(g[name] or 0 for g in groups) for name in lines.COUNTS}
 
