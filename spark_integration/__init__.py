@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from spark_integration.shredder import (
         BatchScan,
         EtlMismatchError,
+        LinePlan,
         OutputExistsError,
         dedup_enriched,
         output_lines,
@@ -36,6 +37,7 @@ _EXPORTS = {
     "BatchScan": "shredder",
     "dedup_enriched": "shredder",
     "output_lines": "shredder",
+    "LinePlan": "shredder",
     "deduplicate": "generic_dedup",
     "DedupResult": "generic_dedup",
     "deduplicate_stream": "streaming",
@@ -71,6 +73,7 @@ __all__ = [
     "load_enriched",
     "local_session",
     "output_lines",
+    "LinePlan",
     "parse",
     "populate",
     "scan_batch",

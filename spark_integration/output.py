@@ -13,7 +13,7 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_integration.lines import NO_TYPE, PARTITIONS, SCHEMA_PARTS, SHREDDED_KIND
+from spark_integration.lines import ATOMIC_KIND, BAD_KIND, NO_TYPE, PARTITIONS, SCHEMA_PARTS, SHREDDED_KIND
 
 ATOMIC = "atomic-events"
 SHREDDED = "shredded-types"
@@ -22,10 +22,9 @@ RUN_MARKER = "_run.json"
 """Written before the first manifest put, removed when the run has finished: its etl time."""
 
 
-def write_outputs(rows: DataFrame, staging: Staging) -> str:
-    """Write the lines of `shredder.output_lines` under the staging folder, partitioned by kind
-    and type, in one job; returns where."""
-    path = staging.path("lines")
+def write_outputs(rows: DataFrame, path: str) -> str:
+    """Write output lines (`lines.LINES_SCHEMA`) to `path`, partitioned by kind and type, in one
+    job; returns `path`."""
     written = rows.filter(F.col("value").isNotNull()).select(*PARTITIONS, "value")
     written.write.partitionBy(*PARTITIONS).text(path)
     return path
@@ -36,6 +35,25 @@ def staged(path: str, kind: str) -> str:
     type, see `type_folder`)."""
     folder = join(path, f"kind={kind}")
     return folder if kind == SHREDDED_KIND else join(folder, f"type={NO_TYPE}")
+
+
+Move = tuple[str, str, Callable[[str], str] | None]
+"""A staged folder, where it goes, and where each of its children goes (see `Staging.commit`)."""
+
+
+def places(written: Sequence[str], output_path: str, bad_path: str) -> list[Move]:
+    """Where the lines staged by `write_outputs` at each of `written` go: atomic lines and each
+    shredded type under the output folder, bad rows into the bad folder."""
+    atomic, shredded = join(output_path, ATOMIC), join(output_path, SHREDDED)
+    return [
+        move
+        for path in written
+        for move in (
+            (staged(path, ATOMIC_KIND), atomic, None),
+            (staged(path, SHREDDED_KIND), shredded, type_folder),
+            (staged(path, BAD_KIND), bad_path, str),
+        )
+    ]
 
 
 def type_folder(staged_name: str) -> str:
@@ -86,6 +104,15 @@ class Storage:
         if not moved:
             raise OSError(f"could not move {source} to {target}")
 
+    def merge(self, source: str, target: str) -> None:
+        """`move`, but a folder whose target exists already is merged into it, child by child."""
+        fs, p = self._fs(source)
+        if self.exists(target) and fs.getFileStatus(p).isDirectory():
+            for child in self.children(source):
+                self.merge(join(source, child), join(target, child))
+        else:
+            self.move(source, target)
+
     def write_text(self, path: str, text: str) -> None:
         fs, p = self._fs(path)
         stream = fs.create(p, True)
@@ -118,19 +145,21 @@ class Staging:
     def path(self, name: str) -> str:
         return join(self.root, name)
 
-    def commit(self, moves: Sequence[tuple[str, str, Callable[[str], str] | None]]) -> None:
+    def commit(self, moves: Sequence[Move]) -> None:
         """Move each staged (source, target, place): the folder itself, or with `place` each of its
-        children to `target/place(child)`; a source that was never written leaves `target` empty.
-        Each target gets a `_SUCCESS` marker; then the staging folder goes."""
+        children to `target/place(child)`; several sources merge into one target, and a source
+        that was never written adds nothing. Each target gets a `_SUCCESS` marker; then the
+        staging folder goes."""
         for source, target, place in moves:
-            written = self.storage.exists(source)
-            if place is not None or not written:
-                self.storage.mkdirs(target)
-            if written and place is not None:
+            if not self.storage.exists(source):
+                continue
+            if place is None:
+                self.storage.merge(source, target)
+            else:
                 for child in self.storage.children(source):
-                    self.storage.move(join(source, child), join(target, place(child)))
-            elif written:
-                self.storage.move(source, target)
+                    self.storage.merge(join(source, child), join(target, place(child)))
+        for target in dict.fromkeys(target for _, target, _ in moves):
+            self.storage.mkdirs(target)
             self.storage.write_text(join(target, "_SUCCESS"), "")
         self.storage.delete(self.root)
 

@@ -9,17 +9,20 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import functools
 import json
 import logging
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
+from pyspark import inheritable_thread_target
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -149,6 +152,46 @@ def dedup_enriched(
     )
 
 
+@attrs.frozen
+class LinePlan:
+    """How a run turns the lines of a batch into output lines (see `output_lines`)."""
+
+    input_path: str | list[str]
+    etl_time: datetime
+    manifest: ManifestHandle | None
+    failure_tstamp: str
+    synthetic: bool = True
+    random_ids: bool = False
+    cross_batch_synthetic: bool = False
+
+    def unshared(self, spark: SparkSession, shared_keys: DataFrame) -> DataFrame:
+        """Output lines (`lines.LINES_SCHEMA`) of the lines whose id is on no other line (not among
+        `shared_keys`, see `BatchScan`): each checked, put, decided and turned into its output
+        lines in one trip to Python where it is read."""
+        read = enriched.mark_shared(enriched.load_enriched(spark, self.input_path), shared_keys)
+        decision = udfs.Unshared(
+            self.manifest,
+            to_epoch_seconds(self.etl_time),
+            self.failure_tstamp,
+            self.cross_batch_synthetic,
+            self.random_ids,
+        )
+        return udfs.shred_unshared(read.filter(~F.col("shared")), decision)
+
+    def shuffled(self, spark: SparkSession, shared_keys: DataFrame | None) -> DataFrame:
+        """Output lines of the lines whose id is among `shared_keys` (every line without): shuffled
+        by event id and decided by Spark (`dedup_enriched`)."""
+        events = dedup_enriched(
+            validate(spark, self.input_path, shared_keys),
+            self.etl_time,
+            self.manifest,
+            synthetic=self.synthetic,
+            random_ids=self.random_ids,
+            cross_batch_synthetic=self.cross_batch_synthetic,
+        )
+        return udfs.lines_of(events, self.failure_tstamp)
+
+
 def output_lines(
     spark: SparkSession,
     input_path: str | list[str],
@@ -167,23 +210,10 @@ def output_lines(
     decided and turned into its output lines in one trip to Python where it is read; only the
     others are shuffled (`dedup_enriched`). Without, every line is shuffled.
     """
-
-    def decided(only: DataFrame | None) -> DataFrame:
-        events = dedup_enriched(
-            validate(spark, input_path, only),
-            etl_time,
-            manifest,
-            synthetic=synthetic,
-            random_ids=random_ids,
-            cross_batch_synthetic=cross_batch_synthetic,
-        )
-        return udfs.lines_of(events, failure_tstamp)
-
+    plan = LinePlan(input_path, etl_time, manifest, failure_tstamp, synthetic, random_ids, cross_batch_synthetic)
     if shared_keys is None:
-        return decided(None)
-    unshared = enriched.mark_shared(enriched.load_enriched(spark, input_path), shared_keys)
-    decision = udfs.Unshared(manifest, to_epoch_seconds(etl_time), failure_tstamp, cross_batch_synthetic, random_ids)
-    return udfs.shred_unshared(unshared.filter(~F.col("shared")), decision).unionByName(decided(shared_keys))
+        return plan.shuffled(spark, None)
+    return plan.unshared(spark, shared_keys).unionByName(plan.shuffled(spark, shared_keys))
 
 
 def _prepare_folder(storage: output.Storage, folder: str, overwrite: bool, what: str) -> None:
@@ -259,29 +289,32 @@ def shred(
         if handle is not None:  # only a manifest remembers a failed run's events
             _check_rerun(unfinished, etl, etl_time is not None, output_path)
             storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
-        rows = output_lines(
-            spark,
+        plan = LinePlan(
             input_path,
             etl,
             handle,
             failure_tstamp,
-            shared_keys=scan.shared_keys,
             synthetic=synthetic_dedup,
             random_ids=random_synthetic_ids,
             cross_batch_synthetic=cross_batch_synthetic,
         )
         staging = output.Staging(storage, output_path)
         try:
-            tally = Observation("shred counts")
-            try:  # one pass: validation, dedup, the manifest puts and every output line
-                written = output.write_outputs(rows.observe(tally, *_counts()), staging)
+            try:  # validation, dedup, the manifest puts and every output line, in two concurrent jobs
+                written, counts = _write_lines(
+                    spark,
+                    staging,
+                    {
+                        "unshared": lambda: plan.unshared(spark, scan.shared_keys),
+                        "shuffled": lambda: plan.shuffled(spark, scan.shared_keys),
+                    },
+                )
             except Exception as e:
                 failure = _manifest_failure(e)
                 if failure is not None:
                     raise failure from None
                 raise
             clock.lap("validate, dedup, manifest, write")
-            counts: dict[str, Any] = tally.get
             summary = ShredSummary(
                 input_lines=scan.lines,
                 kept_events=_count(counts, lines.KEPT),
@@ -305,14 +338,7 @@ def shred(
         except BaseException:
             staging.abort()
             raise
-        shredded = output.join(output_path, output.SHREDDED)
-        staging.commit(
-            [
-                (output.staged(written, lines.ATOMIC_KIND), output.join(output_path, output.ATOMIC), None),
-                (output.staged(written, lines.SHREDDED_KIND), shredded, output.type_folder),
-                (output.staged(written, lines.BAD_KIND), bad_path, str),
-            ]
-        )
+        staging.commit(output.places(written, output_path, bad_path))
         clock.lap("commit")
     finally:
         scan.release()
@@ -367,6 +393,28 @@ class _Clock:
         self.laps[phase] = round(now - self._last, 3)
         self._last = now
         log.info("shred phase %s: %.1f s", phase, self.laps[phase])
+
+
+def _write_lines(
+    spark: SparkSession, staging: output.Staging, parts: dict[str, Callable[[], DataFrame]]
+) -> tuple[list[str], dict[str, Any]]:
+    """Write the output lines of each part (a function that plans them) under the staging folder,
+    each in a Spark job of its own, all at once: a part is planned while the others run (the
+    shuffled part's plan costs the driver about half a second). Returns where they went and their
+    counts, summed; the first failure is raised once every job has ended."""
+
+    def write(name: str, plan: Callable[[], DataFrame]) -> tuple[str, dict[str, Any]]:
+        tally = Observation(f"shred counts: {name}")
+        path = output.write_outputs(plan().observe(tally, *_counts()), staging.path(name))
+        return path, tally.get
+
+    in_thread = inheritable_thread_target(spark)  # the caller's job group, pool and tags
+    with ThreadPoolExecutor(len(parts), thread_name_prefix="shred-write") as pool:
+        futures = [pool.submit(in_thread(functools.partial(write, *part))) for part in parts.items()]
+    results = [future.result() for future in futures]
+    counts: dict[str, Any] = {name: sum(c[name] or 0 for _, c in results) for name in lines.COUNTS}
+    counts["entities"] = [group for _, c in results for group in c["entities"] or ()]
+    return [path for path, _ in results], counts
 
 
 def _counts() -> list[Column]:
