@@ -408,9 +408,10 @@ def _write_lines(
         path = output.write_outputs(plan().observe(tally, *_counts()), staging.path(name))
         return path, tally.get
 
-    in_thread = inheritable_thread_target(spark)  # the caller's job group, pool and tags
+    # each with its own copy of the caller's local properties (job group, pool) and tags
+    writes = [inheritable_thread_target(spark)(functools.partial(write, *part)) for part in parts.items()]
     with ThreadPoolExecutor(len(parts), thread_name_prefix="shred-write") as pool:
-        futures = [pool.submit(in_thread(functools.partial(write, *part))) for part in parts.items()]
+        futures = [pool.submit(run) for run in writes]
     results = [future.result() for future in futures]
     counts: dict[str, Any] = {name: sum(c[name] or 0 for _, c in results) for name in lines.COUNTS}
     counts["entities"] = [group for _, c in results for group in c["entities"] or ()]
