@@ -67,11 +67,13 @@ class Storage:
     """Hadoop FileSystem operations on the driver, for whatever file system a path names."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self._jvm: Any = spark._jvm
+        jvm: Any = spark._jvm
+        self._jvm = jvm
         self._conf: Any = spark._jsc.hadoopConfiguration()
+        self._path: Any = jvm.org.apache.hadoop.fs.Path  # looked up once: py4j asks the JVM a name at a time
 
     def _fs(self, path: str) -> tuple[Any, Any]:
-        p = self._jvm.org.apache.hadoop.fs.Path(path)
+        p = self._path(path)
         return p.getFileSystem(self._conf), p
 
     def exists(self, path: str) -> bool:
@@ -97,17 +99,20 @@ class Storage:
         fs, src = self._fs(source)
         target_fs, dst = self._fs(target)
         target_fs.mkdirs(dst.getParent())
-        if fs.getUri().equals(target_fs.getUri()):
+        if fs.equals(target_fs):  # Hadoop's cache holds one instance per file system
             moved = fs.rename(src, dst)
         else:
             moved = self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, src, target_fs, dst, True, self._conf)
         if not moved:
             raise OSError(f"could not move {source} to {target}")
 
+    def _is_folder(self, path: str) -> bool:
+        fs, p = self._fs(path)
+        return bool(fs.getFileStatus(p).isDirectory())
+
     def merge(self, source: str, target: str) -> None:
         """`move`, but a folder whose target exists already is merged into it, child by child."""
-        fs, p = self._fs(source)
-        if self.exists(target) and fs.getFileStatus(p).isDirectory():
+        if self.exists(target) and self._is_folder(source):
             for child in self.children(source):
                 self.merge(join(source, child), join(target, child))
         else:
