@@ -83,7 +83,7 @@ def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  #
     concurrent = {"spark.sql.optimizer.plannedWrite.enabled": "false", "spark.sql.maxConcurrentOutputFileWriters": "64"}
     return {
         "read": lambda: noop(text),
-        "keyed": lambda: noop(enriched.mark_shared(text, scan.shared_keys).filter(~F.col("shared"))),
+        "keyed": lambda: noop(enriched.with_keys(text, scan.shared_keys, among=False)),
         "to_python": lambda: python(back=False),
         "and_back": lambda: python(back=True),
         "write_unparted": lambda: write(),

@@ -91,9 +91,8 @@ def batch_keys(lines: DataFrame) -> DataFrame:
     )
 
 
-def mark_shared(lines: DataFrame, shared_keys: DataFrame) -> DataFrame:
-    """Adds `shared`: whether the line's key (see `event_key`) is one of `shared_keys` (column
-    `key`, each once)."""
-    flagged = shared_keys.select("key", F.lit(True).alias("shared"))
-    joined = lines.withColumn("key", event_key()).join(flagged, "key", "left")
-    return joined.withColumn("shared", F.coalesce("shared", F.lit(False))).drop("key")
+def with_keys(lines: DataFrame, keys: DataFrame, *, among: bool) -> DataFrame:
+    """The lines whose key (see `event_key`) is among `keys` (column `key`, each once), or with
+    `among=False` those whose key is not: a semi or anti join, which keeps nothing of `keys`."""
+    keyed = lines.withColumn("key", event_key()).join(keys.select("key"), "key", "left_semi" if among else "left_anti")
+    return keyed.drop("key")

@@ -54,7 +54,7 @@ def validate(spark: SparkSession, input_path: str | list[str], only: DataFrame |
     whose id is among them."""
     lines = enriched.load_enriched(spark, input_path)
     if only is not None:
-        lines = enriched.mark_shared(lines, only).filter(F.col("shared")).drop("shared")
+        lines = enriched.with_keys(lines, only, among=True)
     return enriched.parse(lines)
 
 
@@ -168,7 +168,7 @@ class LinePlan:
         """Output lines (`lines.LINES_SCHEMA`) of the lines whose id is on no other line (not among
         `shared_keys`, see `BatchScan`): each checked, put, decided and turned into its output
         lines in one trip to Python where it is read."""
-        read = enriched.mark_shared(enriched.load_enriched(spark, self.input_path), shared_keys)
+        read = enriched.with_keys(enriched.load_enriched(spark, self.input_path), shared_keys, among=False)
         decision = udfs.Unshared(
             self.manifest,
             to_epoch_seconds(self.etl_time),
@@ -176,7 +176,7 @@ class LinePlan:
             self.cross_batch_synthetic,
             self.random_ids,
         )
-        return udfs.shred_unshared(read.filter(~F.col("shared")), decision)
+        return udfs.shred_unshared(read, decision)
 
     def shuffled(self, spark: SparkSession, shared_keys: DataFrame | None) -> DataFrame:
         """Output lines of the lines whose id is among `shared_keys` (every line without): shuffled
