@@ -140,9 +140,8 @@ def _chunk_ends(offsets: np.ndarray, group_ends: np.ndarray) -> np.ndarray:
 def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple[tuple[str, str], pa.Array]]:
     """A line per entity of each kept event, and its `duplicate` context if it was re-identified,
     grouped by type."""
-    entities = pc.if_else(kept, events["entities"], pa.scalar(None, events["entities"].type))
-    flat = pc.list_flatten(entities)
-    parent = pc.list_parent_indices(entities).cast(pa.int64())
+    flat = pc.list_flatten(events["entities"])
+    parent = pc.list_parent_indices(events["entities"]).cast(pa.int64())
     synthetic = rows_where(pc.and_(kept, events["synthetic"]))
     if len(synthetic):
         originals = events["event_id"].take(synthetic)
@@ -150,10 +149,12 @@ def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple
         data = pc.binary_join_element_wise('{"originalEventId":"', originals, '"}', "")
         flat = pa.concat_arrays([flat, pa.StructArray.from_arrays([*duplicate, data], fields=list(flat.type))])
         parent = pa.concat_arrays([parent, pa.array(synthetic, pa.int64())])
-    if not len(flat):
+    written = np.flatnonzero(kept.to_numpy(zero_copy_only=False)[parent.to_numpy()])  # entities of kept events
+    if not len(written):
         return []
     schemas = pc.binary_join_element_wise(*(flat.field(name) for name in SCHEMA_PARTS), "/").dictionary_encode()
-    order = np.argsort(schemas.indices.to_numpy(), kind="stable")
+    codes = schemas.indices.to_numpy()[written]
+    order = written[np.argsort(codes, kind="stable")]  # kept and grouped by type in one take
     flat, parent = flat.take(order), parent.take(order)
     columns = {name: flat.field(name) for name in (*SCHEMA_PARTS, "data")}
     value = pc.binary_join_element_wise(
@@ -176,7 +177,7 @@ def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple
         '"],"refParent":"events"}}',
         "",
     )
-    sizes = np.bincount(schemas.indices.to_numpy(), minlength=len(schemas.dictionary))
+    sizes = np.bincount(codes, minlength=len(schemas.dictionary))
     ends = np.cumsum(sizes)
     return [
         ((SHREDDED_KIND, schema), value[end - size : end])
