@@ -6,8 +6,10 @@ Spark's dedup, make one trip here too (`udfs.lines_of`).
 
 A batch's lines come back to Spark grouped by the place they go (atomic, bad, or one shredded
 type: `PARTITIONS`), in rows of about `CHUNK_BYTES` of lines joined by line breaks, with one row of
-the batch's counts. Spark's text writer ends each row with a line break, so the files are the same as with a
-row per line, and the JVM handles a few rows per batch instead of tens of thousands.
+the batch's counts. Spark's text writer ends each row with a line break, so the files are the same
+as with a row per line, and the JVM handles a few rows per batch instead of tens of thousands.
+Each line is built ending with its line break, and a row is a slice of the lines' own buffer: no
+line is copied to group them (see `_grouped`).
 """
 
 from __future__ import annotations
@@ -83,33 +85,60 @@ its atomic line around the id (see `fields.Fields`), its entities, and for bad r
 and messages."""
 
 
-def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> pa.RecordBatch:
-    """The rows of `LINES_SCHEMA` for a batch of decided events (`DECIDED_COLUMNS`): its atomic
-    lines, its bad rows, its entities' lines by type, and its counts."""
+def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> list[pa.RecordBatch]:
+    """Batches of `LINES_SCHEMA` rows for a batch of decided events (`DECIDED_COLUMNS`): its atomic
+    lines, its bad rows, its entities' lines by type, and last a row of its counts."""
     status = events["status"]
     kept = pc.fill_null(pc.equal(status, KEPT), False)
     bad = pc.fill_null(pc.is_in(status, pa.array([BAD, MANIFEST_ERROR])), False)
-    atomic = pc.binary_join_element_wise(events["atomic_before"], events["new_event_id"], events["atomic_after"], "\t")
-    groups = [
-        ((ATOMIC_KIND, NO_TYPE), atomic.filter(kept)),
-        ((BAD_KIND, NO_TYPE), _bad_rows(events, bad, failure_tstamp)),
-        *_entity_groups(events, kept),
+    kept_ids = pc.if_else(kept, events["new_event_id"], pa.scalar(None, pa.string()))  # null: no line
+    atomic = pc.binary_join_element_wise(
+        events["atomic_before"], "\t", kept_ids, "\t", events["atomic_after"], "\n", ""
+    )
+    bad_rows = _bad_rows(events, bad, failure_tstamp)
+    batches = [
+        _grouped([(ATOMIC_KIND, NO_TYPE)], atomic, np.array([len(atomic)])),
+        _grouped([(BAD_KIND, NO_TYPE)], bad_rows, np.array([len(bad_rows)])),
+        _grouped(*_entity_lines(events, kept)),
     ]
-    groups = [(place, values) for place, values in groups if len(values)]
-    values = pa.concat_arrays([values for _, values in groups]) if groups else pa.array([], pa.string())
-    group_ends = np.cumsum([len(values) for _, values in groups], dtype=np.int64)
-    ends = _chunk_ends(_offsets(values), group_ends)
-    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(np.concatenate([[0], ends]), pa.int32()), values), "\n")
-    chunk_group = np.searchsorted(group_ends, ends, side="left")
-    places = [[groups[g][0][i] for g in chunk_group.tolist()] + [None] for i in range(len(PARTITIONS))]
-    sizes = np.diff(np.concatenate([[0], ends])).tolist()
     counts = _counts(events, kept)
+    only_counts = {name: [None] for name in LINES_SCHEMA.names} | {"lines": [0]} | {n: [counts[n]] for n in COUNTS}
+    return [*(batch for batch in batches if batch is not None), pa.RecordBatch.from_pydict(only_counts, LINES_SCHEMA)]
+
+
+def _grouped(places: list[tuple[str, str]], values: pa.Array, group_ends: np.ndarray) -> pa.RecordBatch | None:
+    """Rows of `LINES_SCHEMA` holding `values`, lines that each end with a line break (a null is
+    no line), those up to `group_ends[g]` going to `places[g]`: each row about `CHUNK_BYTES` of
+    whole lines, a slice of their own buffer without its last line break (Spark's text writer ends
+    each row with one). That line break is a null row of its own, which the write leaves out."""
+    offsets = _offsets(values).astype(np.int64)
+    start, end = offsets[0], offsets[-1]
+    if start == end:
+        return None
+    line_ends = offsets[1:][values.is_valid().to_numpy(zero_copy_only=False)]
+    group_bytes = offsets[group_ends]
+    cuts = np.searchsorted(line_ends, np.arange(start + CHUNK_BYTES, end, CHUNK_BYTES))  # the line that passes
+    bounds = np.unique(np.concatenate([[start], group_bytes, line_ends[cuts], [end]]))
+    ends = bounds[1:]
+    rows = len(ends)
+    slices = np.empty(2 * rows + 1, np.int32)  # each row, then the line break after it
+    slices[0], slices[1::2], slices[2::2] = start, ends - 1, ends
+    validity = np.packbits(np.tile([True, False], rows), bitorder="little")
+    buffers = [pa.py_buffer(validity), pa.py_buffer(slices), values.buffers()[2]]
+    value = pa.Array.from_buffers(pa.string(), 2 * rows, buffers, null_count=rows)
+    chunk_group = np.searchsorted(group_bytes, ends, side="left").tolist()
+    lines_in = np.diff(np.searchsorted(line_ends, bounds, side="right"))
+    columns: dict[str, list[object]] = {name: [None] * (2 * rows) for name in PARTITIONS}
+    for i, name in enumerate(PARTITIONS):
+        columns[name][::2] = [places[g][i] for g in chunk_group]
+    counted = np.zeros(2 * rows, np.int64)
+    counted[::2] = lines_in
     return pa.RecordBatch.from_arrays(
         [
-            *(pa.array(column, pa.string()) for column in places),
-            pa.concat_arrays([joined, pa.nulls(1, pa.string())]),
-            pa.array([*sizes, 0], pa.int64()),
-            *(pa.array([None] * len(sizes) + [counts[name]], pa.int64()) for name in COUNTS),
+            *(pa.array(columns[name], pa.string()) for name in PARTITIONS),
+            value,
+            pa.array(counted),
+            *(pa.nulls(2 * rows, pa.int64()) for _ in COUNTS),
         ],
         schema=LINES_SCHEMA,
     )
@@ -128,18 +157,9 @@ def _offsets(values: pa.Array) -> np.ndarray:
     return np.frombuffer(values.buffers()[1], np.int32)[values.offset : values.offset + len(values) + 1]
 
 
-def _chunk_ends(offsets: np.ndarray, group_ends: np.ndarray) -> np.ndarray:
-    """Where each row of grouped lines ends: at every group's end, and within a group wherever its
-    lines pass another `CHUNK_BYTES` (`offsets` are the lines' byte offsets)."""
-    cuts = np.arange(offsets[0] + CHUNK_BYTES, offsets[-1], CHUNK_BYTES)
-    within = np.searchsorted(offsets, cuts)
-    ends: np.ndarray = np.union1d(group_ends, within[(within > 0) & (within < len(offsets) - 1)])
-    return ends.astype(np.int64)
-
-
-def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple[tuple[str, str], pa.Array]]:
+def _entity_lines(events: Mapping[str, pa.Array], kept: pa.Array) -> tuple[list[tuple[str, str]], pa.Array, np.ndarray]:
     """A line per entity of each kept event, and its `duplicate` context if it was re-identified,
-    grouped by type."""
+    grouped by type: their places, the lines, and where each type's lines end."""
     flat = pc.list_flatten(events["entities"])
     parent = pc.list_parent_indices(events["entities"]).cast(pa.int64())
     synthetic = rows_where(pc.and_(kept, events["synthetic"]))
@@ -151,7 +171,7 @@ def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple
         parent = pa.concat_arrays([parent, pa.array(synthetic, pa.int64())])
     written = np.flatnonzero(kept.to_numpy(zero_copy_only=False)[parent.to_numpy()])  # entities of kept events
     if not len(written):
-        return []
+        return [], pa.array([], pa.string()), np.zeros(0, np.int64)
     schemas = pc.binary_join_element_wise(*(flat.field(name) for name in SCHEMA_PARTS), "/").dictionary_encode()
     codes = schemas.indices.to_numpy()[written]
     order = written[np.argsort(codes, kind="stable")]  # kept and grouped by type in one take
@@ -174,15 +194,11 @@ def _entity_groups(events: Mapping[str, pa.Array], kept: pa.Array) -> list[tuple
         events["collector_tstamp"].take(parent),
         '","refRoot":"events","refTree":["events","',
         columns["name"],
-        '"],"refParent":"events"}}',
+        '"],"refParent":"events"}}\n',
         "",
     )
-    sizes = np.bincount(codes, minlength=len(schemas.dictionary))
-    ends = np.cumsum(sizes)
-    return [
-        ((SHREDDED_KIND, schema), value[end - size : end])
-        for schema, size, end in zip(schemas.dictionary.to_pylist(), sizes.tolist(), ends.tolist(), strict=True)
-    ]
+    places = [(SHREDDED_KIND, schema) for schema in schemas.dictionary.to_pylist()]
+    return places, value, np.cumsum(np.bincount(codes, minlength=len(places)))
 
 
 def _counts(events: Mapping[str, pa.Array], kept: pa.Array) -> dict[str, int]:
@@ -206,7 +222,8 @@ def _bad_rows(events: Mapping[str, pa.Array], bad: pa.Array, failure_tstamp: str
     """The bad row of each bad event: Python only for those rows."""
     lines, errors = events["line"].view(pa.binary()), events["errors"]
     rows = rows_where(bad).tolist()
-    return pa.array([bad_row(lines[row].as_py(), errors[row].as_py(), failure_tstamp) for row in rows], pa.string())
+    rows_text = [bad_row(lines[row].as_py(), errors[row].as_py(), failure_tstamp) + "\n" for row in rows]
+    return pa.array(rows_text, pa.string())
 
 
 def bad_row(line: bytes, messages: list[str], failure_tstamp: str) -> str:

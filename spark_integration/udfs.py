@@ -260,7 +260,7 @@ class Unshared:
         for batch in batches:
             checked = _checked(batch.column("line"))
             checked["line"] = batch.column("line")
-            yield lines.output_lines(self.decide(checked), self.failure_tstamp)
+            yield from lines.output_lines(self.decide(checked), self.failure_tstamp)
 
 
 def shred_unshared(batch_lines: DataFrame, decision: Unshared) -> DataFrame:
@@ -278,6 +278,6 @@ def lines_of(decided: DataFrame, failure_tstamp: str) -> DataFrame:
 
     def build(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield lines.output_lines({name: batch.column(name) for name in lines.DECIDED_COLUMNS}, failure_tstamp)
+            yield from lines.output_lines({name: batch.column(name) for name in lines.DECIDED_COLUMNS}, failure_tstamp)
 
     return decided.select(*lines.DECIDED_COLUMNS).mapInArrow(build, LINES_TYPE)

@@ -64,6 +64,19 @@ def _events(**columns: list[Any]) -> dict[str, pa.Array]:
     return {name: pa.array(columns.get(name, [None] * rows), kind) for name, kind in arrow.items()}
 
 
+def _rows(events: dict[str, pa.Array]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows of lines `output_lines` gives, and its count row (the last): each row of lines is
+    followed by the null row of the line break after it, which the write leaves out."""
+    batches = lines.output_lines(events, "T")
+    assert all(batch.schema == lines.LINES_SCHEMA for batch in batches)
+    *rows, counts = pa.Table.from_batches(batches).to_pylist()
+    written, breaks = rows[::2], rows[1::2]
+    assert all(row["value"] is not None and row["lines"] > 0 for row in written)
+    no_line = {"kind": None, "type": None, "value": None, "lines": 0} | dict.fromkeys(lines.COUNTS)
+    assert breaks == [no_line] * len(written)
+    return written, counts
+
+
 def test_each_kind_of_event_gives_its_rows() -> None:
     web_page = {"vendor": "com.acme", "name": "page", "format": "jsonschema", "version": "1-0-0", "data": '{"a":1}'}
     events = _events(
@@ -80,10 +93,7 @@ def test_each_kind_of_event_gives_its_rows() -> None:
         line=[None, None, None, "garbage"],
         errors=[None, None, None, ["no good"]],
     )
-    found = lines.output_lines(events, "T")
-    assert found.schema == lines.LINES_SCHEMA
-    groups = found.to_pylist()
-    counts = groups.pop()  # the batch's counts come last, with no line
+    groups, counts = _rows(events)  # the batch's counts come last, with no line
     assert (counts["kind"], counts["value"], counts["lines"]) == (None, None, 0)
     assert {name: counts[name] for name in lines.COUNTS if counts[name]} == {
         lines.KEPT: 2,
@@ -115,7 +125,7 @@ def test_each_kind_of_event_gives_its_rows() -> None:
 
 def test_a_batch_with_no_line_to_write_gives_its_counts_only() -> None:
     events = _events(status=[lines.CROSS_BATCH], event_id=[A], id_events=[1], id_first=[True])
-    assert lines.output_lines(events, "T").to_pylist() == [
+    assert pa.Table.from_batches(lines.output_lines(events, "T")).to_pylist() == [
         {"kind": None, "type": None, "value": None, "lines": 0}
         | dict.fromkeys(lines.COUNTS, 0)
         | {lines.CROSS_BATCH: 1, "ids_1": 1}
@@ -133,7 +143,7 @@ def test_many_lines_of_one_place_come_in_rows_of_about_chunk_bytes() -> None:
         collector_tstamp=["2026-11-01 05:00:00.000"] * len(atomic),
         entities=[[]] * len(atomic),
     )
-    rows = lines.output_lines(events, "T").to_pylist()[:-1]
+    rows, _ = _rows(events)
     assert len(rows) > 3 and {row["kind"] for row in rows} == {"atomic"}
     assert [text for row in rows for text in row["value"].split("\n")] == [f"{a}\t{A}\tend" for a in atomic]
     assert [row["lines"] for row in rows] == [row["value"].count("\n") + 1 for row in rows]
