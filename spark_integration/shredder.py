@@ -66,17 +66,18 @@ class BatchScan:
 
     lines: int
     etl_time: datetime | None
-    cached_keys: DataFrame
-    """Column `key` (see `enriched.event_key`), cached: `release()` it when done."""
+    keys: DataFrame
+    """Column `key` (see `enriched.event_key`), each once: up to `BROADCAST_KEYS` a table held by
+    the driver, beyond that cached in Spark (`release()` it when done)."""
     shared_count: int
 
     @property
     def shared_keys(self) -> DataFrame:
         """The shared ids to join the lines with, sent whole to every task when few enough."""
-        return F.broadcast(self.cached_keys) if self.shared_count <= BROADCAST_KEYS else self.cached_keys
+        return F.broadcast(self.keys) if self.shared_count <= BROADCAST_KEYS else self.keys
 
     def release(self) -> None:
-        self.cached_keys.unpersist()
+        self.keys.unpersist()
 
 
 BROADCAST_KEYS = 2_000_000
@@ -85,20 +86,38 @@ BROADCAST_KEYS = 2_000_000
 
 def scan_batch(spark: SparkSession, input_path: str | list[str]) -> BatchScan:
     """Count the lines, find the etl time and the shared ids: one job over the input that splits
-    no JSON and shuffles only 64-bit keys; the totals are observed on the way."""
+    no JSON and shuffles only 64-bit keys; the totals are observed on the way.
+
+    The shared ids come back to the driver (8 bytes each): nothing is cached, and Spark's adaptive
+    execution sizes the aggregation's partitions, which it does not do for a cached plan. Only
+    past `BROADCAST_KEYS` are they scanned again and cached instead.
+    """
+    shared, totals = _shared_keys(spark, input_path)
+    found = shared.limit(BROADCAST_KEYS + 1).toArrow()  # every partition is read unless there are more
+    if found.num_rows <= BROADCAST_KEYS:
+        return _batch_scan(totals, spark.createDataFrame(found), found.num_rows)
+    shared, totals = _shared_keys(spark, input_path)
+    shared = shared.persist()
+    try:
+        return _batch_scan(totals, shared, shared.count())
+    except BaseException:
+        shared.unpersist()
+        raise
+
+
+def _shared_keys(spark: SparkSession, input_path: str | list[str]) -> tuple[DataFrame, Observation]:
+    """The keys on more than one line, with the totals observed while they are found."""
     keys = enriched.batch_keys(enriched.load_enriched(spark, input_path))
     per_key = keys.groupBy("key").agg(F.count(F.lit(1)).alias("lines"), F.min("etl_us").alias("etl_us"))
     totals = Observation("batch totals")
     observed = per_key.observe(totals, F.sum("lines").alias("lines"), F.min("etl_us").alias("etl_us"))
-    shared = observed.filter(F.col("lines") > 1).select("key").persist()
-    try:
-        shared_count = shared.count()
-        lines, earliest = totals.get["lines"], totals.get["etl_us"]
-    except BaseException:
-        shared.unpersist()
-        raise
+    return observed.filter(F.col("lines") > 1).select("key"), totals
+
+
+def _batch_scan(totals: Observation, keys: DataFrame, shared_count: int) -> BatchScan:
+    lines, earliest = totals.get["lines"], totals.get["etl_us"]
     etl = None if earliest is None else from_epoch_seconds(earliest // 1_000_000)
-    return BatchScan(lines or 0, etl, shared, shared_count)
+    return BatchScan(lines or 0, etl, keys, shared_count)
 
 
 def dedup_enriched(
