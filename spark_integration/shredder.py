@@ -14,9 +14,11 @@ import json
 import logging
 import re
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -420,17 +422,39 @@ def _write_lines(
     """Write the output lines of each part (a function that plans them) under the staging folder,
     each in a Spark job of its own, all at once: a part is planned while the others run (the
     shuffled part's plan costs the driver about half a second). Returns where they went and their
-    counts, summed; the first failure is raised once every job has ended."""
+    counts, summed. The first failure (or an interrupt) stops the other jobs, and is raised once
+    every one has ended."""
+    context, tag = spark.sparkContext, f"shred-{uuid.uuid4().hex[:12]}"
+    stopped = threading.Event()
 
     def write(name: str, plan: Callable[[], DataFrame]) -> tuple[str, dict[str, Any]]:
-        tally = Observation(f"shred counts: {name}")
-        path = output.write_outputs(plan().observe(tally, *_counts()), staging.path(name))
-        return path, tally.get
+        context.addJobTag(tag)  # this thread's jobs, to cancel them with their running tasks
+        context.setInterruptOnCancel(True)
+        try:
+            tally = Observation(f"shred counts: {name}")
+            rows = plan().observe(tally, *_counts())
+            if stopped.is_set():
+                raise RuntimeError(f"shred job: the {name} lines were not written, another part failed")
+            return output.write_outputs(rows, staging.path(name)), tally.get
+        finally:
+            context.removeJobTag(tag)
 
     # each with its own copy of the caller's local properties (job group, pool) and tags
     writes = [inheritable_thread_target(spark)(functools.partial(write, *part)) for part in parts.items()]
     with ThreadPoolExecutor(len(parts), thread_name_prefix="shred-write") as pool:
         futures = [pool.submit(run) for run in writes]
+        first_failure = None
+        try:
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            first_failure = next((f.exception() for f in done if f.exception() is not None), None)
+        finally:  # a part failed, or the caller was interrupted: stop the others
+            if not all(f.done() and f.exception() is None for f in futures):
+                stopped.set()
+                while not all(f.done() for f in futures):  # a job may start after a cancel
+                    context.cancelJobsWithTag(tag)
+                    wait(futures, timeout=0.2)
+    if first_failure is not None:  # not the others' interruption it caused
+        raise first_failure
     results = [future.result() for future in futures]
     counts: dict[str, Any] = {name: sum(c[name] or 0 for _, c in results) for name in lines.COUNTS}
     counts["entities"] = [group for _, c in results for group in c["entities"] or ()]

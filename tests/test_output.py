@@ -55,3 +55,43 @@ def test_lines_staged_by_two_jobs_merge_into_one_layout(spark: Any, tmp_path: Pa
         "bad/_SUCCESS": "",
     }
     assert not any(p.name.startswith(".staging") for p in out.iterdir())
+
+
+def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, tmp_path: Path) -> None:
+    """The run's two jobs: when one fails, the other is interrupted rather than left to finish, and
+    the error raised is the failure's, not the interruption it caused."""
+    import time
+    from collections.abc import Iterator
+
+    import pyarrow as pa
+    import pytest
+
+    from spark_integration import lines, shredder
+
+    batches_done = tmp_path / "done"
+    batches_done.mkdir()
+
+    def slow(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            time.sleep(0.5)
+            (batches_done / str(time.monotonic_ns())).touch()
+            yield pa.RecordBatch.from_pylist([], lines.LINES_SCHEMA)
+            del batch
+
+    def failing() -> Any:
+        time.sleep(1)  # the slow job is running by then
+        raise ValueError("the manifest is gone")
+
+    slow_part = spark.range(20, numPartitions=1).mapInArrow(slow, shredder.udfs.LINES_TYPE)
+    staging = output.Staging(output.Storage(spark), str(tmp_path / "out"))
+    conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": "1"}
+    previous = {key: spark.conf.get(key) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        with pytest.raises(ValueError, match="the manifest is gone"):
+            shredder._write_lines(spark, staging, {"slow": lambda: slow_part, "failing": failing})
+    finally:
+        for key, value in previous.items():
+            spark.conf.set(key, value)
+    assert len(list(batches_done.iterdir())) < 20  # 20 batches of 0.5 s: 10 s if left to finish
