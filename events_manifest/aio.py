@@ -12,20 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterable
+import json
+import logging
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from events_manifest import runs
 from events_manifest.backends.dynamodb import requests
 from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, make_client
+from events_manifest.backends.dynamodb.requests import Page
 from events_manifest.backends.dynamodb.table import check_table, create_table
 from events_manifest.backends.dynamodb.wire import AsyncWireClient, Endpoint
 from events_manifest.base import DuplicateStorage, not_listable, raise_first
-from events_manifest.errors import ManifestRequestError
+from events_manifest.errors import ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import (
     DEFAULT_TTL,
     EventId,
@@ -34,14 +38,19 @@ from events_manifest.model import (
     PutItem,
     check_fingerprint,
     entries_by_id,
+    from_epoch_seconds,
     normalize_event_id,
+    to_epoch_seconds,
     ttl_seconds,
 )
+from events_manifest.runs import Run
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient as AsyncDynamoDBClient
 
 Outcome = bool | ManifestRequestError
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -57,6 +66,14 @@ class AsyncEventsManifest(Protocol):
     async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None: ...
 
     async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]: ...
+
+    async def runs(self) -> list[Run]: ...
+
+    async def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run: ...
+
+    async def finish_run(self, run: Run) -> Run: ...
+
+    async def clean(self, etl_time: datetime) -> int: ...
 
     async def close(self) -> None: ...
 
@@ -80,6 +97,47 @@ class AsyncManifestBase:
 
     async def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
         raise not_listable(self)
+
+    async def runs(self) -> list[Run]:
+        """`DuplicateStorage.runs`."""
+        return sorted(await self._runs(), key=lambda run: run.etl_seconds)
+
+    async def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run:
+        """`DuplicateStorage.start_run`: the same decision (`runs.plan`), awaited."""
+        item = runs.check_item(item)
+        requested = from_epoch_seconds(runs.now_seconds()) if etl_time is None else etl_time
+        for _ in range(runs.MAX_ATTEMPTS):
+            decided = runs.plan(await self.runs(), item, requested, explicit=explicit, now=runs.now_seconds())
+            if await self._swap_run(decided.expected, decided.record):
+                for warning in decided.warnings:
+                    log.warning(warning)
+                return decided.record
+        raise runs.lost_race(item or str(requested))
+
+    async def finish_run(self, run: Run) -> Run:
+        """`DuplicateStorage.finish_run`."""
+        done = runs.finished(run, runs.now_seconds())
+        if not await self._swap_run(run, done):
+            raise ManifestUnavailableError(runs.taken_over(run))
+        return done
+
+    async def clean(self, etl_time: datetime) -> int:
+        """`DuplicateStorage.clean`."""
+        etl = to_epoch_seconds(etl_time)
+        removed = await self._delete_entries(etl)
+        for run in await self.runs():
+            if run.etl_seconds == etl:
+                await self._swap_run(run, None)
+        return removed
+
+    async def _runs(self) -> list[Run]:
+        raise runs.no_ledger(self)
+
+    async def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
+        raise runs.no_ledger(self)
+
+    async def _delete_entries(self, etl_seconds: int) -> int:
+        raise runs.no_ledger(self)
 
     async def close(self) -> None:
         """Release connections."""
@@ -110,6 +168,15 @@ class AsyncManifestAdapter(AsyncManifestBase):
 
     async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
         return await asyncio.to_thread(self.manifest.entries_of, list(event_ids))
+
+    async def _runs(self) -> list[Run]:
+        return await asyncio.to_thread(self.manifest.runs)
+
+    async def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
+        return await asyncio.to_thread(self.manifest._swap_run, expected, new)
+
+    async def _delete_entries(self, etl_seconds: int) -> int:
+        return await asyncio.to_thread(self.manifest._delete_entries, etl_seconds)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.manifest.close)
@@ -240,6 +307,73 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
             return dict(await self.client.query(**request))
         except (ClientError, BotoCoreError) as e:
             raise requests.manifest_error(e, self.table) from e
+
+    async def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """One request, through the lean path or the aioboto3 client; a failure is a ClientError
+        or BotoCoreError, for the shared meanings of `requests`."""
+        if self._wire is not None:
+            reply = await self._wire.call(operation, request)
+            if reply.status != 200:
+                raise reply.error(operation)
+            page: dict[str, Any] = json.loads(reply.body)
+            return page
+        assert self.client is not None
+        return dict(await getattr(self.client, requests.METHODS[operation])(**request))
+
+    async def _checked(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await self._call(operation, request)
+        except (ClientError, BotoCoreError) as e:
+            raise requests.manifest_error(e, self.table) from e
+
+    async def _read_pages(
+        self,
+        operation: str,
+        make: Callable[[Page | None], dict[str, Any]],
+        read: Callable[[Page], tuple[list[T], Page | None]],
+    ) -> list[T]:
+        found: list[T] = []
+        start: Page | None = None
+        while True:
+            items, start = read(await self._checked(operation, make(start)))
+            found += items
+            if not start:
+                return found
+
+    async def _runs(self) -> list[Run]:
+        return await self._read_pages(
+            "Query", lambda start: requests.runs_request(self.table, start), requests.runs_from_page
+        )
+
+    async def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
+        operation, request = requests.swap_run_request(self.table, expected, new)
+        try:
+            await self._call(operation, request)
+        except (ClientError, BotoCoreError) as e:
+            if requests.condition_failed(e):
+                return False
+            raise requests.manifest_error(e, self.table) from e
+        return True
+
+    async def _delete_entries(self, etl_seconds: int) -> int:
+        keys = await self._read_pages(
+            "Scan",
+            lambda start: requests.entries_of_run_request(self.table, etl_seconds, start),
+            lambda page: (page.get("Items", []), page.get("LastEvaluatedKey")),
+        )
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def delete(key: dict[str, Any]) -> bool:
+            async with limit:
+                try:
+                    await self._call("DeleteItem", requests.delete_entry_request(self.table, key, etl_seconds))
+                except (ClientError, BotoCoreError) as e:
+                    if requests.condition_failed(e):
+                        return False
+                    raise requests.manifest_error(e, self.table) from e
+                return True
+
+        return sum(await asyncio.gather(*(delete(key) for key in keys)))
 
     async def close(self) -> None:
         if self._wire is not None:

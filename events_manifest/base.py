@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
 
-from events_manifest.errors import ManifestConfigError, ManifestRequestError
+from events_manifest import runs
+from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import (
     DEFAULT_TTL,
     EventId,
@@ -15,9 +17,14 @@ from events_manifest.model import (
     PutBatch,
     PutItem,
     entries_by_id,
+    from_epoch_seconds,
     normalize_event_id,
+    to_epoch_seconds,
     ttl_seconds,
 )
+from events_manifest.runs import Run
+
+log = logging.getLogger(__name__)
 
 
 class DuplicateStorage(abc.ABC):
@@ -76,6 +83,54 @@ class DuplicateStorage(abc.ABC):
         Optional for a backend: the default says this one cannot answer.
         """
         raise not_listable(self)
+
+    def runs(self) -> list[Run]:
+        """Every run in the manifest's ledger, by etl time (see `events_manifest.runs`)."""
+        return sorted(self._runs(), key=lambda run: run.etl_seconds)
+
+    def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run:
+        """Record a run of `item` (an input path or id; None: a run of its own) as started, before
+        its first put, and return it: its `etl_time` is the one to put with. `etl_time` is what the
+        input asks for (default now); the ledger may hand out another (`runs.plan`), unless `explicit`."""
+        item = runs.check_item(item)
+        requested = from_epoch_seconds(runs.now_seconds()) if etl_time is None else etl_time
+        for _ in range(runs.MAX_ATTEMPTS):
+            decided = runs.plan(self.runs(), item, requested, explicit=explicit, now=runs.now_seconds())
+            if self._swap_run(decided.expected, decided.record):
+                for warning in decided.warnings:
+                    log.warning(warning)
+                return decided.record
+        raise runs.lost_race(item or str(requested))
+
+    def finish_run(self, run: Run) -> Run:
+        """Record a started run as finished, once its output is delivered."""
+        done = runs.finished(run, runs.now_seconds())
+        if not self._swap_run(run, done):
+            raise ManifestUnavailableError(runs.taken_over(run))
+        return done
+
+    def clean(self, etl_time: datetime) -> int:
+        """Remove every entry stored with this etl time and its run's ledger record, for a run whose
+        output was thrown away; returns how many entries went. Its events count as new again."""
+        etl = to_epoch_seconds(etl_time)
+        removed = self._delete_entries(etl)
+        for run in self.runs():
+            if run.etl_seconds == etl:
+                self._swap_run(run, None)
+        return removed
+
+    def _runs(self) -> Iterable[Run]:
+        """Every ledger record; a backend keeps them apart from the entries."""
+        raise runs.no_ledger(self)
+
+    def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
+        """Write `new` (or delete, when None) in the place of the record at its etl time, if that
+        place holds exactly `expected` (None: nothing); False when it holds something else."""
+        raise runs.no_ledger(self)
+
+    def _delete_entries(self, etl_seconds: int) -> int:
+        """Delete every entry stored with this etl time; how many."""
+        raise runs.no_ledger(self)
 
     def close(self) -> None:
         """Release connections and files; the manifest cannot be used afterwards."""

@@ -8,11 +8,13 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
+from events_manifest import runs
 from events_manifest.backends.dynamodb import ClientOptions, OnDemand, Provisioned, check_table, create_table
 from events_manifest.backends.dynamodb.client import make_client
 from events_manifest.config import DynamoDbConfig, parse_config
 from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.factory import manifest_from_url, parse_duration
+from events_manifest.model import to_epoch_seconds
 
 PROG = "events-manifest"
 
@@ -70,9 +72,38 @@ def _field_list(text: str) -> list[str]:
     return fields
 
 
+def _runs(args: argparse.Namespace) -> int:
+    with manifest_from_url(args.manifest) as manifest:
+        found = manifest.runs()
+    if not found:
+        print("no runs recorded")
+    for run in found:
+        ended = f", finished {runs.text(run.finished_seconds)}" if run.finished_seconds is not None else ""
+        print(
+            f"{runs.text(run.etl_seconds)}  {run.state:<8}  started {runs.text(run.started_seconds)}{ended}  {run.item}"
+        )
+    return 0
+
+
+def _clean(args: argparse.Namespace) -> int:
+    etl_time = parse_timestamp(args.etl_time)
+    etl = to_epoch_seconds(etl_time)
+    with manifest_from_url(args.manifest) as manifest:
+        known = [run for run in manifest.runs() if run.etl_seconds == etl]
+        if not known and not args.force:
+            raise ManifestConfigError(
+                f"the ledger holds no run with etl time {runs.text(etl)} (see `events-manifest runs`): nothing was "
+                "removed. Pass --force to remove the entries stored with that etl time all the same"
+            )
+        removed = manifest.clean(etl_time)
+    what = known[0].describe() if known else f"etl time {runs.text(etl)}"
+    print(f"removed {removed:,} entries of the {what}; its events count as new again")
+    return 0
+
+
 def _dedup(args: argparse.Namespace) -> int:
     from events_manifest.dedup import Expiry, Outcome
-    from events_manifest.ndjson_dedup import run
+    from events_manifest.ndjson_dedup import check_paths, run
 
     if (args.expiry_field is None) != (args.expiry_period is None):
         raise ManifestConfigError("--expiry-field and --expiry-period go together")
@@ -85,6 +116,7 @@ def _dedup(args: argparse.Namespace) -> int:
         Outcome.EXPIRED: args.expired,
         Outcome.ERROR: args.errors,
     }
+    check_paths(args.input, outputs)  # before the manifest is opened (a new SQLite file is a write)
     with manifest_from_url(args.manifest) as manifest:
         counts, etl_time = run(
             manifest,
@@ -98,7 +130,7 @@ def _dedup(args: argparse.Namespace) -> int:
             chunk_size=args.chunk_size,
         )
     width = max(len(f"{n:,}") for n in counts.values())
-    lines = [f"etl time {etl_time:%Y-%m-%d %H:%M:%S} (rerun after a failure with --etl-time '{etl_time}')"]
+    lines = [f"etl time {etl_time:%Y-%m-%d %H:%M:%S}"]
     for outcome, path in outputs.items():
         lines.append(f"{outcome.value:<10} {counts[outcome]:>{width},}  -> {path or '(not written)'}")
     print("\n".join(lines), file=sys.stderr if args.unique == "-" else sys.stdout)
@@ -161,13 +193,28 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.add_argument("--expiry-field", metavar="F", help="timestamp field (ISO 8601 or epoch seconds)")
     dedup.add_argument("--expiry-period", metavar="DURATION", help="e.g. 1d: older than latest minus this is expired")
     dedup.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
-    dedup.add_argument("--etl-time", help="the run's etl time (default now); reuse it to rerun a failed run")
+    dedup.add_argument("--etl-time", help="the run's etl time (default: a second of its own, from now on)")
     dedup.add_argument("--chunk-size", type=int, default=10_000, metavar="N", help="records per manifest call")
     dedup.add_argument("--unique", default="-", metavar="OUT", help="unique records (default: stdout)")
     dedup.add_argument("--duplicates", metavar="OUT", help="duplicate records")
     dedup.add_argument("--expired", metavar="OUT", help="expired records")
     dedup.add_argument("--errors", metavar="OUT", help='{"line": ..., "reason": ...} per record that failed')
     dedup.set_defaults(run=_dedup)
+
+    listed = commands.add_parser("runs", help="list the runs the manifest's ledger holds")
+    listed.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
+    listed.set_defaults(run=_runs)
+
+    clean = commands.add_parser(
+        "clean",
+        help="remove the entries of one run, whose output was thrown away",
+        description="Remove every entry stored with one etl time, and that run's ledger record: its events "
+        "count as new again. For a run whose output was thrown away downstream.",
+    )
+    clean.add_argument("--etl-time", required=True, help="the run's etl time, as `events-manifest runs` shows it")
+    clean.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
+    clean.add_argument("--force", action="store_true", help="remove the entries even if the ledger knows no such run")
+    clean.set_defaults(run=_clean)
     return parser
 
 
@@ -178,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.run(args)
     except ManifestError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"{PROG}: error: {e.strerror or e}{f': {e.filename}' if e.filename else ''}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

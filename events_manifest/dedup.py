@@ -8,8 +8,10 @@ Each record lands in exactly one of four outcomes: unique, duplicate, expired, e
 
 A `Deduplicator` is one run: records repeating within it are duplicates (remembered in memory,
 or in a temporary file with `on_disk=True`); records seen by earlier runs are duplicates through
-the manifest, under the run's etl time. Rerunning the same input with the same `etl_time` (after
-a crash) gives the same outcomes, because the manifest accepts a rerun.
+the manifest, under the run's etl time. The run is recorded in the manifest's ledger when it
+starts (which hands it an etl time of its own) and finished when it is closed without an error.
+Rerunning the same input (same `item`, or the same `etl_time`) after a crash gives the same
+outcomes, because the manifest accepts a rerun.
 `AsyncDeduplicator` is the same over an async manifest and async iterables.
 """
 
@@ -32,7 +34,8 @@ from events_manifest.aio import AsyncEventsManifest
 from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestConfigError, ManifestRequestError
 from events_manifest.factory import parse_duration
-from events_manifest.model import MAX_FINGERPRINT_BYTES, UUID_TEXT, PutItem, from_epoch_seconds, to_epoch_seconds
+from events_manifest.model import MAX_FINGERPRINT_BYTES, UUID_TEXT, PutItem
+from events_manifest.runs import Run
 
 KEY_NAMESPACE = uuid.UUID("6f0c7f4e-5b8a-4d47-9a6e-2f1d3c0b9e51")
 """Keys that are not UUIDs become UUID v5 of their text in this namespace (the manifest's ids are UUIDs)."""
@@ -214,7 +217,6 @@ class _Run:
         key: KeySpec,
         fingerprint: KeySpec | None,
         expiry: Expiry | None,
-        etl_time: datetime | None,
         on_disk: bool,
         chunk_size: int,
     ) -> None:
@@ -224,7 +226,7 @@ class _Run:
         if chunk_size < 1:
             raise ManifestConfigError(f"chunk_size [{chunk_size}] must be at least 1")
         self.key, self.fingerprint, self.expiry = key, fingerprint, expiry
-        self.etl_time = from_epoch_seconds(to_epoch_seconds(etl_time or datetime.now(UTC)))
+        self.ledger: Run | None = None
         self.chunk_size = chunk_size
         self.latest: float | None = None
         self.counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
@@ -290,8 +292,15 @@ class _Run:
                 chunk.decisions[position] = Decision(Outcome.ERROR, record, str(e))
         return chunk
 
+    def started(self) -> Run:
+        """The run's ledger record; an error before it started."""
+        if self.ledger is None:
+            raise ManifestConfigError("the run has not started: use `with Deduplicator(...)` or call start()")
+        return self.ledger
+
     def items(self, chunk: _Chunk) -> list[PutItem]:
-        return [(event_id, fingerprint, self.etl_time) for _, event_id, fingerprint in chunk.waiting]
+        etl_time = self.started().etl_time
+        return [(event_id, fingerprint, etl_time) for _, event_id, fingerprint in chunk.waiting]
 
     def finish(self, chunk: _Chunk, answers: list[bool | ManifestRequestError]) -> list[Decision]:
         """Complete the chunk with the manifest's answers, in input order."""
@@ -328,9 +337,11 @@ class _Deduplicator(Generic[M]):
     """What both deduplicators hold: the manifest and one run's state.
 
     `key`: field names or a function of the record; `fingerprint`: field names, a function, or by
-    default a hash of the whole record; `expiry`: an `Expiry`; `etl_time`: the run's etl time
-    (default now; pass the same one to rerun after a crash); `on_disk`: remember the run's pairs in
-    a temporary file instead of memory; `chunk_size`: records per manifest call.
+    default a hash of the whole record; `expiry`: an `Expiry`; `item`: what the run reads (a file
+    name, a topic partition), so that a rerun of an unfinished run finishes it; `etl_time`: the
+    run's etl time (default: handed out by the manifest's ledger; pass the same one to rerun after
+    a crash); `on_disk`: remember the run's pairs in a temporary file instead of memory;
+    `chunk_size`: records per manifest call.
     """
 
     def __init__(
@@ -340,17 +351,24 @@ class _Deduplicator(Generic[M]):
         key: KeySpec,
         fingerprint: KeySpec | None = None,
         expiry: Expiry | None = None,
+        item: str | None = None,
         etl_time: datetime | None = None,
         on_disk: bool = False,
         chunk_size: int = 1000,
     ) -> None:
         self.manifest = manifest
-        self._run = _Run(key, fingerprint, expiry, etl_time, on_disk, chunk_size)
+        self.item, self._requested = item, etl_time
+        self._run = _Run(key, fingerprint, expiry, on_disk, chunk_size)
+
+    @property
+    def run(self) -> Run:
+        """The run's record in the manifest's ledger (once started)."""
+        return self._run.started()
 
     @property
     def etl_time(self) -> datetime:
         """The run's etl time, to pass again when rerunning the same input after a failure."""
-        return self._run.etl_time
+        return self._run.started().etl_time
 
     @property
     def counts(self) -> dict[Outcome, int]:
@@ -361,8 +379,15 @@ class _Deduplicator(Generic[M]):
 class Deduplicator(_Deduplicator[DuplicateStorage]):
     """One dedup run over records through a manifest; see the module docstring and `_Deduplicator`."""
 
+    def start(self) -> Run:
+        """Record the run in the manifest's ledger (done by `with` and the first classify)."""
+        if self._run.ledger is None:
+            self._run.ledger = self.manifest.start_run(self.item, self._requested, explicit=self._requested is not None)
+        return self._run.ledger
+
     def classify(self, records: Iterable[Any]) -> Iterator[Decision]:
         """A decision per record, in input order, lazily: memory stays bounded by `chunk_size`."""
+        self.start()
         for records_chunk in _chunks(records, self._run.chunk_size):
             chunk = self._run.prepare(records_chunk)
             answers = self.manifest.try_put_many(self._run.items(chunk)) if chunk.waiting else []
@@ -372,21 +397,34 @@ class Deduplicator(_Deduplicator[DuplicateStorage]):
         """Only the unique records."""
         return (d.record for d in self.classify(records) if d.outcome is Outcome.UNIQUE)
 
-    def close(self) -> None:
-        """Forget the run's pairs (the manifest stays open: it is the caller's)."""
+    def close(self, *, finished: bool = True) -> None:
+        """Record the run as finished (unless `finished` is False: a failed run, to be rerun) and
+        forget its pairs; the manifest stays open: it is the caller's."""
         self._run.seen.close()
+        if finished and self._run.ledger is not None and not self._run.ledger.finished:
+            self._run.ledger = self.manifest.finish_run(self._run.ledger)
 
     def __enter__(self) -> Deduplicator:
+        self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(finished=exc_type is None)
 
 
 class AsyncDeduplicator(_Deduplicator[AsyncEventsManifest]):
     """`Deduplicator` over an async manifest (see `events_manifest.aio`) and (async) iterables."""
 
+    async def start(self) -> Run:
+        """Record the run in the manifest's ledger (done by `async with` and the first classify)."""
+        if self._run.ledger is None:
+            self._run.ledger = await self.manifest.start_run(
+                self.item, self._requested, explicit=self._requested is not None
+            )
+        return self._run.ledger
+
     async def classify(self, records: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Decision]:
+        await self.start()
         async for records_chunk in _async_chunks(records, self._run.chunk_size):
             chunk = self._run.prepare(records_chunk)
             answers = await self.manifest.try_put_many(self._run.items(chunk)) if chunk.waiting else []
@@ -398,14 +436,18 @@ class AsyncDeduplicator(_Deduplicator[AsyncEventsManifest]):
             if decision.outcome is Outcome.UNIQUE:
                 yield decision.record
 
-    async def close(self) -> None:
+    async def close(self, *, finished: bool = True) -> None:
+        """`Deduplicator.close`."""
         self._run.seen.close()
+        if finished and self._run.ledger is not None and not self._run.ledger.finished:
+            self._run.ledger = await self.manifest.finish_run(self._run.ledger)
 
     async def __aenter__(self) -> AsyncDeduplicator:
+        await self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        await self.close(finished=exc_type is None)
 
 
 async def _async_chunks(records: AsyncIterable[Any] | Iterable[Any], size: int) -> AsyncIterator[list[Any]]:

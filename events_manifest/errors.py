@@ -21,3 +21,8 @@ class ManifestUnavailableError(ManifestError):
 
 class ManifestThrottledError(ManifestUnavailableError):
     """The store kept throttling after every retry: raise its capacity or lower the concurrency."""
+
+
+class RunConflictError(ManifestConfigError):
+    """A run would lose or share another run's events (an unfinished run of the same input, an etl
+    time another run holds): the message says which etl time to use, or how to clean up first."""

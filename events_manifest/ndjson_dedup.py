@@ -2,7 +2,9 @@
 
 Memory stays constant in the input size: records flow through in chunks, and the run's own pairs
 are remembered in a temporary file. Lines are written out exactly as they came in; an error line
-is `{"line": ..., "reason": ...}`.
+is `{"line": ..., "reason": ...}`. Every path is checked before the run starts, and each output
+file is written beside its place and moved there only when the whole input is done: a failed run
+leaves the files of an earlier one as they were.
 """
 
 from __future__ import annotations
@@ -10,15 +12,28 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import os
 import sys
+import tempfile
 import time
+import zlib
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from typing import IO, Any, TextIO
 
+from events_manifest import runs
 from events_manifest.base import DuplicateStorage
 from events_manifest.dedup import Deduplicator, Expiry, Outcome, Unreadable
+from events_manifest.errors import ManifestConfigError, ManifestError
 
 _PROGRESS_EVERY = 0.5
+FLAGS = {
+    Outcome.UNIQUE: "--unique",
+    Outcome.DUPLICATE: "--duplicates",
+    Outcome.EXPIRED: "--expired",
+    Outcome.ERROR: "--errors",
+}
+"""The command-line flag of each outcome's output file."""
 
 
 class _Line(dict[str, Any]):
@@ -27,24 +42,81 @@ class _Line(dict[str, Any]):
     text: str
 
 
-def _open_in(path: str, stack: contextlib.ExitStack) -> IO[str]:
+def check_paths(source: str, outputs: Mapping[Outcome, str | None]) -> None:
+    """Refuse, before anything is read or written, an input that cannot be read and an output that
+    would overwrite the input, another output or a folder."""
+    if source != "-":
+        if not os.path.exists(source):
+            raise ManifestConfigError(f"input [{source}] does not exist")
+        if os.path.isdir(source):
+            raise ManifestConfigError(f"input [{source}] is a folder: give an NDJSON file (or - for stdin)")
+        if not os.access(source, os.R_OK):
+            raise ManifestConfigError(f"input [{source}] cannot be read (permissions)")
+    seen: dict[str, str] = {} if source == "-" else {os.path.realpath(source): "the input"}
+    for outcome, path in outputs.items():
+        if path is None or path == "-":
+            continue
+        flag = FLAGS[outcome]
+        real = os.path.realpath(path)
+        if real in seen:
+            raise ManifestConfigError(f"{flag} [{path}] is also {seen[real]}: give each output a file of its own")
+        seen[real] = f"the {flag} output"
+        if os.path.isdir(path):
+            raise ManifestConfigError(f"{flag} [{path}] is a folder: give a file name")
+        folder = os.path.dirname(real)
+        if not os.path.isdir(folder):
+            raise ManifestConfigError(f"{flag} [{path}]: folder {folder} does not exist, create it first")
+        if not os.access(folder, os.W_OK):
+            raise ManifestConfigError(f"{flag} [{path}]: folder {folder} is not writable")
+
+
+def _open_in(path: str, stack: contextlib.ExitStack) -> IO[bytes]:
     if path == "-":
-        return sys.stdin
-    opener = gzip.open if path.endswith(".gz") else open
-    return stack.enter_context(opener(path, "rt", encoding="utf-8", newline="\n"))
+        return sys.stdin.buffer
+    opener: Any = gzip.open if path.endswith(".gz") else open
+    return stack.enter_context(opener(path, "rb"))
 
 
-def _open_out(path: str | None, stack: contextlib.ExitStack) -> TextIO | None:
-    if path is None:
-        return None
-    if path == "-":
-        return sys.stdout
-    return stack.enter_context(open(path, "w", encoding="utf-8", newline="\n"))
+class _Output:
+    """An output file written beside its place and moved there by `publish`; or stdout."""
+
+    def __init__(self, path: str, stack: contextlib.ExitStack) -> None:
+        self.path = path
+        if path == "-":
+            self.stream: TextIO = sys.stdout
+            self.temporary: str | None = None
+            return
+        folder, name = os.path.split(os.path.abspath(path))
+        handle, self.temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+        self.stream = stack.enter_context(os.fdopen(handle, "w", encoding="utf-8", newline="\n"))
+        stack.callback(self.discard)
+
+    def publish(self) -> None:
+        if self.temporary is not None:
+            self.stream.flush()
+            os.fsync(self.stream.fileno())
+            self.stream.close()
+            os.replace(self.temporary, self.path)
+            self.temporary = None
+
+    def discard(self) -> None:
+        if self.temporary is not None:
+            self.stream.close()
+            os.unlink(self.temporary)
+            self.temporary = None
 
 
-def _parse(lines: IO[str]) -> Iterator[_Line | Unreadable]:
+def _parse(lines: IO[bytes]) -> Iterator[_Line | Unreadable]:
     for number, raw in enumerate(lines, 1):
-        text = raw[:-1] if raw.endswith("\n") else raw
+        raw = raw[:-1] if raw.endswith(b"\n") else raw
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            shown = raw.decode("utf-8", "backslashreplace")
+            yield Unreadable(
+                shown, f"line {number} is not UTF-8 ({e.reason} at byte {e.start}; shown with \\x escapes)"
+            )
+            continue
         try:
             value = json.loads(text)
         except ValueError as e:
@@ -83,6 +155,10 @@ class _Progress:
             self.stream.write("\r\x1b[K")
 
 
+class RunFailedError(ManifestError):
+    """A dedup run stopped after it started: the manifest holds some of its records under its etl time."""
+
+
 def run(
     manifest: DuplicateStorage,
     source: str,
@@ -91,36 +167,58 @@ def run(
     key: list[str],
     fingerprint: list[str] | None,
     expiry: Expiry | None,
-    etl_time: Any,
+    etl_time: datetime | None,
     progress: TextIO,
     chunk_size: int = 10_000,
-) -> tuple[dict[Outcome, int], Any]:
-    """Dedup the NDJSON `source` into `outputs`; the count per outcome and the run's etl time."""
+) -> tuple[dict[Outcome, int], datetime]:
+    """Dedup the NDJSON `source` into `outputs`; the count per outcome and the run's etl time.
+
+    The run is recorded in the manifest's ledger under the input's real path, so running the same
+    command again after a failure finishes it (same etl time) instead of losing its records.
+    """
+    check_paths(source, outputs)
     display = _Progress(progress)
     with contextlib.ExitStack() as stack:
         lines = _open_in(source, stack)
-        files = {outcome: _open_out(path, stack) for outcome, path in outputs.items()}
-        dedup = stack.enter_context(
-            Deduplicator(
-                manifest,
-                key=key,
-                fingerprint=fingerprint,
-                expiry=expiry,
-                etl_time=etl_time,
-                on_disk=True,
-                chunk_size=chunk_size,
-            )
+        files = {outcome: _Output(path, stack) for outcome, path in outputs.items() if path is not None}
+        dedup = Deduplicator(
+            manifest,
+            key=key,
+            fingerprint=fingerprint,
+            expiry=expiry,
+            item=None if source == "-" else os.path.realpath(source),
+            etl_time=etl_time,
+            on_disk=True,
+            chunk_size=chunk_size,
         )
-
-        for decision in dedup.classify(_parse(lines)):
-            out = files.get(decision.outcome)
-            if out is not None:
-                text = decision.record.text
-                if decision.outcome is Outcome.ERROR:
-                    text = json.dumps({"line": text, "reason": decision.reason}, ensure_ascii=False)
-                out.write(text + "\n")
-            if display.due():
-                display.update(dedup.counts)
+        run = dedup.start()
+        try:
+            for decision in dedup.classify(_parse(lines)):
+                out = files.get(decision.outcome)
+                if out is not None:
+                    text = decision.record.text
+                    if decision.outcome is Outcome.ERROR:
+                        text = json.dumps({"line": text, "reason": decision.reason}, ensure_ascii=False)
+                    out.stream.write(text + "\n")
+                if display.due():
+                    display.update(dedup.counts)
+            for out in files.values():
+                out.publish()
+        except (OSError, EOFError, zlib.error, ManifestError) as e:
+            dedup.close(finished=False)
+            rerun = (
+                "run the same command again"
+                if source != "-"
+                else f"rerun with --etl-time '{runs.text(run.etl_seconds)}'"
+            )
+            raise RunFailedError(
+                f"{e}\nThe run stopped after it started (etl time {runs.text(run.etl_seconds)}); no output file was "
+                f"replaced. To finish it, {rerun}"
+            ) from e
+        except BaseException:
+            dedup.close(finished=False)
+            raise
+        dedup.close()
         display.update(dedup.counts, force=True)
         display.done()
         return dedup.counts, dedup.etl_time

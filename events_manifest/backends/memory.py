@@ -16,6 +16,7 @@ from events_manifest.model import (
     check_fingerprint,
     normalize_event_id,
 )
+from events_manifest.runs import Run
 
 
 class InMemoryManifest(DuplicateStorage):
@@ -24,6 +25,7 @@ class InMemoryManifest(DuplicateStorage):
     def __init__(self, *, ttl: timedelta = DEFAULT_TTL) -> None:
         super().__init__(ttl=ttl)
         self._entries: dict[tuple[str, str], int] = {}  # etl seconds; the ttl is this manifest's
+        self._runs_by_etl: dict[int, Run] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -64,3 +66,25 @@ class InMemoryManifest(DuplicateStorage):
         with self._lock:
             etl = self._entries.get(key)
         return None if etl is None else ManifestEntry(*key, etl, etl + self._ttl_seconds)
+
+    def _runs(self) -> list[Run]:
+        with self._lock:
+            return list(self._runs_by_etl.values())
+
+    def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
+        etl = (new or expected).etl_seconds  # type: ignore[union-attr]
+        with self._lock:
+            if self._runs_by_etl.get(etl) != expected:
+                return False
+            if new is None:
+                del self._runs_by_etl[etl]
+            else:
+                self._runs_by_etl[etl] = new
+            return True
+
+    def _delete_entries(self, etl_seconds: int) -> int:
+        with self._lock:
+            doomed = [key for key, etl in self._entries.items() if etl == etl_seconds]
+            for key in doomed:
+                del self._entries[key]
+        return len(doomed)

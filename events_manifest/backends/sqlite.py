@@ -9,16 +9,22 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import attrs
 
 from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, check_fingerprint, normalize_event_id
+from events_manifest.runs import Run
 
 APPLICATION_ID = 0x45564D46  # "EVMF": marks a file as an events manifest
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the entries; 2: and the run ledger (a version 1 file gains it when opened)."""
+T = TypeVar("T")
 PAGE_SIZE = 16384
 """For new files: batches of random ids touch fewer, larger pages (30% faster than 4 KiB)."""
 
@@ -32,7 +38,19 @@ CREATE TABLE events_manifest (
 ) WITHOUT ROWID
 """
 
-# SPEC §2 as one statement: insert, or overwrite a rerun (same etl) or an expired entry.
+_CREATE_RUNS = """
+CREATE TABLE IF NOT EXISTS events_manifest_runs (
+    etl_time    INTEGER NOT NULL PRIMARY KEY,
+    item        TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER
+)
+"""
+
+_RUNS = "SELECT etl_time, item, state, started_at, finished_at FROM events_manifest_runs"
+
+# The manifest contract (docs/contract.md) in one statement: insert, or overwrite a rerun or an expired entry.
 _PUT = """
 INSERT INTO events_manifest (event_id, fingerprint, etl_time, ttl) VALUES (?, ?, ?, ?)
 ON CONFLICT (event_id, fingerprint) DO UPDATE SET etl_time = excluded.etl_time, ttl = excluded.ttl
@@ -139,6 +157,7 @@ class SqliteManifest(DuplicateStorage):
                         f"(it holds {', '.join(sorted(tables))}): choose another path, nothing was written"
                     )
                 conn.execute(_CREATE)
+                conn.execute(_CREATE_RUNS)
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             elif app_id != APPLICATION_ID:
@@ -151,6 +170,9 @@ class SqliteManifest(DuplicateStorage):
                     raise ManifestConfigError(
                         f"[{self.path}] was written by a newer events-manifest (schema {version}): upgrade the library"
                     )
+                if version < SCHEMA_VERSION:
+                    conn.execute(_CREATE_RUNS)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -168,20 +190,7 @@ class SqliteManifest(DuplicateStorage):
 
     def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
         ttl = self._ttl_seconds
-        with self._lock:
-            conn = self._connection()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    results = self._insert_new(conn, batch, ttl) or self._upsert_each(conn, batch, ttl)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as e:
-                raise ManifestUnavailableError(f"SQLite manifest [{self.path}]: {e}") from e
-        return results
+        return self._transaction(lambda conn: self._insert_new(conn, batch, ttl) or self._upsert_each(conn, batch, ttl))
 
     @staticmethod
     def _insert_new(conn: sqlite3.Connection, batch: PutBatch, ttl: int) -> list[bool | ManifestRequestError]:
@@ -223,6 +232,46 @@ class SqliteManifest(DuplicateStorage):
                 rows = conn.execute(_ENTRIES.format(", ".join("?" * len(chunk))), chunk)
                 found += (ManifestEntry(*row) for row in rows)
         return found
+
+    def _runs(self) -> list[Run]:
+        with self._lock:
+            return [Run(*row) for row in self._connection().execute(_RUNS)]
+
+    def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
+        etl = (new or expected).etl_seconds  # type: ignore[union-attr]
+        return self._transaction(lambda conn: self._swap_run_in(conn, etl, expected, new))
+
+    @staticmethod
+    def _swap_run_in(conn: sqlite3.Connection, etl: int, expected: Run | None, new: Run | None) -> bool:
+        row = conn.execute(_RUNS + " WHERE etl_time = ?", (etl,)).fetchone()
+        if (None if row is None else Run(*row)) != expected:
+            return False
+        conn.execute("DELETE FROM events_manifest_runs WHERE etl_time = ?", (etl,))
+        if new is not None:
+            conn.execute("INSERT INTO events_manifest_runs VALUES (?, ?, ?, ?, ?)", attrs.astuple(new))
+        return True
+
+    def _delete_entries(self, etl_seconds: int) -> int:
+        return self._transaction(
+            lambda conn: conn.execute("DELETE FROM events_manifest WHERE etl_time = ?", (etl_seconds,)).rowcount
+        )
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` in one immediate transaction, under the lock; a SQLite failure is the manifest's."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as e:
+                raise ManifestUnavailableError(f"SQLite manifest [{self.path}]: {e}") from e
+        return result
 
     def close(self) -> None:
         with self._lock:

@@ -23,6 +23,7 @@ from events_manifest.model import (
     check_fingerprint,
     normalize_event_id,
 )
+from events_manifest.runs import Run
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -170,6 +171,52 @@ class DynamoDbManifest(DuplicateStorage):
             return self._wire.call("Query", request).query_page(self.table)
         try:
             return dict(self.client.query(**request))
+        except (ClientError, BotoCoreError) as e:
+            raise requests.manifest_error(e, self.table) from e
+
+    def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """One request through boto3 (`PutItem` -> `client.put_item`); a failure is a ClientError
+        or BotoCoreError, for the shared meanings of `requests`."""
+        method = getattr(self.client, requests.METHODS[operation])
+        return dict(method(**request))
+
+    def _runs(self) -> list[Run]:
+        return requests.read_pages(
+            lambda start: self._checked("Query", requests.runs_request(self.table, start)), requests.runs_from_page
+        )
+
+    def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
+        operation, request = requests.swap_run_request(self.table, expected, new)
+        try:
+            self._call(operation, request)
+        except (ClientError, BotoCoreError) as e:
+            if requests.condition_failed(e):
+                return False
+            raise requests.manifest_error(e, self.table) from e
+        return True
+
+    def _delete_entries(self, etl_seconds: int) -> int:
+        """A Scan of the table for the entries of this etl time, each deleted (if it still holds
+        that etl time) with up to `concurrency` requests in flight."""
+
+        def delete(key: dict[str, Any]) -> bool:
+            try:
+                self._call("DeleteItem", requests.delete_entry_request(self.table, key, etl_seconds))
+            except (ClientError, BotoCoreError) as e:
+                if requests.condition_failed(e):
+                    return False
+                raise requests.manifest_error(e, self.table) from e
+            return True
+
+        keys = requests.read_pages(
+            lambda start: self._checked("Scan", requests.entries_of_run_request(self.table, etl_seconds, start)),
+            lambda page: (page.get("Items", []), page.get("LastEvaluatedKey")),
+        )
+        return sum(self._executor(self.concurrency).map(delete, keys)) if keys else 0
+
+    def _checked(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._call(operation, request)
         except (ClientError, BotoCoreError) as e:
             raise requests.manifest_error(e, self.table) from e
 

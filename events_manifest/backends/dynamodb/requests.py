@@ -5,7 +5,8 @@ Only the I/O differs between the two clients; everything a put means lives here.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
@@ -17,6 +18,7 @@ from events_manifest.errors import (
     ManifestUnavailableError,
 )
 from events_manifest.model import ManifestEntry
+from events_manifest.runs import Run
 
 # SPEC §2's condition, extended with the ttl rule; `ttl` is a DynamoDB reserved word, hence #ttl.
 CONDITION = "(attribute_not_exists(eventId) AND attribute_not_exists(fingerprint)) OR etlTime = :tst OR #ttl <= :tst"
@@ -62,6 +64,115 @@ def query_request(table: str, event_id: str, start: dict[str, Any] | None = None
     return request
 
 
+T = TypeVar("T")
+
+METHODS = {
+    "PutItem": "put_item",
+    "DeleteItem": "delete_item",
+    "GetItem": "get_item",
+    "Query": "query",
+    "Scan": "scan",
+}
+"""The client method of each operation the manifest sends."""
+
+Page = dict[str, Any]
+
+
+def read_pages(fetch: Callable[[Page | None], Page], read: Callable[[Page], tuple[list[T], Page | None]]) -> list[T]:
+    """Everything the pages of a Query or Scan hold, fetching each from the last one's end."""
+    found: list[T] = []
+    start: Page | None = None
+    while True:
+        items, start = read(fetch(start))
+        found += items
+        if not start:
+            return found
+
+
+RUNS_ID = "events-manifest:runs"
+"""The partition of the run ledger's items: not a UUID, so never an event's."""
+
+
+def runs_request(table: str, start: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One page of the run ledger: a Query on its partition."""
+    return query_request(table, RUNS_ID, start)
+
+
+def runs_from_page(page: dict[str, Any]) -> tuple[list[Run], dict[str, Any] | None]:
+    runs = [
+        Run(
+            int(item["etlTime"]["N"]),
+            item["item"]["S"],
+            item["state"]["S"],
+            int(item["startedAt"]["N"]),
+            int(item["finishedAt"]["N"]) if "finishedAt" in item else None,
+        )
+        for item in page.get("Items", [])
+    ]
+    return runs, page.get("LastEvaluatedKey")
+
+
+def _run_key(etl: int) -> dict[str, Any]:
+    return {"eventId": {"S": RUNS_ID}, "fingerprint": {"S": f"run:{etl:012d}"}}
+
+
+def swap_run_request(table: str, expected: Run | None, new: Run | None) -> tuple[str, dict[str, Any]]:
+    """The conditional PutItem (or DeleteItem, when `new` is None) of `_swap_run`: it applies only
+    if the ledger holds exactly `expected` at that etl time."""
+    etl = (new or expected).etl_seconds  # type: ignore[union-attr]
+    request: dict[str, Any] = {"TableName": table}
+    if expected is None:
+        request["ConditionExpression"] = "attribute_not_exists(eventId)"
+    else:
+        request["ConditionExpression"] = "#item = :item AND #state = :state AND startedAt = :started"
+        request["ExpressionAttributeNames"] = {"#item": "item", "#state": "state"}
+        request["ExpressionAttributeValues"] = {
+            ":item": {"S": expected.item},
+            ":state": {"S": expected.state},
+            ":started": {"N": str(expected.started_seconds)},
+        }
+    if new is None:
+        return "DeleteItem", {**request, "Key": _run_key(etl)}
+    item = {
+        **_run_key(etl),
+        "etlTime": {"N": str(new.etl_seconds)},
+        "item": {"S": new.item},
+        "state": {"S": new.state},
+        "startedAt": {"N": str(new.started_seconds)},
+    }
+    if new.finished_seconds is not None:
+        item["finishedAt"] = {"N": str(new.finished_seconds)}
+    return "PutItem", {**request, "Item": item}
+
+
+def entries_of_run_request(table: str, etl: int, start: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One page of a Scan for the entries stored with an etl time (needs `dynamodb:Scan`)."""
+    request: dict[str, Any] = {
+        "TableName": table,
+        "FilterExpression": "etlTime = :tst AND eventId <> :runs",
+        "ProjectionExpression": "eventId, fingerprint",
+        "ExpressionAttributeValues": {":tst": {"N": str(etl)}, ":runs": {"S": RUNS_ID}},
+        "ConsistentRead": True,
+    }
+    if start:
+        request["ExclusiveStartKey"] = start
+    return request
+
+
+def delete_entry_request(table: str, key: dict[str, Any], etl: int) -> dict[str, Any]:
+    """Delete one entry if it still holds this etl time (a later run may have put it again)."""
+    return {
+        "TableName": table,
+        "Key": {"eventId": key["eventId"], "fingerprint": key["fingerprint"]},
+        "ConditionExpression": "etlTime = :tst",
+        "ExpressionAttributeValues": {":tst": {"N": str(etl)}},
+    }
+
+
+def condition_failed(error: Exception) -> bool:
+    return isinstance(error, ClientError) and error_code(error) == "ConditionalCheckFailedException"
+
+
 def entries_from_page(page: dict[str, Any]) -> tuple[list[ManifestEntry], dict[str, Any] | None]:
     """The entries of a Query page and the key to start the next page from (None: last page)."""
     entries = [entry_from_item(item) for item in page.get("Items", [])]
@@ -83,7 +194,7 @@ def error_code(error: ClientError) -> str:
 def put_outcome(error: Exception, table: str) -> bool | ManifestRequestError:
     """What a failed PutItem means: False for a failed condition (a duplicate), the error of this
     one request, or (raised) an error that stops every put."""
-    if isinstance(error, ClientError) and error_code(error) == "ConditionalCheckFailedException":
+    if condition_failed(error):
         return False
     failure = manifest_error(error, table)
     if isinstance(failure, ManifestUnavailableError):
