@@ -26,9 +26,11 @@ from events_manifest.errors import (
     ManifestRequestError,
     ManifestThrottledError,
     ManifestUnavailableError,
+    RunConflictError,
 )
 from events_manifest.factory import init_storage, manifest_from_url, parse_duration
 from events_manifest.model import DEFAULT_TTL, ManifestEntry
+from events_manifest.runs import Run
 
 __version__ = "0.1.0"
 
@@ -55,6 +57,8 @@ __all__ = [
     "OnDemand",
     "Outcome",
     "Provisioned",
+    "Run",
+    "RunConflictError",
     "SqliteManifest",
     "check_table",
     "create_table",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spark_integration.dedup import dedup_cross_batch, dedup_natural, dedup_synthetic, uuid5
     from spark_integration.enriched import load_enriched, parse
+    from spark_integration.folders import FolderClaimedError, InputMissingError, OutputExistsError
     from spark_integration.generic_dedup import DedupResult, deduplicate
     from spark_integration.manifest_handle import ManifestHandle
     from spark_integration.populator import PopulateSummary, populate
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
         BatchScan,
         EtlMismatchError,
         LinePlan,
-        OutputExistsError,
         dedup_enriched,
         output_lines,
         scan_batch,
@@ -43,7 +43,9 @@ _EXPORTS = {
     "deduplicate_stream": "streaming",
     "populate": "populator",
     "PopulateSummary": "populator",
-    "OutputExistsError": "shredder",
+    "OutputExistsError": "folders",
+    "FolderClaimedError": "folders",
+    "InputMissingError": "folders",
     "EtlMismatchError": "shredder",
     "ShredSummary": "summary",
     "load_enriched": "enriched",
@@ -60,6 +62,8 @@ __all__ = [
     "BatchScan",
     "DedupResult",
     "EtlMismatchError",
+    "FolderClaimedError",
+    "InputMissingError",
     "ManifestHandle",
     "OutputExistsError",
     "PopulateSummary",

@@ -5,6 +5,7 @@ so a failed run leaves no partial output and any Hadoop file system (local, HDFS
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -76,6 +77,52 @@ class Storage:
         p = self._path(path)
         return p.getFileSystem(self._conf), p
 
+    def qualify(self, path: str) -> str:
+        """The path with its file system and absolute (`file:/abs/out`), without a trailing slash."""
+        fs, p = self._fs(path)
+        return _no_slash(str(fs.makeQualified(p).toString()))
+
+    def matches(self, path: str) -> bool:
+        """Whether a path (or glob) names at least one file or folder."""
+        fs, p = self._fs(path)
+        found = fs.globStatus(p)
+        return found is not None and len(found) > 0
+
+    def working_folders(self) -> list[str]:
+        """The default file system's working folder (the current folder, locally) and its ancestors."""
+        fs, p = self._fs(".")
+        folders, at = [], fs.makeQualified(p)
+        while at is not None:
+            folders.append(_no_slash(str(at.toString())))
+            at = at.getParent()
+        return folders
+
+    def create_new(self, path: str, text: str) -> bool:
+        """Create a file that must not exist yet, atomically; False if it exists. Locally an
+        exclusive create of the OS; elsewhere the file system's create without overwrite (atomic
+        on HDFS; object stores have no such guarantee)."""
+        fs, p = self._fs(path)
+        fs.mkdirs(p.getParent())
+        if str(fs.getScheme()) == "file":
+            try:
+                handle = os.open(str(p.toUri().getPath()), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                file.write(text)
+            return True
+        try:
+            stream = fs.create(p, False)
+        except Exception as e:  # py4j's error for FileAlreadyExistsException
+            if "FileAlreadyExistsException" in str(e):
+                return False
+            raise
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        return True
+
     def exists(self, path: str) -> bool:
         fs, p = self._fs(path)
         return bool(fs.exists(p))
@@ -134,6 +181,10 @@ class Storage:
             return "\n".join(iter(reader.readLine, None))
         finally:
             reader.close()
+
+
+def _no_slash(path: str) -> str:
+    return path if path.endswith(":/") else path.rstrip("/")
 
 
 def join(folder: str, *names: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from pyspark.sql import SparkSession
 
@@ -21,15 +22,23 @@ DEFAULTS = {
 
 
 def local_session(master: str = "local[2]", app_name: str = "events-manifest", **conf: str) -> SparkSession:
-    """The active session if there is one (spark-submit, a notebook), else a new local one."""
+    """The active session if there is one (spark-submit, a notebook), else a new local one.
+
+    A new local session runs its Python workers on this interpreter (Spark would take `python3`
+    from PATH, which is not a virtual environment's unless it is activated), unless the user chose
+    one (`PYSPARK_PYTHON`, `spark.pyspark.python`); under spark-submit the user's settings stand.
+    """
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
+    settings = {**DEFAULTS, **conf}
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, which brings its own master
         builder = builder.master(master)
-    for key, value in {**DEFAULTS, **conf}.items():
+        if "PYSPARK_PYTHON" not in os.environ and "spark.pyspark.python" not in settings:
+            os.environ["PYSPARK_PYTHON"] = sys.executable  # read by the SparkContext for its workers
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

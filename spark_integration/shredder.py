@@ -12,6 +12,7 @@ import binascii
 import functools
 import json
 import logging
+import os
 import re
 import sys
 import threading
@@ -35,19 +36,17 @@ from events_manifest import (
     ManifestUnavailableError,
 )
 from events_manifest.cli import parse_timestamp
+from events_manifest.errors import RunConflictError
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration import dedup, enriched, lines, output, udfs
 from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
+from spark_integration.folders import JobFolders
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
 from spark_integration.session import local_session
 from spark_integration.summary import BUCKETS, ShredSummary
 
 log = logging.getLogger(__name__)
-
-
-class OutputExistsError(ManifestConfigError):
-    """The output or bad folder already holds files: choose an empty one or pass overwrite."""
 
 
 def validate(spark: SparkSession, input_path: str | list[str], only: DataFrame | None = None) -> DataFrame:
@@ -237,23 +236,6 @@ def output_lines(
     return plan.unshared(spark, shared_keys).unionByName(plan.shuffled(spark, shared_keys))
 
 
-def _prepare_folder(storage: output.Storage, folder: str, overwrite: bool, what: str) -> None:
-    children = []
-    for child in storage.children(folder):
-        if child.startswith(".staging-"):  # left by a run that was killed while writing
-            storage.delete(output.join(folder, child))
-        elif child != output.RUN_MARKER:
-            children.append(child)
-    if children and not overwrite:
-        raise OutputExistsError(
-            f"{what} [{folder}] is not empty ({', '.join(children[:3])}{'...' if len(children) > 3 else ''}): "
-            "choose an empty folder or pass --overwrite"
-        )
-    for child in children:
-        storage.delete(output.join(folder, child))
-    storage.mkdirs(folder)
-
-
 def _manifest_failure(error: Exception) -> ManifestError | None:
     """The manifest error behind a failed Spark job, re-raised on the driver with its own message."""
     match = re.search(r"events_manifest\.errors\.(Manifest\w+Error): (.+)", str(error))
@@ -273,6 +255,7 @@ def shred(
     *,
     manifest: str | DuplicateStorage | None = None,
     etl_time: datetime | None = None,
+    item_id: str | None = None,
     synthetic_dedup: bool = True,
     random_synthetic_ids: bool = False,
     cross_batch_synthetic: bool = False,
@@ -281,44 +264,76 @@ def shred(
     """Run the shred job on one batch and return its summary (also written as `_summary.json`).
 
     `manifest` (a URL such as `sqlite:///abs/manifest.db` or `dynamodb://table?region=...`, or a
-    picklable manifest) turns on cross-batch dedup; without it only in-batch dedup runs.
-    `etl_time` overrides the batch etl time (the earliest etl_tstamp of the input).
-    `cross_batch_synthetic` (needs a manifest) also re-identifies kept events whose id an earlier
-    batch stored with another fingerprint.
-    Nothing is written unless every line is accounted for and the manifest answered.
+    picklable manifest) turns on cross-batch dedup; without it only in-batch dedup runs. The run
+    is recorded in the manifest's ledger as a run of `item_id` (default: the input), which hands
+    it its etl time: the earliest etl_tstamp of the input, or `etl_time` when given (a rerun on
+    purpose), unless an unfinished run of the same item must be finished first (see
+    `events_manifest.runs`). `cross_batch_synthetic` (needs a manifest) also re-identifies kept
+    events whose id an earlier batch stored with another fingerprint. `overwrite` replaces what
+    an earlier run of the job wrote in the output and bad folders, nothing else.
+
+    Every check (paths, folders, manifest) comes before the first put or deletion; nothing is
+    written unless every line is accounted for and the manifest answered.
     """
+    if cross_batch_synthetic and manifest is None:
+        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest: pass one, or leave it off")
+    storage = output.Storage(spark)
+    inputs = [input_path] if isinstance(input_path, str) else list(input_path)
+    folders = JobFolders.prepare(storage, inputs, output_path, bad_path, overwrite)
+    try:
+        handle = ManifestHandle.of(manifest) if manifest is not None else None
+        if handle is not None:
+            opened = handle.open()  # in the driver: a missing table or unusable file fails here, before any work
+            if cross_batch_synthetic:
+                opened.entries_of([])  # and a backend that cannot list an id's fingerprints
+        item = item_id or ",".join(storage.qualify(source) for source in inputs)
+        summary = _shred_claimed(
+            spark,
+            storage,
+            folders,
+            input_path,
+            output_path,
+            bad_path,
+            handle,
+            etl_time,
+            item,
+            synthetic=synthetic_dedup,
+            random_ids=random_synthetic_ids,
+            cross_batch_synthetic=cross_batch_synthetic,
+        )
+    finally:
+        folders.release()
+    return summary
+
+
+def _shred_claimed(
+    spark: SparkSession,
+    storage: output.Storage,
+    folders: JobFolders,
+    input_path: str | list[str],
+    output_path: str,
+    bad_path: str,
+    handle: ManifestHandle | None,
+    etl_time: datetime | None,
+    item: str,
+    *,
+    synthetic: bool,
+    random_ids: bool,
+    cross_batch_synthetic: bool,
+) -> ShredSummary:
+    """`shred` once its folders are checked and claimed and its manifest opened."""
     started = time.monotonic()
     failure_tstamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    handle = ManifestHandle.of(manifest) if manifest is not None else None
-    if cross_batch_synthetic and handle is None:
-        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest: pass one, or leave it off")
-    if handle is not None:
-        opened = handle.open()  # in the driver: a missing table or unusable file fails here, before any work
-        if cross_batch_synthetic:
-            opened.entries_of([])  # and a backend that cannot list an id's fingerprints
-    storage = output.Storage(spark)
-    unfinished = _unfinished_run(storage, output_path)
-    _prepare_folder(storage, output_path, overwrite, "output folder")
-    _prepare_folder(storage, bad_path, overwrite, "bad folder")
-
     clock = _Clock()
     scan = scan_batch(spark, input_path)
     try:
         clock.lap("scan")
         etl = etl_time or scan.etl_time or datetime(1970, 1, 1)
-        marker = output.join(output_path, output.RUN_MARKER)
-        if handle is not None:  # only a manifest remembers a failed run's events
-            _check_rerun(unfinished, etl, etl_time is not None, output_path)
-            storage.write_text(marker, json.dumps({"etl_time": _text(etl), "input_path": str(input_path)}) + "\n")
-        plan = LinePlan(
-            input_path,
-            etl,
-            handle,
-            failure_tstamp,
-            synthetic=synthetic_dedup,
-            random_ids=random_synthetic_ids,
-            cross_batch_synthetic=cross_batch_synthetic,
-        )
+        run = None
+        if handle is not None:  # recorded before the first put: a failed run's events are not lost
+            run = handle.open().start_run(item, etl, explicit=etl_time is not None)
+            etl = run.etl_time
+        plan = LinePlan(input_path, etl, handle, failure_tstamp, synthetic, random_ids, cross_batch_synthetic)
         staging = output.Staging(storage, output_path)
         try:
             try:  # validation, dedup, the manifest puts and every output line, in two concurrent jobs
@@ -359,47 +374,24 @@ def shred(
         except BaseException:
             staging.abort()
             raise
+        folders.commit(_text(etl))
         staging.commit(output.places(written, output_path, bad_path))
         clock.lap("commit")
     finally:
         scan.release()
     summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3), phase_seconds=clock.laps)
     storage.write_text(output.join(output_path, output.SUMMARY), summary.to_json())
-    if storage.exists(marker):
-        storage.delete(marker)
+    if run is not None and handle is not None:
+        handle.open().finish_run(run)
     return summary
 
 
-class EtlMismatchError(ManifestConfigError):
-    """A rerun after a failed run would use another etl time, and reject that run's events."""
+EtlMismatchError = RunConflictError
+"""The name earlier versions gave the refusal of a rerun that would lose a failed run's events."""
 
 
 def _text(etl: datetime) -> str:
     return from_epoch_seconds(to_epoch_seconds(etl)).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _unfinished_run(storage: output.Storage, output_path: str) -> str | None:
-    """The etl time of an earlier run into this folder that stopped before finishing, if any."""
-    marker = output.join(output_path, output.RUN_MARKER)
-    if not storage.exists(marker):
-        return None
-    etl: str = json.loads(storage.read_text(marker))["etl_time"]
-    return etl
-
-
-def _check_rerun(unfinished: str | None, etl: datetime, overridden: bool, output_path: str) -> None:
-    """Refuse a rerun whose etl time differs from the failed run's: the manifest holds that run's
-    events under its etl time and would reject them now as duplicates, losing them."""
-    if unfinished is None or unfinished == _text(etl):
-        return
-    if overridden:
-        log.warning("rerun into %s with etl time %s; the unfinished run had %s", output_path, _text(etl), unfinished)
-        return
-    raise EtlMismatchError(
-        f"an earlier run into [{output_path}] stopped after recording events with etl time {unfinished}, "
-        f"but this input's etl time is {_text(etl)} (the input changed): its events would now be rejected "
-        f"as duplicates. Rerun with --etl-time '{unfinished}' (etl_time= in Python) to finish that run"
-    )
 
 
 class _Clock:
@@ -488,6 +480,17 @@ def _base64_json(text: str, flag: str) -> object:
         raise ManifestConfigError(f"{flag}: not base64-encoded JSON (make it with `base64 -w0 file.json`)") from None
 
 
+def check_report_path(path: str) -> None:
+    """Refuse, before the run, a report that could not be written after it."""
+    report = Path(path)
+    if report.is_dir():
+        raise ManifestConfigError(f"--report [{path}] is a folder: give a file name such as report.html")
+    if not report.parent.is_dir():
+        raise ManifestConfigError(f"--report [{path}]: folder {report.parent} does not exist, create it first")
+    if not os.access(report.parent, os.W_OK):
+        raise ManifestConfigError(f"--report [{path}]: folder {report.parent} is not writable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m spark_integration.shredder",
@@ -507,7 +510,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also re-identify events whose id an earlier batch had with another fingerprint (a query per event)",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace what the output and bad folders hold")
+    parser.add_argument(
+        "--item-id", help="what this run processes, for the manifest's run ledger (default: the input folder)"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace what an earlier run of the job wrote in the output and bad folders",
+    )
     parser.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
     parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
     return parser
@@ -517,10 +527,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def job() -> int:
-        manifest = manifest_of(args)
         if args.iglu_config:
             _base64_json(args.iglu_config, "--iglu-config")
         etl_time = parse_timestamp(args.etl_time) if args.etl_time else None
+        if args.report:
+            check_report_path(args.report)
+        manifest = manifest_of(args)
         summary = shred(
             local_session(args.master),
             args.input_folder,
@@ -528,6 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.bad_folder,
             manifest=manifest,
             etl_time=etl_time,
+            item_id=args.item_id,
             synthetic_dedup=not args.no_synthetic_dedup,
             random_synthetic_ids=args.random_synthetic_ids,
             cross_batch_synthetic=args.cross_batch_synthetic,

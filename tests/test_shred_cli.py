@@ -83,7 +83,7 @@ def test_cli_bad_flags_are_one_line(
 ) -> None:
     args = [
         "--input-folder",
-        str(tmp_path),
+        str(write_input(tmp_path / "in", [line(A)])),
         "--output-folder",
         str(tmp_path / "o"),
         "--bad-folder",
@@ -185,7 +185,9 @@ def test_exhausted_throttling_fails_before_any_output(spark: Any, tmp_path: Path
 def test_missing_table_fails_before_any_work(spark: Any, tmp_path: Path, dynalite: LocalServer) -> None:
     url = f"dynamodb://no-such-table?region=us-east-1&endpoint={dynalite.endpoint}"
     with pytest.raises(ManifestUnavailableError, match=r"\[no-such-table\] does not exist"):
-        shred(spark, str(tmp_path), str(tmp_path / "o"), str(tmp_path / "b"), manifest=url)
+        shred(
+            spark, str(write_input(tmp_path / "in", [line(A)])), str(tmp_path / "o"), str(tmp_path / "b"), manifest=url
+        )
     assert not (tmp_path / "o").exists()
 
 
@@ -193,7 +195,9 @@ def test_unreachable_manifest_fails_before_any_work(spark: Any, tmp_path: Path) 
     endpoint = f"http://127.0.0.1:{free_port()}"
     url = f"dynamodb://events?region=us-east-1&endpoint={endpoint}&max_attempts=2"
     with pytest.raises(ManifestUnavailableError, match=re.escape(endpoint)):
-        shred(spark, str(tmp_path), str(tmp_path / "o"), str(tmp_path / "b"), manifest=url)
+        shred(
+            spark, str(write_input(tmp_path / "in", [line(A)])), str(tmp_path / "o"), str(tmp_path / "b"), manifest=url
+        )
     assert not (tmp_path / "o").exists()
 
 
@@ -228,21 +232,32 @@ class FailingAfterPuts(SqliteManifest):
         raise ManifestUnavailableError("the store went away after writing")
 
 
-def test_rerun_after_a_failed_run_with_changed_input_is_refused(spark: Any, tmp_path: Path) -> None:
+def test_rerun_after_a_failed_run_with_changed_input_finishes_it(spark: Any, tmp_path: Path) -> None:
+    """The input gained a line of an earlier etl_tstamp, the rerun goes to a new output folder: the
+    ledger still hands it the failed run's etl time, so the failed run's event is kept."""
     store = tmp_path / "m.db"
     first = [line(A, "FP", etl="2026-11-01 06:00:00.000")]
-    out, bad = str(tmp_path / "o"), str(tmp_path / "b")
     with pytest.raises(ManifestUnavailableError, match="went away"):
-        shred(spark, str(write_input(tmp_path / "in1", first)), out, bad, manifest=FailingAfterPuts(store))
-    assert not (tmp_path / "o" / "atomic-events").exists()
+        shred(
+            spark,
+            str(write_input(tmp_path / "in", first)),
+            str(tmp_path / "o"),
+            str(tmp_path / "b"),
+            manifest=FailingAfterPuts(store),
+        )
+    assert not (tmp_path / "o").exists() and not (tmp_path / "b").exists(), "no folder left behind"
     assert SqliteManifest(store).lookup(A, "FP") is not None, "the failed run recorded its event"
 
-    changed = write_input(tmp_path / "in2", [*first, line(B, "FP", etl="2026-11-01 05:00:00.000")])
-    with pytest.raises(EtlMismatchError, match=r"Rerun with --etl-time '2026-11-01 06:00:00'"):
-        shred(spark, str(changed), out, bad, manifest=f"sqlite://{store}")
-    summary = shred(spark, str(changed), out, bad, manifest=f"sqlite://{store}", etl_time=datetime(2026, 11, 1, 6))
+    changed = str(write_input(tmp_path / "in", [*first, line(B, "FP", etl="2026-11-01 05:00:00.000")]))
+    out, bad = str(tmp_path / "o2"), str(tmp_path / "b2")
+    with pytest.raises(
+        EtlMismatchError, match=r"Finish it with --etl-time '2026-11-01 06:00:00', not 2026-11-01 05:00"
+    ):
+        shred(spark, changed, out, bad, manifest=f"sqlite://{store}", etl_time=datetime(2026, 11, 1, 5))
+    summary = shred(spark, changed, out, bad, manifest=f"sqlite://{store}")
     assert (summary.kept_events, summary.cross_batch_duplicates) == (2, 0), "the failed run's event is kept"
-    assert not (tmp_path / "o" / "_run.json").exists()
+    assert summary.etl_time == "2026-11-01 06:00:00"
+    assert [run.state for run in SqliteManifest(store).runs()] == ["finished"]
 
 
 def test_rerun_after_a_failed_run_with_the_same_input_needs_no_flag(spark: Any, tmp_path: Path) -> None:

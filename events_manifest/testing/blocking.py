@@ -13,6 +13,7 @@ from events_manifest.aio import AsyncEventsManifest
 from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestRequestError
 from events_manifest.model import EventId, ManifestEntry, PutBatch, from_epoch_seconds
+from events_manifest.runs import Run
 
 T = TypeVar("T")
 
@@ -52,6 +53,15 @@ class BlockingManifest(DuplicateStorage):
 
     def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
         return [e for entries in self._run(self.inner.entries_of(event_ids)).values() for e in entries]
+
+    def _runs(self) -> list[Run]:
+        return self._run(self.inner.runs())
+
+    def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
+        return self._run(self.inner._swap_run(expected, new))  # type: ignore[attr-defined, no-any-return]
+
+    def _delete_entries(self, etl_seconds: int) -> int:
+        return self._run(self.inner._delete_entries(etl_seconds))  # type: ignore[attr-defined, no-any-return]
 
     def close(self) -> None:
         if self._thread.is_alive():

@@ -1,0 +1,95 @@
+"""The run ledger (docs/manifest.md, "Runs"), run unchanged against every backend, sync and async."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+
+import pytest
+
+from events_manifest import RunConflictError
+from events_manifest.runs import FINISHED, STARTED, Run, plan
+from tests.conftest import Backend
+
+ETL = datetime(2026, 11, 1, 6, 0)
+ID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+OTHER = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
+
+
+def test_a_run_is_started_then_finished(backend: Backend) -> None:
+    m = backend.make()
+    run = m.start_run("in/batch-1", ETL)
+    assert (run.etl_time, run.item, run.state) == (ETL, "in/batch-1", STARTED)
+    assert m.runs() == [run]
+    done = m.finish_run(run)
+    assert done.state == FINISHED and done.finished_seconds is not None
+    assert m.runs() == [done]
+
+
+def test_runs_of_other_items_never_share_an_etl_time(backend: Backend) -> None:
+    m = backend.make()
+    first = m.start_run("a", ETL)
+    second = m.start_run("b", ETL)
+    third = m.start_run("c", ETL + timedelta(seconds=1))
+    assert [first.etl_time, second.etl_time, third.etl_time] == [ETL + timedelta(seconds=n) for n in range(3)]
+    anonymous = [m.start_run(None, ETL) for _ in range(2)]
+    assert {r.etl_seconds for r in anonymous}.isdisjoint({first.etl_seconds, second.etl_seconds, third.etl_seconds})
+    assert len({r.etl_seconds for r in anonymous}) == 2
+
+
+def test_a_rerun_finishes_the_unfinished_run_of_its_item(backend: Backend) -> None:
+    m = backend.make()
+    failed = m.start_run("in", ETL)
+    assert m.put(ID, "FP", failed.etl_time)
+    rerun = m.start_run("in", ETL + timedelta(hours=1))  # the input changed: its earliest etl_tstamp too
+    assert rerun.etl_time == ETL, "it takes the failed run's etl time"
+    assert m.put(ID, "FP", rerun.etl_time), "so the failed run's event is delivered, not dropped"
+    with pytest.raises(RunConflictError, match=r"Finish it with --etl-time '2026-11-01 06:00:00'"):
+        m.start_run("in", ETL + timedelta(hours=1), explicit=True)
+    m.finish_run(rerun)
+    assert m.start_run("in", ETL + timedelta(hours=1), explicit=True).etl_time == ETL + timedelta(hours=1)
+
+
+def test_an_explicit_etl_time_of_another_item_is_refused(backend: Backend) -> None:
+    m = backend.make()
+    m.finish_run(m.start_run("a", ETL))
+    with pytest.raises(RunConflictError, match=r"belongs to the run of \[a\]"):
+        m.start_run("b", ETL, explicit=True)
+    assert m.start_run(None, ETL, explicit=True).item == "a", "a run without item reruns the run of that etl time"
+
+
+def test_clean_removes_one_runs_entries_and_record(backend: Backend) -> None:
+    m = backend.make()
+    kept = m.start_run("a", ETL)
+    cleaned = m.start_run("b", ETL + timedelta(hours=1))
+    assert m.put_many([(ID, "FP", kept.etl_time), (OTHER, "FP", cleaned.etl_time), (ID, "FP2", cleaned.etl_time)])
+    assert m.clean(cleaned.etl_time) == 2
+    assert m.runs() == [kept]
+    assert m.lookup(ID, "FP") is not None and m.lookup(OTHER, "FP") is None
+    assert m.put(OTHER, "FP", ETL + timedelta(hours=2)), "its events count as new again"
+
+
+def test_concurrent_starts_get_distinct_etl_times(backend: Backend) -> None:
+    m = backend.make()
+    found: list[Run] = []
+    lock = threading.Lock()
+
+    def start(n: int) -> None:
+        run = m.start_run(f"item-{n}", ETL)
+        with lock:
+            found.append(run)
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({run.etl_seconds for run in found}) == 6
+    assert sorted(m.runs(), key=lambda r: r.item) == sorted(found, key=lambda r: r.item)
+
+
+def test_plan_warns_of_other_items_unfinished_runs() -> None:
+    stale = Run(1_000, "old", STARTED, 100)
+    decided = plan([stale], "new", datetime(1970, 1, 1, 0, 16, 40), explicit=False, now=100 + 7200)
+    assert decided.record.etl_seconds == 1_001 and decided.expected is None
+    assert "run of [old]" in decided.warnings[0] and "(120 minutes)" in decided.warnings[0]
