@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from events_manifest import runs
 from events_manifest.backends.dynamodb import requests
-from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, make_client
+from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, admin_options, make_client
 from events_manifest.backends.dynamodb.requests import Page
 from events_manifest.backends.dynamodb.table import check_table, create_table
 from events_manifest.backends.dynamodb.wire import AsyncWireClient, Endpoint
@@ -231,7 +231,7 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
         """Check (or create) the table, then open the lean path; table administration runs in a thread."""
 
         def prepare() -> Endpoint:
-            admin = make_client(options)
+            admin = make_client(admin_options(options))
             try:
                 (create_table if create else check_table)(admin, table)
             finally:

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from events_manifest import runs
 from events_manifest.backends.dynamodb import ClientOptions, OnDemand, Provisioned, check_table, create_table
-from events_manifest.backends.dynamodb.client import make_client
+from events_manifest.backends.dynamodb.client import admin_options, make_client
 from events_manifest.config import DynamoDbConfig, parse_config
 from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.factory import manifest_from_url, parse_duration
@@ -35,7 +35,8 @@ def _config_summary(config: DynamoDbConfig) -> str:
 
 
 def _client(args: argparse.Namespace, config: DynamoDbConfig):  # type: ignore[no-untyped-def]
-    return make_client(ClientOptions(region=config.region, credentials=config.credentials, endpoint_url=args.endpoint))
+    options = ClientOptions(region=config.region, credentials=config.credentials, endpoint_url=args.endpoint)
+    return make_client(admin_options(options))
 
 
 def _config_validate(args: argparse.Namespace) -> int:

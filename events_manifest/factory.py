@@ -11,7 +11,12 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from events_manifest.backends.dynamodb import ClientOptions, DynamoDbManifest, check_table, create_table
-from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS
+from events_manifest.backends.dynamodb.client import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_ATTEMPTS,
+    admin_options,
+    make_client,
+)
 from events_manifest.backends.memory import InMemoryManifest
 from events_manifest.backends.sqlite import SqliteManifest
 from events_manifest.base import DuplicateStorage
@@ -82,16 +87,15 @@ def init_storage(
 def _open_dynamodb(
     options: ClientOptions, table: str, create: bool, *, ttl: timedelta, concurrency: int
 ) -> DynamoDbManifest:
-    manifest = DynamoDbManifest.from_options(options, table, ttl=ttl, concurrency=concurrency)
+    admin = make_client(admin_options(options))  # an unreachable endpoint fails here, in seconds
     try:
         if create:
-            create_table(manifest.client, table)
+            create_table(admin, table)
         else:
-            check_table(manifest.client, table)
-    except BaseException:
-        manifest.close()
-        raise
-    return manifest
+            check_table(admin, table)
+    finally:
+        admin.close()
+    return DynamoDbManifest.from_options(options, table, ttl=ttl, concurrency=concurrency)
 
 
 class _Query:

@@ -68,11 +68,6 @@ def check_layout(inputs: Sequence[Named], output_folder: Named, bad_folder: Name
     named = {"output folder": output_folder, "bad folder": bad_folder}
     if output_folder[1] == bad_folder[1]:
         raise ManifestConfigError(f"output folder and bad folder are the same [{output_folder[0]}]: give two folders")
-    for (name, (shown, path)), (other_name, (other_shown, other)) in (
-        (a, b) for a in named.items() for b in named.items() if a != b
-    ):
-        if inside(path, other):
-            raise ManifestConfigError(f"{name} [{shown}] is inside the {other_name} [{other_shown}]: give two apart")
     for name, (shown, path) in named.items():
         if path in working:
             raise ManifestConfigError(
@@ -85,6 +80,11 @@ def check_layout(inputs: Sequence[Named], output_folder: Named, bad_folder: Name
                 raise ManifestConfigError(
                     f"{name} [{shown}] {where} the input [{source_shown}]: give a folder apart from the input"
                 )
+    for (name, (shown, path)), (other_name, (other_shown, other)) in (
+        (a, b) for a in named.items() for b in named.items() if a != b
+    ):
+        if inside(path, other):
+            raise ManifestConfigError(f"{name} [{shown}] is inside the {other_name} [{other_shown}]: give two apart")
 
 
 @attrs.define

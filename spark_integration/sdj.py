@@ -25,6 +25,10 @@ IGLU_URI = re.compile(
 )
 CONTEXTS_SCHEMA = re.compile(r"iglu:com\.snowplowanalytics\.snowplow/contexts/jsonschema/1-0-(?:0|[1-9][0-9]*)")
 UNSTRUCT_SCHEMA = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
+MAX_SCHEMA_PARTS = 255 - len("type=") - 3 * len("%2F")
+"""The most characters an Iglu URI's vendor, name, format and version may hold together: the
+write stages each type in one folder `type=VENDOR%2FNAME%2FFORMAT%2FVERSION`, and a folder name
+holds at most 255 bytes on every common file system. A longer one makes its event a bad row."""
 SHOWN = 80
 """Longest value quoted in an error message."""
 
@@ -136,6 +140,11 @@ def _entity(text: str, pos: int, where: str) -> tuple[Entity, int]:
     match = IGLU_URI.fullmatch(schema)
     if match is None:
         raise InvalidJson(f"{where}: schema [{show(schema)}] is not an Iglu URI iglu:vendor/name/format/M-R-A")
+    if not fits_a_folder(match):
+        raise InvalidJson(
+            f"{where}: schema [{show(schema)}] is too long to be written as a folder name (vendor, name, format "
+            f"and version hold {MAX_SCHEMA_PARTS} characters at most)"
+        )
     if text[start] != "{":
         raise InvalidJson(f"{where}: data of [{schema}] must be a JSON object")
     return Entity(match["vendor"], match["name"], match["format"], match["version"], text[start:stop]), end
@@ -254,7 +263,14 @@ Row = tuple[bytes | None, bytes | None, bytes | None]
 @functools.lru_cache(maxsize=4096)  # a batch has few distinct schemas; bounded whatever the input holds
 def _iglu_parts(schema: str) -> IgluParts | None:
     match = IGLU_URI.fullmatch(schema)
-    return None if match is None else (match[1], match[2], match[3], match[4])
+    if match is None or not fits_a_folder(match):
+        return None
+    return (match[1], match[2], match[3], match[4])
+
+
+def fits_a_folder(match: re.Match[str]) -> bool:
+    """Whether an Iglu URI's type can be a folder name (see `MAX_SCHEMA_PARTS`)."""
+    return sum(len(match[part]) for part in ("vendor", "name", "format", "version")) <= MAX_SCHEMA_PARTS
 
 
 @functools.lru_cache(maxsize=4096)

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from botocore.config import Config
 
+from events_manifest.errors import ManifestConfigError
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
@@ -61,8 +63,29 @@ class ClientOptions:
         return kwargs
 
 
-def make_client(options: ClientOptions) -> DynamoDBClient:
-    """A boto3 DynamoDB client (thread-safe) for these options."""
-    import boto3
+ADMIN_ATTEMPTS = 3
+ADMIN_CONNECT_TIMEOUT = 3.0
+"""Checking or creating the table at the start of a run: an unreachable endpoint fails in seconds
+(3 attempts of at most 3 s to connect, with botocore's backoff between), not minutes."""
 
-    return boto3.session.Session().client("dynamodb", **options.client_kwargs())
+
+def make_client(options: ClientOptions) -> DynamoDBClient:
+    """A boto3 DynamoDB client (thread-safe) for these options; no region is a `ManifestConfigError`."""
+    import boto3
+    from botocore.exceptions import NoRegionError
+
+    try:
+        return boto3.session.Session().client("dynamodb", **options.client_kwargs())
+    except NoRegionError:
+        raise ManifestConfigError(
+            "no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION"
+        ) from None
+
+
+def admin_options(options: ClientOptions) -> ClientOptions:
+    """`options` for the table checks that open a run: few attempts, a short connect timeout."""
+    return attrs.evolve(
+        options,
+        max_attempts=min(options.max_attempts, ADMIN_ATTEMPTS),
+        connect_timeout=min(options.connect_timeout, ADMIN_CONNECT_TIMEOUT),
+    )

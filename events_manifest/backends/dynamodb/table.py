@@ -110,11 +110,15 @@ def check_table(client: DynamoDBClient, name: str, *, timeout: float = 60.0) -> 
             table = client.describe_table(TableName=name)["Table"]
         except (ClientError, BotoCoreError) as e:
             raise manifest_error(e, name) from e
-        keys = sorted((k["AttributeName"], k["KeyType"]) for k in table.get("KeySchema", []))
-        if keys != sorted((k["AttributeName"], k["KeyType"]) for k in KEY_SCHEMA):
+        types = {a["AttributeName"]: a["AttributeType"] for a in table.get("AttributeDefinitions", [])}
+        keys = sorted(
+            (k["AttributeName"], k["KeyType"], types.get(k["AttributeName"])) for k in table.get("KeySchema", [])
+        )
+        if keys != sorted((k["AttributeName"], k["KeyType"], "S") for k in KEY_SCHEMA):
+            found = ", ".join(f"{n} {kind} {t}" for n, kind, t in keys)
             raise ManifestConfigError(
-                f"DynamoDB table [{name}] has keys {keys}, not an events manifest's "
-                "(eventId HASH, fingerprint RANGE): choose another table"
+                f"DynamoDB table [{name}] has keys ({found}), not an events manifest's "
+                "(eventId HASH S, fingerprint RANGE S): choose another table"
             )
         status = table.get("TableStatus")
         if status == "ACTIVE":

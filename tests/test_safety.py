@@ -1,0 +1,231 @@
+"""Nothing lost, whatever is typed: the command lines run as a user runs them (a subprocess), then
+the files on disk checked: nothing deleted that was not the job's, nothing doubled, nothing lost."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
+
+A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+def shredder(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "spark_integration.shredder", *args]
+    return subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300, check=False)
+
+
+def events_manifest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "events_manifest", *args]
+    return subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120, check=False)
+
+
+def error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line a refused run prints (Spark's own start-up warnings aside)."""
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    ours = [x for x in done.stderr.splitlines() if x.startswith("shredder: error:")]
+    assert len(ours) == 1, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    return ours[0]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def batch(tmp_path: Path) -> Path:
+    """A small batch, in `tmp_path/in`, with a good shred output of it beside, in `out` and `bad`."""
+    write_input(tmp_path / "in", [line(A, "FP"), line(A, "FP"), line(B, "FP2"), "broken"])
+    done = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return tmp_path
+
+
+pytestmark = pytest.mark.spark
+
+
+def test_no_flag_combination_deletes_what_is_not_the_jobs(batch: Path) -> None:
+    before = snapshot(batch)
+    refused = {
+        "output is the input": (
+            ["--output-folder", "in", "--bad-folder", "b2"],
+            "output folder [in] is inside the input",
+        ),
+        "output is .": (
+            ["--output-folder", ".", "--bad-folder", "b2"],
+            "is the current folder or one of its ancestors",
+        ),
+        "bad inside output": (["--output-folder", "out", "--bad-folder", "out/atomic-events"], "is inside the output"),
+        "bad is output": (["--output-folder", "out", "--bad-folder", "out"], "are the same [out]"),
+        "bad is the input": (["--output-folder", "out", "--bad-folder", "in"], "bad folder [in] is inside the input"),
+    }
+    for case, (flags, message) in refused.items():
+        done = shredder(batch, "--input-folder", "in", *flags, "--overwrite")
+        assert message in error_line(done), case
+        assert snapshot(batch) == before, case
+    file = "in/part-00000.tsv"
+    holds = shredder(batch, "--input-folder", file, "--output-folder", "in", "--bad-folder", "b2", "--overwrite")
+    assert f"output folder [in] holds the input [{file}]" in error_line(holds)
+    assert snapshot(batch) == before
+    typo = shredder(batch, "--input-folder", "inn", "--output-folder", "out", "--bad-folder", "bad", "--overwrite")
+    assert "input [inn] does not exist" in error_line(typo)
+    assert snapshot(batch) == before, "a typo in the input leaves the previous output whole"
+    assert not (batch / "b2").exists()
+
+
+def test_overwrite_replaces_only_the_jobs_own_output(batch: Path) -> None:
+    (batch / "mine").mkdir()
+    (batch / "mine" / "notes.txt").write_text("keep me")
+    done = shredder(batch, "--input-folder", "in", "--output-folder", "mine", "--bad-folder", "b2", "--overwrite")
+    assert "holds files the shred job did not write (notes.txt" in error_line(done)
+    assert (batch / "mine" / "notes.txt").read_text() == "keep me" and not (batch / "b2").exists()
+
+    (batch / "out" / "atomic-events" / "extra.txt").write_text("not the job's")
+    (batch / "bad" / "mine.txt").write_text("mine")
+    done = shredder(batch, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad", "--overwrite")
+    assert "bad folder [bad] holds files the shred job did not write (mine.txt)" in error_line(done)
+    (batch / "bad" / "mine.txt").unlink()
+    before = read_output(batch / "out")
+    done = shredder(batch, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad", "--overwrite")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert read_output(batch / "out") == before, "the rerun gives the same output, not doubled"
+    assert not (batch / "out" / "atomic-events" / "extra.txt").exists(), "inside the job's own folder: replaced"
+    assert [row["line"] for row in read_bad(batch / "bad")] == ["broken"]
+
+
+def test_a_second_run_into_a_folder_being_written_is_refused_at_once(tmp_path: Path) -> None:
+    write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
+    command = [sys.executable, "-m", "spark_integration.shredder", "--input-folder", "in"]
+    first = subprocess.Popen(
+        [*command, "--output-folder", "out", "--bad-folder", "bad", "--manifest", f"sqlite:///{tmp_path}/m.db"],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "out" / "_claim.json").exists():
+            assert first.poll() is None and time.monotonic() < deadline, "the first run never claimed its folder"
+            time.sleep(0.05)
+        second = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad2")
+        assert "output folder [out] is being written by another run" in error_line(second)
+    finally:
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-3000:]
+    assert len(read_output(tmp_path / "out")["atomic-events"]) == 2, "each event once"
+    assert not (tmp_path / "bad2").exists() and not (tmp_path / "out" / "_claim.json").exists()
+
+
+def test_a_claim_left_by_a_killed_run_is_taken_over(tmp_path: Path) -> None:
+    write_input(tmp_path / "in", [line(A, "FP")])
+    (tmp_path / "out").mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    claim = {"run": "x", "host": os.uname().nodename, "pid": int(dead.stdout), "since": time.time()}
+    (tmp_path / "out" / "_claim.json").write_text(json.dumps(claim))
+    done = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(read_output(tmp_path / "out")["atomic-events"]) == 1
+
+
+def test_weak_spots_are_one_line_and_leave_nothing_behind(tmp_path: Path) -> None:
+    write_input(tmp_path / "in", [line(A, "FP")])
+    missing = shredder(tmp_path, "--input-folder", "nope", "--output-folder", "out", "--bad-folder", "bad")
+    assert "input [nope] does not exist" in error_line(missing)
+    report = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad",
+                      "--report", "no/such/folder/r.html")  # fmt: skip
+    assert "--report [no/such/folder/r.html]: folder no/such/folder does not exist" in error_line(report)
+    (tmp_path / "gz").mkdir()
+    good = gzip.compress((line(B, "FP") + "\n").encode())
+    (tmp_path / "gz" / "part-0.tsv.gz").write_bytes(good[: len(good) // 2])
+    corrupt = shredder(tmp_path, "--input-folder", "gz", "--output-folder", "out", "--bad-folder", "bad")
+    assert "part-0.tsv.gz could not be read" in error_line(corrupt)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gz", "in"], "no output folder left behind"
+
+
+def test_a_type_name_too_long_for_a_folder_is_a_bad_row(tmp_path: Path) -> None:
+    long_name = "n" * 230
+    event = line(A, "FP", contexts=contexts(sdj(f"iglu:com.acme/{long_name}/jsonschema/1-0-0", '{"a":1}')))
+    write_input(tmp_path / "in", [event, line(B, "FP")])
+    done = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(read_output(tmp_path / "out")["atomic-events"]) == 1
+    [bad] = read_bad(tmp_path / "bad")
+    assert "is too long to be written as a folder name" in bad["errors"][0]["message"]
+
+
+def test_dedup_refuses_to_overwrite_its_input_and_reads_invalid_utf8(tmp_path: Path) -> None:
+    source = tmp_path / "in.ndjson"
+    source.write_bytes(b'{"id": 1}\n\xff\xfe{"id": 2}\n{"id": 3}\n')
+    before = source.read_bytes()
+    db = f"sqlite:///{tmp_path}/m.db"
+    done = events_manifest(tmp_path, "dedup", "in.ndjson", "--key", "id", "--manifest", db, "--unique", "in.ndjson")
+    assert done.returncode == 1 and "--unique [in.ndjson] is also the input" in done.stderr
+    assert source.read_bytes() == before and not (tmp_path / "m.db").exists(), "checked before the manifest opens"
+    done = events_manifest(
+        tmp_path, "dedup", "in.ndjson", "--key", "id", "--manifest", db, "--unique", "u.ndjson", "--errors", "e.ndjson"
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "u.ndjson").read_text().splitlines() == ['{"id": 1}', '{"id": 3}']
+    [error] = [json.loads(x) for x in (tmp_path / "e.ndjson").read_text().splitlines()]
+    assert error["line"] == '\\xff\\xfe{"id": 2}' and "line 2 is not UTF-8" in error["reason"]
+    missing = events_manifest(tmp_path, "dedup", "nope.ndjson", "--key", "id", "--manifest", db)
+    assert (
+        missing.returncode == 1
+        and missing.stderr.strip() == "events-manifest: error: input [nope.ndjson] does not exist"
+    )
+
+
+def test_two_dedup_runs_in_one_second_get_their_own_etl_times(tmp_path: Path) -> None:
+    (tmp_path / "a.ndjson").write_text('{"id": 1}\n')
+    (tmp_path / "b.ndjson").write_text('{"id": 1}\n{"id": 2}\n')
+    db = f"sqlite:///{tmp_path}/m.db"
+    for name in "ab":
+        done = events_manifest(
+            tmp_path,
+            "dedup",
+            f"{name}.ndjson",
+            "--key",
+            "id",
+            "--manifest",
+            db,
+            "--unique",
+            f"u{name}",
+            "--duplicates",
+            f"d{name}",
+        )
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ub").read_text() == '{"id": 2}\n' and (tmp_path / "db").read_text() == '{"id": 1}\n'
+    runs = events_manifest(tmp_path, "runs", "--manifest", db).stdout.splitlines()
+    assert len(runs) == 2 and all("finished" in r for r in runs) and runs[0][:19] != runs[1][:19]
+
+
+def test_clean_removes_a_thrown_away_run(tmp_path: Path, spark: Any) -> None:
+    (tmp_path / "a.ndjson").write_text('{"id": 1}\n')
+    db = f"sqlite:///{tmp_path}/m.db"
+    first = events_manifest(tmp_path, "dedup", "a.ndjson", "--key", "id", "--manifest", db, "--unique", "u1")
+    etl = first.stdout.splitlines()[0].removeprefix("etl time ")
+    refused = events_manifest(tmp_path, "clean", "--etl-time", "2001-01-01 00:00:00", "--manifest", db)
+    assert refused.returncode == 1 and "holds no run with etl time 2001-01-01 00:00:00" in refused.stderr
+    done = events_manifest(tmp_path, "clean", "--etl-time", etl, "--manifest", db)
+    assert done.returncode == 0 and done.stdout.startswith("removed 1 entries of the run of ["), done.stderr
+    again = events_manifest(tmp_path, "dedup", "a.ndjson", "--key", "id", "--manifest", db, "--unique", "u2")
+    assert (tmp_path / "u2").read_text() == '{"id": 1}\n', "its record counts as new again"
+    assert again.returncode == 0
