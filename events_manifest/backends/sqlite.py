@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS events_manifest_runs (
 
 _RUNS = "SELECT etl_time, item, state, started_at, finished_at FROM events_manifest_runs"
 
-# The manifest contract (docs/contract.md) in one statement: insert, or overwrite a rerun or an expired entry.
+# The manifest contract (docs/manifest.md) in one statement: insert, or overwrite a rerun or an expired entry.
 _PUT = """
 INSERT INTO events_manifest (event_id, fingerprint, etl_time, ttl) VALUES (?, ?, ?, ?)
 ON CONFLICT (event_id, fingerprint) DO UPDATE SET etl_time = excluded.etl_time, ttl = excluded.ttl
