@@ -229,3 +229,19 @@ def test_clean_removes_a_thrown_away_run(tmp_path: Path, spark: Any) -> None:
     again = events_manifest(tmp_path, "dedup", "a.ndjson", "--key", "id", "--manifest", db, "--unique", "u2")
     assert (tmp_path / "u2").read_text() == '{"id": 1}\n', "its record counts as new again"
     assert again.returncode == 0
+
+
+def test_a_virtual_environment_need_not_be_activated(tmp_path: Path) -> None:
+    """`/path/venv/bin/python -m spark_integration.shredder ...` with the venv not on PATH: the
+    local session's Python workers run on the driver's interpreter, not `python3` from PATH."""
+    write_input(tmp_path / "in", [line(A, "FP")])
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
+    env = {k: v for k, v in _env().items() if k not in {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"}}
+    command = [sys.executable, "-m", "spark_integration.shredder", "--input-folder", "in"]
+    command += ["--output-folder", "out", "--bad-folder", "bad"]
+    done = subprocess.run(
+        command, cwd=tmp_path, env={**env, "PATH": path}, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(read_output(tmp_path / "out")["atomic-events"]) == 1
