@@ -102,7 +102,7 @@ def test_a_batch_of_bad_lines_only_leaves_empty_output_folders(spark: Any, tmp_p
     assert (summary.input_lines, summary.bad_rows, summary.kept_events, summary.entities) == (2, 2, 0, {})
     files = (p for p in (tmp_path / "out").rglob("*") if p.is_file() and not p.name.startswith("."))
     out = sorted(str(p.relative_to(tmp_path / "out")) for p in files)
-    assert out == ["_summary.json", "atomic-events/_SUCCESS", "shredded-types/_SUCCESS"]
+    assert out == ["_shred.json", "_summary.json", "atomic-events/_SUCCESS", "shredded-types/_SUCCESS"]
     assert len(read_bad(tmp_path / "bad")) == 2
 
 
