@@ -1,10 +1,12 @@
-"""Developer sessions: `nox -s tests`, `lint`, `typecheck`, `docs`, `demo`, `benchmarks`."""
+"""Developer sessions: `nox -s tests`, `lint`, `typecheck`, `docs`, `resolve`, `demo`, `benchmarks`."""
 
 from __future__ import annotations
 
+import time
+
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
+nox.options.sessions = ["tests", "lint", "typecheck", "docs", "resolve"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_external_run = True
 
@@ -40,6 +42,24 @@ def docs(session: nox.Session) -> None:
     """Build the user's manual strictly: a broken link or a missing page fails."""
     session.install("-c", "constraints.txt", "-e", ".[docs]")
     session.run("mkdocs", "build", "--strict", "--site-dir", "site")
+
+
+RESOLVE_LIMIT_SECONDS = 300
+"""A fresh, unconstrained install of every extra resolves in well under a minute; past this, the
+declared bounds send the resolver backtracking, and users would wait as long."""
+
+
+@nox.session
+def resolve(session: nox.Session) -> None:
+    """What a user's `pip install "events-manifest[all]"` resolves, without constraints.txt, in a
+    fresh environment: it must settle within `RESOLVE_LIMIT_SECONDS`."""
+    session.install("--upgrade", "pip")
+    started = time.monotonic()
+    session.run("python", "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed", ".[all,test]")
+    seconds = time.monotonic() - started
+    session.log(f"resolved .[all,test] without constraints in {seconds:.0f} s")
+    if seconds > RESOLVE_LIMIT_SECONDS:
+        session.error(f"resolving took {seconds:.0f} s, over {RESOLVE_LIMIT_SECONDS} s: check the extras' bounds")
 
 
 @nox.session

@@ -1,4 +1,4 @@
-"""Self-describing manifest configurations (SPEC §3): parsing, validation, the typed result."""
+"""Self-describing manifest configurations (docs/configuration.md): parsing, validation, the typed result."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ from events_manifest.errors import ManifestConfigError
 
 SCHEMA_PREFIX = "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/"
 SUPPORTED_SCHEMAS = (SCHEMA_PREFIX + "2-0-0", SCHEMA_PREFIX + "1-0-0")
+"""The schemas a config is read as; a later addition (`M-0-A`) is read as its `M-0-0`."""
+_SCHEMA = re.compile(re.escape(SCHEMA_PREFIX) + r"(?P<model>[12])-0-(?:0|[1-9][0-9]*)")
+_BASE64_SPACE = re.compile(r"\s+")
 
 _TABLE_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
 _REGION = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
@@ -56,9 +59,7 @@ def parse_config(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> 
             'a manifest config is a self-describing JSON object {"schema": "iglu:...", "data": {...}} '
             "with exactly those two fields"
         )
-    schema = document["schema"]
-    if schema not in SUPPORTED_SCHEMAS:
-        raise ManifestConfigError(f"unsupported config schema [{schema}]: supported are {', '.join(SUPPORTED_SCHEMAS)}")
+    schema = _supported(document["schema"])
     data = document["data"]
     problems = [_describe(e) for e in _validator(schema).iter_errors(data)]
     if problems:
@@ -79,6 +80,28 @@ def parse_config(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> 
         purpose=data["purpose"],
         id=config_id,
     )
+
+
+def _supported(schema: object) -> str:
+    """The supported schema a config's schema is read as: `1-0-*` as 1-0-0, `2-0-*` as 2-0-0."""
+    match = _SCHEMA.fullmatch(schema) if isinstance(schema, str) else None
+    if match is None:
+        supported = ", ".join(s.replace("-0-0", "-0-*") for s in SUPPORTED_SCHEMAS)
+        raise ManifestConfigError(f"unsupported config schema [{schema}]: supported are {supported}")
+    return f"{SCHEMA_PREFIX}{match['model']}-0-0"
+
+
+def decode_base64(text: str, what: str) -> bytes:
+    """Base64 read leniently, as the reference's Apache Commons Codec reads it: the standard or the
+    URL-safe alphabet, padding optional, whitespace and line breaks ignored. `what` names the
+    input in the error."""
+    compact = _BASE64_SPACE.sub("", text).rstrip("=").translate(str.maketrans("-_", "+/"))
+    try:
+        return base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise ManifestConfigError(
+            f"{what} is not valid base64 (standard or URL-safe alphabet): make it with `base64 -w0 file.json`"
+        ) from None
 
 
 def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
@@ -107,8 +130,8 @@ def _load(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> Any:
     if len(stripped) < 4096 and "\n" not in stripped and os.path.isfile(stripped):
         return _read_file(Path(stripped))
     try:
-        decoded = base64.b64decode(stripped, validate=True).decode("utf-8")
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        decoded = decode_base64(stripped, "config").decode("utf-8")
+    except (ManifestConfigError, UnicodeDecodeError):
         raise ManifestConfigError(
             "the config is neither JSON, an existing file nor valid base64: pass the JSON, its path, "
             "or `base64 -w0 config.json`"

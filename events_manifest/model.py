@@ -1,4 +1,4 @@
-"""Values of the manifest contract: normalised put requests and stored entries (SPEC §2)."""
+"""Values of the manifest contract: normalised put requests and stored entries (docs/manifest.md)."""
 
 from __future__ import annotations
 
@@ -190,5 +190,5 @@ class PutBatch:
 
 
 def accepts(stored: tuple[int, int] | None, etl_seconds: int) -> bool:
-    """SPEC §2 in one line: accept when absent, same etl (a rerun), or expired relative to this etl."""
+    """The contract in one line: accept when absent, same etl (a rerun), or expired relative to this etl."""
     return stored is None or stored[0] == etl_seconds or stored[1] <= etl_seconds

@@ -10,10 +10,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spark_integration.dedup import dedup_cross_batch, dedup_natural, dedup_synthetic, uuid5
+    from spark_integration.dedup import Dedup
     from spark_integration.enriched import load_enriched, parse
     from spark_integration.folders import FolderClaimedError, InputMissingError, OutputExistsError
-    from spark_integration.generic_dedup import DedupResult, deduplicate
+    from spark_integration.generic_dedup import DedupResult, deduplicate, uuid5
     from spark_integration.manifest_handle import ManifestHandle
     from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
         BatchScan,
         EtlMismatchError,
         LinePlan,
-        dedup_enriched,
         output_lines,
         scan_batch,
         shred,
@@ -35,7 +34,6 @@ _EXPORTS = {
     "validate": "shredder",
     "scan_batch": "shredder",
     "BatchScan": "shredder",
-    "dedup_enriched": "shredder",
     "output_lines": "shredder",
     "LinePlan": "shredder",
     "deduplicate": "generic_dedup",
@@ -50,16 +48,15 @@ _EXPORTS = {
     "ShredSummary": "summary",
     "load_enriched": "enriched",
     "parse": "enriched",
-    "dedup_natural": "dedup",
-    "dedup_cross_batch": "dedup",
-    "dedup_synthetic": "dedup",
-    "uuid5": "dedup",
+    "Dedup": "dedup",
+    "uuid5": "generic_dedup",
     "ManifestHandle": "manifest_handle",
     "local_session": "session",
 }
 
 __all__ = [
     "BatchScan",
+    "Dedup",
     "DedupResult",
     "EtlMismatchError",
     "FolderClaimedError",
@@ -68,10 +65,6 @@ __all__ = [
     "OutputExistsError",
     "PopulateSummary",
     "ShredSummary",
-    "dedup_cross_batch",
-    "dedup_enriched",
-    "dedup_natural",
-    "dedup_synthetic",
     "deduplicate",
     "deduplicate_stream",
     "load_enriched",

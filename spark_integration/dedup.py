@@ -1,123 +1,205 @@
-"""Deduplication of enriched events with Spark functions: natural in-batch, cross-batch through the
-manifest, and synthetic in-batch. Rows are shuffled once, by event id; every window reuses it.
+"""The dedup decisions of the shred job, in the reference's order, for a batch of checked lines:
+
+1. invalid lines are bad rows and take no part in what follows;
+2. natural in-batch: one survivor per (event id, fingerprint), a missing fingerprint filled first;
+3. cross-batch natural: each survivor is put to the manifest; a refused put is dropped, a failed
+   one makes a bad row;
+4. synthetic in-batch, over the events whose put succeeded: an id they share is re-identified;
+5. cross-batch synthetic (opt-in): a kept event whose id an earlier batch stored with another
+   fingerprint is re-identified too.
+
+Pure pyarrow and numpy, no Spark: both paths of the job call `Dedup.decide`, lines of ids found
+once per batch as they are read, lines of shared ids after a shuffle that brings all the lines
+of an id into one call. Python loops only over the few rows that need one (fills, new ids).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import uuid
+from collections.abc import Mapping
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+import attrs
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from events_manifest.model import to_epoch_seconds
+from events_manifest import ManifestError
+from events_manifest.model import from_epoch_seconds
+from spark_integration import bad_rows
 from spark_integration.lines import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR
 from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.udfs import manifest_put, manifest_taken, missing_fingerprint
 
 
-def uuid5(namespace: Column, name: Column) -> Column:
-    """RFC 4122 UUID version 5 (SHA-1) of a UUID namespace and a text name, as Python's uuid.uuid5."""
-    digest = F.sha1(F.concat(F.unhex(F.regexp_replace(namespace, "-", "")), F.encode(name, "UTF-8")))
-    variant = F.lower(F.hex(F.conv(F.substring(digest, 17, 1), 16, 10).cast("int").bitwiseAND(3).bitwiseOR(8)))
-    return F.concat_ws(
-        "-",
-        F.substring(digest, 1, 8),
-        F.substring(digest, 9, 4),
-        F.concat(F.lit("5"), F.substring(digest, 14, 3)),
-        F.concat(variant, F.substring(digest, 18, 3)),
-        F.substring(digest, 21, 12),
-    )
+def filled_fingerprint(event_id: str, etl_seconds: int, rank: int) -> str:
+    """What a missing fingerprint becomes: a UUID v5 of the event id, the batch and the event's
+    rank among its id's fingerprint-less events (earliest first). Never a natural duplicate of
+    anything, and the same on a rerun of the batch."""
+    return str(uuid.uuid5(uuid.UUID(event_id), f"missing-fingerprint:{etl_seconds}:{rank}"))
 
 
-def dedup_natural(events: DataFrame, etl_time: datetime) -> DataFrame:
-    """Number each valid event within its (event_id, fingerprint); fill missing fingerprints.
-
-    Adds `rank` (1 = the one to keep: earliest etl, then collector time, then input position) and
-    `fingerprint` filled with a UUID derived from the event id, the batch and the line, so an
-    event without fingerprint is never a natural duplicate and a rerun gives the same output.
-    Expects `events` partitioned by event_id (see `by_event_id`).
-    """
-    missing = F.col("fingerprint") == ""
-    pair = Window.partitionBy("event_id", "valid", "fingerprint").orderBy(
-        "etl_us", "collector_us", F.when(missing, F.col("line")), "file", "position"
-    )
-    numbered = events.withColumn("rank", F.row_number().over(pair))
-    return numbered.select(
-        *(c for c in numbered.columns if c not in ("rank", "fingerprint")),
-        filled_fingerprint(F.col("rank"), etl_time),
-        F.when(missing, F.lit(1)).otherwise(F.col("rank")).alias("rank"),
-    )
+def new_event_id(event_id: str, fingerprint: str, *, random_id: bool) -> str:
+    """A synthetic duplicate's new id: UUID v5 of its id and fingerprint (the same on every rerun),
+    or v4 with `random_id`, as the reference does."""
+    return str(uuid.uuid4() if random_id else uuid.uuid5(uuid.UUID(event_id), fingerprint))
 
 
-def filled_fingerprint(rank: Column, etl_time: datetime) -> Column:
-    """A missing fingerprint becomes a UUID of the event id, the batch and the event's rank among
-    its id's fingerprint-less events: never a natural duplicate, and the same on a rerun."""
-    batch = F.lit(missing_fingerprint(to_epoch_seconds(etl_time)))
-    missing = (F.col("fingerprint") == "") & F.col("valid")
-    return (
-        F.when(missing, uuid5(F.col("event_id"), F.concat(batch, rank.cast("string"))))
-        .otherwise(F.col("fingerprint"))
-        .alias("fingerprint")
-    )
+def earliest_first(*keys: np.ndarray) -> np.ndarray:
+    """The order in which the survivor of a pair is chosen (and fingerprint-less events ranked),
+    for rows given by their group `keys` (first = outermost) then etl time, collector time and
+    position in the input, the last three passed last: the earliest wins."""
+    return np.lexsort(tuple(reversed(keys)))
 
 
-def by_event_id(events: DataFrame) -> DataFrame:
-    """The one shuffle of the job: every later window partitions by event_id and more."""
-    return events.repartition("event_id")
+def put_all(
+    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: np.ndarray, etl_seconds: pa.Array | int
+) -> tuple[list[bool | None], list[str | None]]:
+    """The cross-batch put of each wanted row (one `try_put_many` call), with the batch's etl time
+    or each row's: whether it was accepted, or the message of its failure; None on other rows."""
+    ids, prints = event_ids.to_pylist(), fingerprints.to_pylist()
+    rows = np.flatnonzero(wanted).tolist()
+    accepted: list[bool | None] = [None] * len(ids)
+    errors: list[str | None] = [None] * len(ids)
+    if rows:
+        etls = etl_seconds.to_pylist() if isinstance(etl_seconds, pa.Array) else [etl_seconds] * len(ids)
+        times = {s: from_epoch_seconds(s) for s in {etls[i] for i in rows}}
+        outcomes = handle.open().try_put_many([(ids[i], prints[i], times[etls[i]]) for i in rows])
+        for i, outcome in zip(rows, outcomes, strict=True):
+            if isinstance(outcome, ManifestError):
+                errors[i] = bad_rows.manifest_failure(outcome)
+            else:
+                accepted[i] = outcome
+    return accepted, errors
 
 
-def dedup_synthetic(events: DataFrame, *, enabled: bool = True, random_ids: bool = False) -> DataFrame:
-    """Mark valid events that still share an id after natural in-batch dedup: `synthetic`, and give
-    each a `new_event_id`.
-
-    New ids are UUID v5 of (original id, fingerprint), the same on every rerun, or v4 with
-    `random_ids` as in the reference system. The window is by event id alone, so it reuses the
-    shuffle and the sort of `dedup_natural`.
-    """
-    first = F.col("valid") & (F.col("rank") == 1)
-    sharing = F.count(F.when(first, F.lit(1))).over(Window.partitionBy("event_id"))
-    synthetic = first & (sharing > 1) if enabled else F.lit(False)
-    return events.withColumn("synthetic", synthetic).withColumn(
-        "new_event_id", F.when(F.col("synthetic"), _new_id(random_ids)).otherwise(F.col("event_id"))
-    )
-
-
-def _new_id(random_ids: bool) -> Column:
-    return F.expr("uuid()") if random_ids else uuid5(F.col("event_id"), F.col("fingerprint"))
+def stored_by_earlier_batch(
+    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: np.ndarray, etl_seconds: int
+) -> np.ndarray:
+    """Whether an earlier batch (etl before this one's, entry not expired) stored each wanted row's
+    id with another fingerprint: the cross-batch synthetic rule. Entries of later batches are
+    ignored, so a rerun of an older batch gives its first output again."""
+    rows = np.flatnonzero(wanted).tolist()
+    answers = np.zeros(len(event_ids), dtype=bool)
+    if rows:
+        ids, prints = event_ids.to_pylist(), fingerprints.to_pylist()
+        stored = handle.open().entries_of(ids[i] for i in rows)
+        for i in rows:
+            answers[i] = any(
+                e.fingerprint != prints[i] and e.etl_seconds < etl_seconds < e.ttl_seconds for e in stored[ids[i]]
+            )
+    return answers
 
 
-def dedup_synthetic_cross_batch(
-    events: DataFrame, manifest: ManifestHandle, etl_time: datetime, *, random_ids: bool = False
-) -> DataFrame:
-    """Kept events whose id an earlier batch stored with another fingerprint are synthetic
-    duplicates across batches: `synthetic` and `synthetic_across` set, and a new id.
+@attrs.frozen
+class Dedup:
+    """How a run decides its lines: its manifest (None: in-batch dedup only), its etl time, and
+    its options."""
 
-    One manifest query per kept event (after its put); entries of later batches are ignored,
-    so a rerun of an older batch gives its first output again.
-    """
-    wanted = (F.col("status") == KEPT) & ~F.col("synthetic")
-    taken = manifest_taken(manifest, to_epoch_seconds(etl_time))(F.col("event_id"), F.col("fingerprint"), wanted)
-    events = events.withColumn("synthetic_across", F.coalesce(taken, F.lit(False)))
-    return events.withColumn("synthetic", F.col("synthetic") | F.col("synthetic_across")).withColumn(
-        "new_event_id", F.when(F.col("synthetic_across"), _new_id(random_ids)).otherwise(F.col("new_event_id"))
-    )
+    manifest: ManifestHandle | None
+    etl_seconds: int
+    synthetic: bool = True
+    random_ids: bool = False
+    cross_batch_synthetic: bool = False
+
+    def decide(self, checked: Mapping[str, pa.Array]) -> dict[str, pa.Array]:
+        """`lines.DECIDED_COLUMNS` of checked lines (`udfs.LINE_TYPE` and `line`), in input order,
+        every line of an id among them."""
+        rows = len(checked["line"])
+        valid = pc.equal(pc.list_value_length(checked["errors"]), 0).to_numpy(zero_copy_only=False)
+        event_ids = checked["event_id"]
+        id_of = _codes(event_ids, valid)
+        etl = pc.fill_null(checked["etl_us"], 0).to_numpy()
+        collector = pc.fill_null(checked["collector_us"], 0).to_numpy()
+        position = np.arange(rows)
+        fingerprints = self._filled(event_ids, checked["fingerprint"], valid, id_of, (etl, collector, position))
+        survivor = valid & _first_of_pairs(id_of, _codes(fingerprints, valid), (etl, collector, position))
+
+        status = np.where(valid, np.where(survivor, KEPT, IN_BATCH), BAD).astype(object)
+        errors = checked["errors"]
+        if self.manifest is not None:
+            accepted, failures = put_all(self.manifest, event_ids, fingerprints, survivor, self.etl_seconds)
+            failed = np.array([f is not None for f in failures], dtype=bool)
+            refused = np.array([a is False for a in accepted], dtype=bool)
+            status[refused] = CROSS_BATCH
+            status[failed] = MANIFEST_ERROR
+            if failed.any():
+                errors = pa.array(
+                    [[f] if f is not None else m for f, m in zip(failures, errors.to_pylist(), strict=True)],
+                    errors.type,
+                )
+        kept = status == KEPT
+        synthetic = kept & (_per_id(id_of, kept) > 1) if self.synthetic else np.zeros(rows, dtype=bool)
+        across = np.zeros(rows, dtype=bool)
+        if self.cross_batch_synthetic and self.manifest is not None:
+            across = stored_by_earlier_batch(
+                self.manifest, event_ids, fingerprints, kept & ~synthetic, self.etl_seconds
+            )
+        first = np.full(id_of.max(initial=-1) + 2, rows)  # slot 0: no id
+        np.minimum.at(first, id_of[valid] + 1, position[valid])
+        return {
+            **checked,
+            "status": pa.array(status, pa.string()),
+            "new_event_id": self._new_ids(event_ids, fingerprints, synthetic | across),
+            "synthetic": pa.array(synthetic | across),
+            "synthetic_across": pa.array(across),
+            "id_events": pa.array(np.where(valid, _per_id(id_of, valid), 0), pa.int64(), mask=~valid),
+            "id_first": pa.array(valid & (first[id_of + 1] == position)),
+            "errors": errors,
+        }
+
+    def _filled(
+        self,
+        event_ids: pa.Array,
+        fingerprints: pa.Array,
+        valid: np.ndarray,
+        id_of: np.ndarray,
+        times: tuple[np.ndarray, ...],
+    ) -> pa.Array:
+        """Fingerprints with each valid event's missing one filled (`filled_fingerprint`)."""
+        missing = np.flatnonzero(valid & pc.fill_null(pc.equal(fingerprints, ""), False).to_numpy(zero_copy_only=False))
+        if not len(missing):
+            return fingerprints
+        filled, ids = fingerprints.to_pylist(), event_ids.to_pylist()
+        ranked = missing[earliest_first(id_of[missing], *(key[missing] for key in times))]
+        rank, previous = 0, -1
+        for row in ranked.tolist():
+            rank = rank + 1 if id_of[row] == previous else 1
+            previous = id_of[row]
+            filled[row] = filled_fingerprint(ids[row], self.etl_seconds, rank)
+        return pa.array(filled, pa.string())
+
+    def _new_ids(self, event_ids: pa.Array, fingerprints: pa.Array, renamed: np.ndarray) -> pa.Array:
+        rows = np.flatnonzero(renamed).tolist()
+        if not rows:
+            return event_ids
+        ids, prints = event_ids.to_pylist(), fingerprints.to_pylist()
+        for row in rows:
+            ids[row] = new_event_id(ids[row], prints[row], random_id=self.random_ids)
+        return pa.array(ids, pa.string())
 
 
-def dedup_cross_batch(events: DataFrame, manifest: ManifestHandle | None, etl_time: datetime) -> DataFrame:
-    """Put each first-of-its-pair valid event, under its original id, to the manifest; set `status`.
+def _codes(values: pa.Array, valid: np.ndarray) -> np.ndarray:
+    """A number per distinct value among the valid rows (-1 on the others)."""
+    codes = np.full(len(values), -1, dtype=np.int64)
+    rows = np.flatnonzero(valid)
+    if len(rows):
+        codes[rows] = pc.dictionary_encode(values.take(rows)).indices.to_numpy()
+    return codes
 
-    Synthetic duplicates are put too: a later re-delivery of one of them is then a natural
-    duplicate across batches, as it should be.
-    """
-    first = F.col("valid") & (F.col("rank") == 1)
-    status = F.when(~F.col("valid"), F.lit(BAD)).when(~first, F.lit(IN_BATCH))
-    if manifest is None:
-        return events.withColumn("status", status.otherwise(F.lit(KEPT))).withColumn("manifest_error", F.lit(None))
-    etl = F.lit(to_epoch_seconds(etl_time)).cast("long")
-    events = events.withColumn("put", manifest_put(manifest)(F.col("event_id"), F.col("fingerprint"), first, etl))
-    status = (
-        status.when(F.col("put.error").isNotNull(), F.lit(MANIFEST_ERROR))
-        .when(~F.col("put.accepted"), F.lit(CROSS_BATCH))
-        .otherwise(F.lit(KEPT))
-    )
-    return events.withColumn("status", status).withColumn("manifest_error", F.col("put.error")).drop("put")
+
+def _first_of_pairs(id_of: np.ndarray, fingerprint_of: np.ndarray, times: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The survivor of each (id, fingerprint) pair (`earliest_first`); meaningful on valid rows."""
+    order = earliest_first(id_of, fingerprint_of, *times)
+    pair = np.stack([id_of[order], fingerprint_of[order]])
+    starts = np.ones(len(order), dtype=bool)
+    starts[1:] = (pair[:, 1:] != pair[:, :-1]).any(axis=0)
+    survivor = np.zeros(len(order), dtype=bool)
+    survivor[order[starts]] = True
+    return survivor
+
+
+def _per_id(id_of: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """For each row, how many counted rows share its id (0 for a row without one)."""
+    counts = np.bincount(id_of[counted] + 1, minlength=id_of.max(initial=-1) + 2)  # slot 0: no id
+    counts[0] = 0
+    per_row: np.ndarray = counts[id_of + 1]
+    return per_row

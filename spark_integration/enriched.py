@@ -1,4 +1,4 @@
-"""Reading enriched events (SPEC §4) into Spark, and the cheap per-line keys of the batch scan.
+"""Reading enriched events into Spark, and the cheap per-line keys of the batch scan.
 
 Lines are checked one Arrow batch at a time in Python (`fields` for the fields, `sdj` for the
 JSON columns, both called by `udfs`); the scan reads only the first 7 fields, in the JVM.
@@ -22,33 +22,21 @@ from spark_integration.udfs import checked_lines
 def load_enriched(spark: SparkSession, path: str | list[str]) -> DataFrame:
     """Enriched TSV lines (a folder, file or glob; gzip too) with their position in the input.
 
+    Lines end as Hadoop's text input ends them: at `\n`, `\r\n` or a lone `\r`, none kept.
     Columns: `line`, `file`, `position` (byte offset of the split, then the row within it): the
     order of (file, position) is the order of lines in the files whatever the partitioning.
     """
-    return (
-        spark.read.option("lineSep", "\n")
-        .text(path)
-        .select(
-            F.col("value").alias("line"),
-            F.input_file_name().alias("file"),
-            F.struct(F.input_file_block_start().alias("block"), F.monotonically_increasing_id().alias("row")).alias(
-                "position"
-            ),
-        )
+    return spark.read.text(path).select(
+        F.col("value").alias("line"),
+        F.input_file_name().alias("file"),
+        F.struct(F.input_file_block_start().alias("block"), F.monotonically_increasing_id().alias("row")).alias(
+            "position"
+        ),
     )
 
 
-def epoch_micros(column: Column) -> Column:
-    """UTC `yyyy-MM-dd HH:mm:ss[.SSSSSS]` text as epoch microseconds (null when it does not parse).
-
-    The pattern fixes the shape; the cast (Spark's fast path, no formatter) checks the calendar.
-    """
-    parsed = F.concat(column, F.lit("Z")).try_cast("timestamp")
-    return F.when(column.rlike(TSTAMP_PATTERN), F.unix_micros(parsed))
-
-
 def parse(lines: DataFrame) -> DataFrame:
-    """Each line (column `line`) split, padded and checked, its JSON columns too (SPEC §4), one
+    """Each line (column `line`) split, padded and checked, its JSON columns too (docs/enriched-events.md), one
     Arrow batch at a time in Python. Adds `event_id`, `fingerprint`, `collector_tstamp`, `etl_us`,
     `collector_us`, `errors` (every message for the line), `valid` (no errors), `entities` and the
     atomic-events line around the event id (`atomic_before`, `atomic_after`).
@@ -77,22 +65,39 @@ def event_key(line: str = "line") -> Column:
 
 
 def batch_keys(lines: DataFrame) -> DataFrame:
-    """Each line's `key` (see `event_key`) and `etl_us`, at a fraction of `parse`'s cost: `etl_us`
-    where the line's event_id is a UUID and its two timestamps parse (a corrupted line cannot move
-    the batch etl time), else null. The head is split once (a hundred-odd bytes decoded): cheaper
-    than cutting three fields out of it by tab positions, which the JVM does a byte at a time."""
+    """Each line's `key` (see `event_key`) and `etl_second`, at a fraction of `parse`'s cost: the
+    first 19 characters of etl_tstamp (`yyyy-MM-dd HH:mm:ss`) where the event id and both
+    timestamps have the form of valid ones, else null. Every valid line has one (the patterns are
+    `fields`' own), so the earliest among valid lines is among them (see `etl_second`).
+    The head is split once (a hundred-odd bytes decoded): cheaper than cutting three fields out
+    of it by tab positions, which the JVM does a byte at a time."""
     first = lines.select(head().alias("head"))
     fields = F.split("head", "\t")
-    event_id = F.get(fields, EVENT_ID)  # null past the line's end
-    well_formed = event_id.rlike(UUID_PATTERN) & epoch_micros(F.get(fields, COLLECTOR_TSTAMP)).isNotNull()
-    return first.select(
-        head_key(F.col("head")).alias("key"),
-        F.when(well_formed, epoch_micros(F.get(fields, ETL_TSTAMP))).alias("etl_us"),
+    return first.select(head_key(F.col("head")).alias("key"), etl_second(fields).alias("etl_second"))
+
+
+def etl_second(fields: Column) -> Column:
+    """See `batch_keys`: `fields` is an array of a line's first fields (null past its end)."""
+    well_formed = (
+        F.get(fields, EVENT_ID).rlike(UUID_PATTERN)
+        & F.get(fields, COLLECTOR_TSTAMP).rlike(TSTAMP_PATTERN)
+        & F.get(fields, ETL_TSTAMP).rlike(TSTAMP_PATTERN)
     )
+    return F.when(well_formed, F.substring(F.get(fields, ETL_TSTAMP), 1, 19))
+
+
+def line_etl_second(line: str = "line") -> Column:
+    """`etl_second` of a whole line."""
+    return etl_second(F.split(head(line), "\t"))
+
+
+def keyed(lines: DataFrame) -> DataFrame:
+    """The lines with their `key` (see `event_key`)."""
+    return lines.withColumn("key", event_key())
 
 
 def with_keys(lines: DataFrame, keys: DataFrame, *, among: bool) -> DataFrame:
     """The lines whose key (see `event_key`) is among `keys` (column `key`, each once), or with
-    `among=False` those whose key is not: a semi or anti join, which keeps nothing of `keys`."""
-    keyed = lines.withColumn("key", event_key()).join(keys.select("key"), "key", "left_semi" if among else "left_anti")
-    return keyed.drop("key")
+    `among=False` those whose key is not, with their `key`: a semi or anti join, which keeps
+    nothing of `keys`."""
+    return keyed(lines).join(keys.select("key"), "key", "left_semi" if among else "left_anti")

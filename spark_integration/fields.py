@@ -1,9 +1,10 @@
-"""The fields of enriched TSV lines, split and checked a whole Arrow batch at a time (SPEC §4).
+"""The fields of enriched TSV lines, split and checked a whole Arrow batch at a time
+(docs/enriched-events.md).
 
 Pure pyarrow and numpy, no Spark: the shred job hands each batch of lines to Python once (see
 `udfs`), where Arrow's C++ kernels split and check them, in the trip the JSON columns need anyway.
 Spark's own `split` decodes every line to a Java string and encodes each field back: reading,
-checking and cutting the lines costs about a third less CPU this way (docs/benchmarks.md).
+checking and cutting the lines costs about a third less CPU this way (docs/development.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_integration.sdj import show
+from spark_integration import bad_rows, truncation
+from spark_integration.bad_rows import INVALID_UTF8
 
 FIELD_NAMES = (
     "app_id",
@@ -150,7 +152,7 @@ FIELD_NAMES = (
     "event_fingerprint",
     "true_tstamp",
 )
-"""The 131 fields of an enriched event, in order (SPEC §4)."""
+"""The 131 fields of an enriched event, in order (docs/enriched-events.md)."""
 FIELDS = len(FIELD_NAMES)
 MIN_FIELDS = 108
 ETL_TSTAMP, COLLECTOR_TSTAMP, EVENT_ID = 2, 3, 6
@@ -159,18 +161,16 @@ EVENT_FINGERPRINT = 129
 JSON_FIELDS = (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS)
 ATOMIC_BEFORE = tuple(range(EVENT_ID))
 ATOMIC_AFTER = tuple(i for i in range(EVENT_ID + 1, FIELDS) if i not in JSON_FIELDS)
-"""The atomic-events line's fields before and after event_id: 6 + 1 + 121 = 128 (SPEC §5)."""
+"""The atomic-events line's fields before and after event_id: 6 + 1 + 121 = 128."""
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\z"
-TSTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?\z"
+TSTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,9}\z"
 r"""Both patterns mean the same to Java (Spark's `rlike`) and to RE2 (Arrow): `\z` is the end of
 the text, where Java's `$` would also match before a final line break."""
-INVALID_UTF8 = "Line is not valid UTF-8 (its invalid bytes are shown here as U+FFFD)"
 
 _PADDING = pa.array(["\t" * k for k in range(FIELDS - MIN_FIELDS + 1)], pa.binary())
 _EPOCH = pa.scalar("1970-01-01 00:00:00", pa.binary())
 _MONTH_DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
-_ATOMIC_FIELDS = FIELDS - len(JSON_FIELDS)
 
 
 class Fields(NamedTuple):
@@ -239,12 +239,13 @@ class _Spans:
 
 def split_and_check(lines: pa.Array) -> Fields:
     """Find the fields of a batch of lines (Arrow strings), pad lines of 108 to 130 fields (older
-    enrichment) to 131, and check the shape, event_id, the timestamps and UTF-8; the JSON fields
-    are left to `sdj`."""
+    enrichment) to 131, cut atomic fields to their limits (`truncation`), and check the shape,
+    event_id, the timestamps and UTF-8; the JSON fields are left to `sdj`."""
     raw = lines.view(pa.large_binary() if pa.types.is_large_string(lines.type) else pa.binary())
     spans = _Spans(raw)
     count = spans.count
     shape = (count >= MIN_FIELDS) & (count <= FIELDS)
+    utf8 = _valid_utf8(raw)
 
     def field(index: int) -> pa.Array:
         return spans.field(index, shape)
@@ -252,6 +253,7 @@ def split_and_check(lines: pa.Array) -> Fields:
     event_id, collector, etl = field(EVENT_ID), field(COLLECTOR_TSTAMP), field(ETL_TSTAMP)
     uuid = pc.fill_null(pc.match_substring_regex(event_id, UUID_PATTERN), True)  # null: wrong shape, said already
     etl_us, collector_us = epoch_micros(etl), epoch_micros(collector)
+    cuts = _cuts(spans, shape & utf8)
     return Fields(
         event_id.view(pa.string()),
         field(EVENT_FINGERPRINT).view(pa.string()),
@@ -259,12 +261,12 @@ def split_and_check(lines: pa.Array) -> Fields:
         etl_us,
         collector_us,
         (field(CONTEXTS), field(UNSTRUCT_EVENT), field(DERIVED_CONTEXTS)),
-        _atomic_before(spans, shape).view(pa.string()),
-        _atomic_after(spans, shape),
+        _atomic(spans, shape, ATOMIC_BEFORE, cuts).view(pa.string()),
+        _atomic(spans, shape, ATOMIC_AFTER, cuts).view(pa.string()),
         _messages(
-            raw,
             count,
             shape,
+            utf8,
             event_id,
             uuid,
             {"collector_tstamp": (collector, collector_us), "etl_tstamp": (etl, etl_us)},
@@ -272,36 +274,57 @@ def split_and_check(lines: pa.Array) -> Fields:
     )
 
 
-def _atomic_before(spans: _Spans, shape: np.ndarray) -> pa.Array:
-    return spans.pieces([(spans.starts, spans.end(EVENT_ID - 1))], shape)
+_LIMITED = tuple(
+    (index, truncation.MAX_LENGTHS[FIELD_NAMES[index]])
+    for index in (*ATOMIC_BEFORE, *ATOMIC_AFTER)
+    if FIELD_NAMES[index] in truncation.MAX_LENGTHS
+)
+"""The atomic fields with a length limit, and their limits."""
+
+Gap = tuple[int, np.ndarray, np.ndarray]
+"""Bytes left out of each line's atomic part: after the field of that index, from, until."""
 
 
-def _atomic_after(spans: _Spans, shape: np.ndarray) -> pa.Array:
-    """The fields after event_id without the JSON fields, padded to the atomic line's 128: the
-    line cut around each JSON field and the tab before it (those a shorter line has)."""
-    cuts = [spans.end(index - 1) for index in JSON_FIELDS]
-    resumes = [spans.end(index) for index in JSON_FIELDS]
-    starts = [spans.start(EVENT_ID + 1), *resumes]
-    ends = [*cuts, spans.ends]
-    after = spans.pieces(list(zip(starts, ends, strict=True)), shape)
-    present = spans.count - sum((spans.count > index).astype(np.int64) for index in JSON_FIELDS)
-    missing = np.where(shape, _ATOMIC_FIELDS - present, 0)
-    if missing.any():
-        after = pc.binary_join_element_wise(after, _PADDING.take(missing), b"")
-    return after.view(pa.string())
+def _cuts(spans: _Spans, readable: np.ndarray) -> list[Gap]:
+    """For each atomic field that some line holds past its limit, the tail of it that is left
+    out. A field can only be over its limit in characters if it is in bytes: most lines decode
+    nothing, and most batches only compare lengths."""
+    cuts = []
+    for index, limit in _LIMITED:
+        start, end = spans.start(index), spans.end(index)
+        over = readable & (end - start > limit)
+        if over.any():
+            kept = truncation.kept_bytes(spans.pieces([(start, end)], over).view(pa.string()), limit)
+            cuts.append((index, np.where(over, start + kept, end), end))
+    return cuts
+
+
+def _atomic(spans: _Spans, shape: np.ndarray, indexes: tuple[int, ...], cuts: list[Gap]) -> pa.Array:
+    """The atomic line's fields `indexes` (consecutive but for the JSON fields, left out with the
+    tab before each), each cut where `cuts` say: one slice of the line between gaps. A line of
+    108 to 130 fields is padded to its full width."""
+    first, last = indexes[0], indexes[-1]
+    gaps = [(index, spans.end(index - 1), spans.end(index)) for index in JSON_FIELDS if first < index < last]
+    gaps = sorted([*gaps, *(cut for cut in cuts if first <= cut[0] <= last)], key=lambda gap: gap[0])
+    starts = [spans.start(first), *(until for _, _, until in gaps)]
+    ends = [*(since for _, since, _ in gaps), spans.end(last)]
+    part = spans.pieces(list(zip(starts, ends, strict=True)), shape)
+    present = np.minimum(spans.count, last + 1) - first
+    present -= sum((spans.count > index).astype(np.int64) for index in JSON_FIELDS if first < index < last)
+    missing = np.where(shape, len(indexes) - present, 0)
+    return pc.binary_join_element_wise(part, _PADDING.take(missing), b"") if missing.any() else part
 
 
 def _messages(
-    raw: pa.Array,
     count: np.ndarray,
     shape: np.ndarray,
+    utf8: np.ndarray,
     event_id: pa.Array,
     uuid: pa.Array,
     timestamps: dict[str, tuple[pa.Array, pa.Array]],
 ) -> dict[int, list[str]]:
-    """Every message of each failing line, in SPEC order; Python only for those lines.
+    """Every message of each failing line, in the reference's order; Python only for those lines.
     `timestamps` maps each timestamp field's name to its texts and their epoch microseconds."""
-    utf8 = _valid_utf8(raw)
     unread = functools.reduce(
         np.logical_or, (pc.is_null(micros).to_numpy(zero_copy_only=False) for _, micros in timestamps.values())
     )
@@ -311,24 +334,21 @@ def _messages(
         messages = found[row] = [] if utf8[row] else [INVALID_UTF8]
         fields = int(count[row])
         if fields < MIN_FIELDS:
-            messages.append(f"Line does not match Snowplow enriched event (expected 108+ fields; found {fields})")
+            messages.append(bad_rows.too_few_fields(fields))
         elif fields > FIELDS:
-            messages.append(
-                f"Line does not match Snowplow enriched event (expected at most 131 fields; found {fields})"
-            )
+            messages.append(bad_rows.too_many_fields(fields))
         else:
             if not uuid[row].as_py():
-                messages.append(f"Field [event_id]: [{_shown(event_id[row])}] is not a valid UUID")
+                messages.append(bad_rows.not_a_uuid(_text(event_id[row])))
             for name, (texts, micros) in timestamps.items():
                 if not micros[row].is_valid:
-                    messages.append(
-                        f"Field [{name}]: [{_shown(texts[row])}] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS"
-                    )
+                    messages.append(bad_rows.not_a_timestamp(name, _text(texts[row])))
     return found
 
 
-def _shown(value: pa.Scalar) -> str:
-    return show(value.as_py().decode("utf-8", "replace"))
+def _text(value: pa.Scalar) -> str:
+    text: str = value.as_py().decode("utf-8", "replace")
+    return text
 
 
 def _valid_utf8(raw: pa.Array) -> np.ndarray:
@@ -350,8 +370,9 @@ def _decodes(line: bytes | None) -> bool:
 
 
 def epoch_micros(texts: pa.Array) -> pa.Array:
-    """UTC `yyyy-MM-dd HH:mm:ss[.SSSSSS]` texts (bytes) as epoch microseconds, null where the
-    text is not of that form or not a moment of the proleptic Gregorian calendar, as Spark's cast."""
+    """UTC `yyyy-MM-dd HH:mm:ss.f` texts (bytes; `f` 1 to 9 digits) as epoch microseconds (digits
+    past the sixth dropped), null where the text is not of that form or not a real moment of the
+    proleptic Gregorian calendar: the one timestamp rule of the job."""
     shaped = pc.fill_null(pc.match_substring_regex(texts, TSTAMP_PATTERN), False)
     safe = pc.if_else(shaped, texts, _EPOCH)
 
@@ -364,7 +385,14 @@ def epoch_micros(texts: pa.Array) -> pa.Array:
     hour, minute, second, micro = number(11, 13), number(14, 16), number(17, 19), number(20, 26)
     leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
     month_days = _MONTH_DAYS[np.clip(month - 1, 0, 11)] + ((month == 2) & leap)
-    valid = shaped.to_numpy(zero_copy_only=False) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days)
+    valid = (
+        shaped.to_numpy(zero_copy_only=False)
+        & (year >= 1)
+        & (month >= 1)
+        & (month <= 12)
+        & (day >= 1)
+        & (day <= month_days)
+    )
     valid &= (hour <= 23) & (minute <= 59) & (second <= 59)
     # days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
     march_year = year - (month <= 2)

@@ -19,12 +19,25 @@ from pyspark.sql import types as T
 from events_manifest import DuplicateStorage, ManifestConfigError
 from events_manifest.dedup import KEY_NAMESPACE, Expiry, Outcome, check_specs
 from events_manifest.model import UUID_TEXT, from_epoch_seconds, to_epoch_seconds
-from spark_integration.dedup import uuid5
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.udfs import manifest_put
 
 OUTCOME, REASON = "_dedup_outcome", "_dedup_reason"
 UUID_PATTERN = f"(?i)^{UUID_TEXT.pattern}$"
+
+
+def uuid5(namespace: Column, name: Column) -> Column:
+    """RFC 4122 UUID version 5 (SHA-1) of a UUID namespace and a text name, as Python's uuid.uuid5."""
+    digest = F.sha1(F.concat(F.unhex(F.regexp_replace(namespace, "-", "")), F.encode(name, "UTF-8")))
+    variant = F.lower(F.hex(F.conv(F.substring(digest, 17, 1), 16, 10).cast("int").bitwiseAND(3).bitwiseOR(8)))
+    return F.concat_ws(
+        "-",
+        F.substring(digest, 1, 8),
+        F.substring(digest, 9, 4),
+        F.concat(F.lit("5"), F.substring(digest, 14, 3)),
+        F.concat(variant, F.substring(digest, 18, 3)),
+        F.substring(digest, 21, 12),
+    )
 
 
 @attrs.frozen

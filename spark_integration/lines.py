@@ -1,8 +1,9 @@
-"""Every line the shred job writes (SPEC §5), built from decided events a whole Arrow batch at a time.
+"""Every line the shred job writes, built from decided events a whole Arrow batch at a time: the
+atomic line, each entity's line with its hierarchy, the `duplicate` context of a re-identified
+event, the bad rows (worded by `bad_rows`) and the counts of the summary.
 
-Pure pyarrow, no Spark: lines whose id is on no other line are decided and turned into output lines
-in the same trip to Python as their checks (see `udfs.shred_unshared`); the few others, after
-Spark's dedup, make one trip here too (`udfs.lines_of`).
+Pure pyarrow, no Spark: called by `udfs.Shred` on both paths of the job, in the trip to Python
+that checks and decides the lines.
 
 A batch's lines come back to Spark grouped by the place they go (atomic, bad, or one shredded
 type: `PARTITIONS`), in rows of about `CHUNK_BYTES` of lines joined by line breaks, with one row of
@@ -14,14 +15,13 @@ line is copied to group them (see `_grouped`).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from spark_integration.bad_rows import bad_row
 from spark_integration.summary import BUCKET_BOUNDS
 
 KEPT = "kept"
@@ -224,19 +224,3 @@ def _bad_rows(events: Mapping[str, pa.Array], bad: pa.Array, failure_tstamp: str
     rows = rows_where(bad).tolist()
     rows_text = [bad_row(lines[row].as_py(), errors[row].as_py(), failure_tstamp) + "\n" for row in rows]
     return pa.array(rows_text, pa.string())
-
-
-def bad_row(line: bytes, messages: list[str], failure_tstamp: str) -> str:
-    """`{"line":...,"errors":[{"level":"error","message":...}],"failure_tstamp":...}`: the line
-    untouched but for invalid UTF-8, shown as U+FFFD."""
-    document = {
-        "line": line.decode("utf-8", "replace"),
-        "errors": [{"level": "error", "message": message} for message in messages],
-        "failure_tstamp": failure_tstamp,
-    }
-    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return _CONTROL_ESCAPE.sub(lambda m: m[1] + m[2].upper(), text) if "\\u00" in text else text
-
-
-_CONTROL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*\\u00)([0-9a-f]{2})")
-"""A control character's escape, which Spark's JSON writer (Jackson) spells in upper case."""

@@ -1,4 +1,4 @@
-"""The shred job's outputs (SPEC §5), staged and then moved into place through Hadoop's FileSystem,
+"""The shred job's outputs (docs/shred-job.md), staged and then moved into place through Hadoop's FileSystem,
 so a failed run leaves no partial output and any Hadoop file system (local, HDFS, S3A) works.
 """
 

@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from spark_integration import bad_rows
+
 IGLU_URI = re.compile(
     r"iglu:(?P<vendor>[a-zA-Z0-9_.-]+)/(?P<name>[a-zA-Z0-9_-]+)/(?P<format>[a-zA-Z0-9_-]+)/"
     r"(?P<version>(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*))"
@@ -29,11 +31,7 @@ MAX_SCHEMA_PARTS = 255 - len("type=") - 3 * len("%2F")
 """The most characters an Iglu URI's vendor, name, format and version may hold together: the
 write stages each type in one folder `type=VENDOR%2FNAME%2FFORMAT%2FVERSION`, and a folder name
 holds at most 255 bytes on every common file system. A longer one makes its event a bad row."""
-SHOWN = 80
-"""Longest value quoted in an error message."""
-
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
 
 
 class Entity(NamedTuple):
@@ -50,11 +48,19 @@ class Entity(NamedTuple):
 
 
 class InvalidJson(ValueError):
-    """A JSON column is not valid JSON, or not of the self-describing shape its field needs."""
+    """A JSON column is not valid JSON (`syntax`), or not of the self-describing shape its field needs."""
+
+    def __init__(self, reason: str, *, syntax: bool = False) -> None:
+        super().__init__(reason)
+        self.syntax = syntax
 
 
-def show(value: str) -> str:
-    return value if len(value) <= SHOWN else value[:SHOWN] + "..."
+def _not_a_number(constant: str) -> float:
+    raise InvalidJson(f"{constant} is not a JSON value", syntax=True)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_not_a_number)
+"""Strict JSON: NaN, Infinity and -Infinity are not numbers (Python's json takes them by default)."""
 
 
 def _skip(text: str, pos: int) -> int:
@@ -65,9 +71,9 @@ def _value(text: str, pos: int) -> tuple[Any, int]:
     try:
         return _DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as e:
-        raise InvalidJson(f"invalid JSON ({e.msg} at character {e.pos})") from None
+        raise InvalidJson(f"{e.msg} at character {e.pos}", syntax=True) from None
     except RecursionError:
-        raise InvalidJson(f"invalid JSON (nested too deeply at character {pos})") from None
+        raise InvalidJson(f"nested too deeply at character {pos}", syntax=True) from None
 
 
 def _members(text: str, pos: int, where: str) -> tuple[dict[str, tuple[int, int]], int]:
@@ -81,14 +87,14 @@ def _members(text: str, pos: int, where: str) -> tuple[dict[str, tuple[int, int]
         return spans, pos + 1
     while True:
         if text[pos : pos + 1] != '"':
-            raise InvalidJson(f"invalid JSON (expecting a property name at character {pos})")
+            raise InvalidJson(f"Expecting property name enclosed in double quotes at character {pos}", syntax=True)
         try:
             key, pos = scanstring(text, pos + 1)
         except json.JSONDecodeError as e:
-            raise InvalidJson(f"invalid JSON ({e.msg} at character {e.pos})") from None
+            raise InvalidJson(f"{e.msg} at character {e.pos}", syntax=True) from None
         pos = _skip(text, pos)
         if text[pos : pos + 1] != ":":
-            raise InvalidJson(f"invalid JSON (expecting ':' at character {pos})")
+            raise InvalidJson(f"Expecting ':' delimiter at character {pos}", syntax=True)
         start = _skip(text, pos + 1)
         _, end = _value(text, start)
         if key in spans:
@@ -100,7 +106,7 @@ def _members(text: str, pos: int, where: str) -> tuple[dict[str, tuple[int, int]
         elif text[pos : pos + 1] == "}":
             return spans, pos + 1
         else:
-            raise InvalidJson(f"invalid JSON (expecting ',' or '}}' at character {pos})")
+            raise InvalidJson(f"Expecting ',' delimiter at character {pos}", syntax=True)
 
 
 def _envelope(text: str, pos: int, where: str) -> tuple[str, tuple[int, int], int]:
@@ -139,10 +145,10 @@ def _entity(text: str, pos: int, where: str) -> tuple[Entity, int]:
     schema, (start, stop), end = _envelope(text, pos, where)
     match = IGLU_URI.fullmatch(schema)
     if match is None:
-        raise InvalidJson(f"{where}: schema [{show(schema)}] is not an Iglu URI iglu:vendor/name/format/M-R-A")
+        raise InvalidJson(f"{where}: schema [{schema}] is not an Iglu URI iglu:vendor/name/format/M-R-A")
     if not fits_a_folder(match):
         raise InvalidJson(
-            f"{where}: schema [{show(schema)}] is too long to be written as a folder name (vendor, name, format "
+            f"{where}: schema [{schema}] is too long to be written as a folder name (vendor, name, format "
             f"and version hold {MAX_SCHEMA_PARTS} characters at most)"
         )
     if text[start] != "{":
@@ -152,7 +158,7 @@ def _entity(text: str, pos: int, where: str) -> tuple[Entity, int]:
 
 def _whole(text: str, end: int) -> None:
     if _skip(text, end) != len(text):
-        raise InvalidJson(f"invalid JSON (extra data at character {_skip(text, end)})")
+        raise InvalidJson(f"Extra data at character {_skip(text, end)}", syntax=True)
 
 
 def parse_contexts(text: str) -> list[Entity]:
@@ -190,9 +196,7 @@ def _general_contexts(text: str) -> list[Entity]:
     schema, (start, _), end = _envelope(text, 0, "the value")
     _whole(text, end)
     if not CONTEXTS_SCHEMA.fullmatch(schema):
-        raise InvalidJson(
-            f"schema [{show(schema)}] is not iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-x"
-        )
+        raise InvalidJson(f"schema [{schema}] is not iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-x")
     if text[start] != "[":
         raise InvalidJson("data must be an array of self-describing JSONs")
     entities: list[Entity] = []
@@ -213,25 +217,34 @@ def parse_unstruct(text: str) -> list[Entity]:
     schema, (start, _), end = _envelope(text, 0, "the value")
     _whole(text, end)
     if schema != UNSTRUCT_SCHEMA:
-        raise InvalidJson(f"schema [{show(schema)}] is not {UNSTRUCT_SCHEMA}")
+        raise InvalidJson(f"schema [{schema}] is not {UNSTRUCT_SCHEMA}")
     entity, _ = _entity(text, start, "data")
     return [entity]
 
 
-PARSERS = (("contexts", parse_contexts), ("unstruct_event", parse_unstruct), ("derived_contexts", parse_contexts))
-
-
 def entities_of(contexts: str | None, unstruct: str | None, derived: str | None) -> tuple[list[Entity], list[str]]:
-    """All entities of an event's three JSON columns, and one message per invalid column."""
+    """All entities of an event's three JSON columns, and one message per invalid column: the
+    unstruct event's first, then the contexts', then the derived contexts', as the reference
+    reads them (and the entities in the same order)."""
     entities: list[Entity] = []
     errors: list[str] = []
-    for (field, parse), text in zip(PARSERS, (contexts, unstruct, derived), strict=True):
+    columns = (
+        ("unstruct_event", parse_unstruct, unstruct),
+        ("contexts", parse_contexts, contexts),
+        ("derived_contexts", parse_contexts, derived),
+    )
+    for field, parse, text in columns:
         if not text:
             continue
         try:
+            _DECODER.decode(text)  # strict JSON first: a shape message only for what is JSON
             entities += parse(text)
         except InvalidJson as e:
-            errors.append(f"Field [{field}]: {e}")
+            errors.append((bad_rows.invalid_json if e.syntax else bad_rows.not_self_describing)(field, text, str(e)))
+        except json.JSONDecodeError as e:
+            errors.append(bad_rows.invalid_json(field, text, f"{e.msg} at character {e.pos}"))
+        except RecursionError:
+            errors.append(bad_rows.invalid_json(field, text, "nested too deeply"))
     return entities, errors
 
 
@@ -309,8 +322,8 @@ def _compact_into(row: Row, parts: list[IgluParts], data: list[bytes]) -> bool:
     contexts, unstruct, derived = row
     try:
         if (
-            (not contexts or _read_column(contexts, False, parts, data))
-            and (not unstruct or _read_column(unstruct, True, parts, data))
+            (not unstruct or _read_column(unstruct, True, parts, data))
+            and (not contexts or _read_column(contexts, False, parts, data))
             and (not derived or _read_column(derived, False, parts, data))
         ):
             return True

@@ -7,8 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
 import functools
 import json
 import logging
@@ -25,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pyarrow as pa
 from pyspark import inheritable_thread_target
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from events_manifest import (
@@ -36,10 +35,12 @@ from events_manifest import (
     ManifestUnavailableError,
 )
 from events_manifest.cli import parse_timestamp
+from events_manifest.config import decode_base64
 from events_manifest.errors import RunConflictError
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
-from spark_integration import dedup, enriched, lines, output, udfs
+from spark_integration import enriched, fields, lines, output, udfs
 from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
+from spark_integration.dedup import Dedup
 from spark_integration.folders import JobFolders
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
@@ -49,20 +50,16 @@ from spark_integration.summary import BUCKETS, ShredSummary
 log = logging.getLogger(__name__)
 
 
-def validate(spark: SparkSession, input_path: str | list[str], only: DataFrame | None = None) -> DataFrame:
+def validate(spark: SparkSession, input_path: str | list[str]) -> DataFrame:
     """Every input line with `valid`, `errors` (all messages for the line), its `entities` and the
-    rest of `enriched.parse`; with `only` (keys, see `BatchScan.shared_keys`), only the lines
-    whose id is among them."""
-    lines = enriched.load_enriched(spark, input_path)
-    if only is not None:
-        lines = enriched.with_keys(lines, only, among=True)
-    return enriched.parse(lines)
+    rest of `enriched.parse`."""
+    return enriched.parse(enriched.load_enriched(spark, input_path))
 
 
 @attrs.frozen
 class BatchScan:
     """What one cheap pass over a batch finds: its line count, its etl time (the earliest
-    etl_tstamp among lines with a valid event_id and timestamps, so a rerun finds the same), and
+    etl_tstamp of its valid lines, to the second, so a rerun finds the same: `earliest_etl`), and
     the event ids on more than one line, the only ones dedup has to bring together."""
 
     lines: int
@@ -96,11 +93,11 @@ def scan_batch(spark: SparkSession, input_path: str | list[str]) -> BatchScan:
     shared, totals = _shared_keys(spark, input_path)
     found = shared.limit(BROADCAST_KEYS + 1).toArrow()  # every partition is read unless there are more
     if found.num_rows <= BROADCAST_KEYS:
-        return _batch_scan(totals, spark.createDataFrame(found), found.num_rows)
+        return _batch_scan(spark, input_path, totals, spark.createDataFrame(found), found.num_rows)
     shared, totals = _shared_keys(spark, input_path)
     shared = shared.persist()
     try:
-        return _batch_scan(totals, shared, shared.count())
+        return _batch_scan(spark, input_path, totals, shared, shared.count())
     except BaseException:
         shared.unpersist()
         raise
@@ -109,107 +106,81 @@ def scan_batch(spark: SparkSession, input_path: str | list[str]) -> BatchScan:
 def _shared_keys(spark: SparkSession, input_path: str | list[str]) -> tuple[DataFrame, Observation]:
     """The keys on more than one line, with the totals observed while they are found."""
     keys = enriched.batch_keys(enriched.load_enriched(spark, input_path))
-    per_key = keys.groupBy("key").agg(F.count(F.lit(1)).alias("lines"), F.min("etl_us").alias("etl_us"))
+    per_key = keys.groupBy("key").agg(F.count(F.lit(1)).alias("lines"), F.min("etl_second").alias("etl_second"))
     totals = Observation("batch totals")
-    observed = per_key.observe(totals, F.sum("lines").alias("lines"), F.min("etl_us").alias("etl_us"))
+    observed = per_key.observe(totals, F.sum("lines").alias("lines"), F.min("etl_second").alias("etl_second"))
     return observed.filter(F.col("lines") > 1).select("key"), totals
 
 
-def _batch_scan(totals: Observation, keys: DataFrame, shared_count: int) -> BatchScan:
-    lines, earliest = totals.get["lines"], totals.get["etl_us"]
-    etl = None if earliest is None else from_epoch_seconds(earliest // 1_000_000)
-    return BatchScan(lines or 0, etl, keys, shared_count)
+def _batch_scan(
+    spark: SparkSession, input_path: str | list[str], totals: Observation, keys: DataFrame, shared_count: int
+) -> BatchScan:
+    etl = earliest_etl(spark, input_path, totals.get["etl_second"])
+    return BatchScan(totals.get["lines"] or 0, etl, keys, shared_count)
 
 
-def dedup_enriched(
-    events: DataFrame,
-    etl_time: datetime,
-    manifest: ManifestHandle | None,
-    *,
-    synthetic: bool = True,
-    random_ids: bool = False,
-    cross_batch_synthetic: bool = False,
-) -> DataFrame:
-    """Validated lines (see `validate`) shuffled by event id and decided: `lines.DECIDED_COLUMNS`.
+CHECKED_FIRST = 1000
+"""How many lines of the earliest etl second are checked in full before all of them are."""
 
-    One shuffle and sort for natural and synthetic dedup; the manifest is asked last, for the
-    first of each pair. For the summary, `id_events` counts the valid events of each valid row's
-    id and `id_first` marks one valid row per id.
+
+def earliest_etl(spark: SparkSession, input_path: str | list[str], candidate: str | None) -> datetime | None:
+    """The batch etl time: the earliest etl_tstamp, to the second, of the batch's valid lines.
+
+    `candidate` is the earliest second among lines of the right form (`enriched.batch_keys`); its
+    lines are checked in full until one is valid (usually the first), else the next second is
+    tried. A line that turns out to be a bad row never sets the etl time.
     """
-    valid = F.col("valid")
-    events = dedup.dedup_natural(dedup.by_event_id(events), etl_time)
-    events = dedup.dedup_synthetic(events, enabled=synthetic, random_ids=random_ids)
-    same_id = Window.partitionBy("event_id")
-    where = F.struct("file", "position")
-    first = F.min(F.when(valid, where)).over(same_id) == where
-    events = events.select(
-        "*",
-        F.when(valid, F.count(F.when(valid, F.lit(1))).over(same_id)).alias("id_events"),
-        (valid & first).alias("id_first"),
-    )
-    events = dedup.dedup_cross_batch(events, manifest, etl_time)
-    if cross_batch_synthetic:
-        if manifest is None:
-            raise ManifestConfigError("cross-batch synthetic dedup needs a manifest")
-        events = dedup.dedup_synthetic_cross_batch(events, manifest, etl_time, random_ids=random_ids)
-    else:
-        events = events.withColumn("synthetic_across", F.lit(False))
-    kept = F.col("status") == lines.KEPT
-    bad = F.col("status").isin(lines.BAD, lines.MANIFEST_ERROR)
-    errors = F.when(F.col("status") == lines.MANIFEST_ERROR, F.array("manifest_error")).otherwise(F.col("errors"))
-    return events.select(
-        "status",
-        F.when(valid, F.col("event_id")).alias("event_id"),
-        F.when(kept, F.col("new_event_id")).alias("new_event_id"),
-        F.when(kept, F.col("synthetic")).alias("synthetic"),
-        F.when(kept, F.col("synthetic_across")).alias("synthetic_across"),
-        F.when(valid, F.col("id_events")).alias("id_events"),
-        F.col("id_first"),
-        F.when(kept, F.col("collector_tstamp")).alias("collector_tstamp"),
-        *(F.when(kept, F.col(part)).alias(part) for part in ("atomic_before", "atomic_after", "entities")),
-        F.when(bad, F.col("line")).alias("line"),
-        F.when(bad, errors).alias("errors"),
-    )
+    lines = enriched.load_enriched(spark, input_path)
+    while candidate is not None:
+        of_second = lines.filter(enriched.line_etl_second() == candidate).select("line")
+        first = [row.line for row in of_second.take(CHECKED_FIRST)]  # read in the JVM, checked here
+        found = udfs.any_valid(first)
+        if not found and len(first) == CHECKED_FIRST:  # all invalid so far: check every line, in Spark
+            found = bool(enriched.parse(of_second).filter("valid").select("valid").take(1))
+        if found:
+            micros = fields.epoch_micros(pa.array([f"{candidate}.0".encode()], pa.binary()))[0].as_py()
+            return from_epoch_seconds(micros // 1_000_000)
+        later = enriched.batch_keys(lines).filter(F.col("etl_second") > candidate)
+        candidate = later.agg(F.min("etl_second")).first()[0]  # type: ignore[index]
+    return None
 
 
 @attrs.frozen
 class LinePlan:
-    """How a run turns the lines of a batch into output lines (see `output_lines`)."""
+    """How a run turns the lines of a batch into output lines (see `output_lines`): one `Shred`
+    (checks, decisions, output lines) on two paths."""
 
     input_path: str | list[str]
-    etl_time: datetime
-    manifest: ManifestHandle | None
-    failure_tstamp: str
-    synthetic: bool = True
-    random_ids: bool = False
-    cross_batch_synthetic: bool = False
+    shred: udfs.Shred
 
     def unshared(self, spark: SparkSession, shared_keys: DataFrame) -> DataFrame:
         """Output lines (`lines.LINES_SCHEMA`) of the lines whose id is on no other line (not among
-        `shared_keys`, see `BatchScan`): each checked, put, decided and turned into its output
-        lines in one trip to Python where it is read."""
+        `shared_keys`, see `BatchScan`): each batch decided where it is read, no shuffle."""
         read = enriched.with_keys(enriched.load_enriched(spark, self.input_path), shared_keys, among=False)
-        decision = udfs.Unshared(
-            self.manifest,
-            to_epoch_seconds(self.etl_time),
-            self.failure_tstamp,
-            self.cross_batch_synthetic,
-            self.random_ids,
-        )
-        return udfs.shred_unshared(read, decision)
+        return udfs.shred_lines(read, self.shred)
 
     def shuffled(self, spark: SparkSession, shared_keys: DataFrame | None) -> DataFrame:
-        """Output lines of the lines whose id is among `shared_keys` (every line without): shuffled
-        by event id and decided by Spark (`dedup_enriched`)."""
-        events = dedup_enriched(
-            validate(spark, self.input_path, shared_keys),
-            self.etl_time,
-            self.manifest,
-            synthetic=self.synthetic,
-            random_ids=self.random_ids,
-            cross_batch_synthetic=self.cross_batch_synthetic,
-        )
-        return udfs.lines_of(events, self.failure_tstamp)
+        """Output lines of the lines whose id is among `shared_keys` (every line without): brought
+        together by id in one shuffle, each id's lines decided in one call."""
+        read = enriched.load_enriched(spark, self.input_path)
+        keyed = enriched.keyed(read) if shared_keys is None else enriched.with_keys(read, shared_keys, among=True)
+        return udfs.shred_grouped(keyed, self.shred)
+
+
+def line_plan(
+    input_path: str | list[str],
+    etl_time: datetime,
+    manifest: ManifestHandle | None,
+    failure_tstamp: str,
+    *,
+    synthetic: bool = True,
+    random_ids: bool = False,
+    cross_batch_synthetic: bool = False,
+) -> LinePlan:
+    if cross_batch_synthetic and manifest is None:
+        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest")
+    decide = Dedup(manifest, to_epoch_seconds(etl_time), synthetic, random_ids, cross_batch_synthetic)
+    return LinePlan(input_path, udfs.Shred(decide, failure_tstamp))
 
 
 def output_lines(
@@ -224,13 +195,21 @@ def output_lines(
     random_ids: bool = False,
     cross_batch_synthetic: bool = False,
 ) -> DataFrame:
-    """Every line a run writes, and a row per dropped duplicate: `lines.LINES_SCHEMA`.
+    """Every line a run writes, and a row per batch's counts: `lines.LINES_SCHEMA`.
 
-    With `shared_keys` (see `BatchScan`), a line whose id is on no other line is checked, put,
-    decided and turned into its output lines in one trip to Python where it is read; only the
-    others are shuffled (`dedup_enriched`). Without, every line is shuffled.
+    With `shared_keys` (see `BatchScan`), a line whose id is on no other line is decided where it
+    is read, and only the others are shuffled; without, every line is shuffled. Both give the
+    same lines: the second path only brings an id's lines together for the same `Shred`.
     """
-    plan = LinePlan(input_path, etl_time, manifest, failure_tstamp, synthetic, random_ids, cross_batch_synthetic)
+    plan = line_plan(
+        input_path,
+        etl_time,
+        manifest,
+        failure_tstamp,
+        synthetic=synthetic,
+        random_ids=random_ids,
+        cross_batch_synthetic=cross_batch_synthetic,
+    )
     if shared_keys is None:
         return plan.shuffled(spark, None)
     return plan.unshared(spark, shared_keys).unionByName(plan.shuffled(spark, shared_keys))
@@ -333,7 +312,15 @@ def _shred_claimed(
         if handle is not None:  # recorded before the first put: a failed run's events are not lost
             run = handle.open().start_run(item, etl, explicit=etl_time is not None)
             etl = run.etl_time
-        plan = LinePlan(input_path, etl, handle, failure_tstamp, synthetic, random_ids, cross_batch_synthetic)
+        plan = line_plan(
+            input_path,
+            etl,
+            handle,
+            failure_tstamp,
+            synthetic=synthetic,
+            random_ids=random_ids,
+            cross_batch_synthetic=cross_batch_synthetic,
+        )
         staging = output.Staging(storage, output_path)
         try:
             try:  # validation, dedup, the manifest puts and every output line, in two concurrent jobs
@@ -475,8 +462,8 @@ def _entity_counts(groups: list[Any]) -> dict[str, int]:
 
 def _base64_json(text: str, flag: str) -> object:
     try:
-        return json.loads(base64.b64decode(text, validate=True).decode("utf-8"))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return json.loads(decode_base64(text, flag).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
         raise ManifestConfigError(f"{flag}: not base64-encoded JSON (make it with `base64 -w0 file.json`)") from None
 
 

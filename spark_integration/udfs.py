@@ -2,16 +2,14 @@
 
 - `checked_lines`: split and check enriched lines (`fields`), validate their JSON columns and cut
   out their entities byte for byte (`sdj`);
-- `shred_unshared`: for lines whose id is on no other line, all of it in one trip: the checks,
-  the manifest put, the decision and every output line (`lines`);
-- `manifest_put`: one `try_put_many` call per batch against the manifest;
-- `manifest_taken`: which kept events an earlier batch stored with another fingerprint;
-- `lines_of`: the output lines of events Spark has decided.
+- `shred_lines` and `shred_grouped`: the two paths of the shred job's lines, lines of ids found once
+  as they are read, lines of shared ids after a shuffle, both through `Shred`: the checks, the
+  decisions (`dedup`) and every output line (`lines`) in one trip;
+- `manifest_put`: one `try_put_many` call per batch against the manifest.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -23,9 +21,8 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from events_manifest import ManifestError
-from events_manifest.model import from_epoch_seconds
-from spark_integration import fields, lines
+from spark_integration import dedup, fields, lines
+from spark_integration.dedup import Dedup
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.sdj import Found, IgluParts, read_rows
 
@@ -47,7 +44,7 @@ LINE_TYPE = T.StructType(
 """What `checked_lines` adds to each line; `errors` holds every message (empty when valid)."""
 PUT_TYPE = T.StructType([T.StructField("accepted", T.BooleanType()), T.StructField("error", T.StringType())])
 LINES_TYPE = from_arrow_schema(lines.LINES_SCHEMA)
-"""`lines.LINES_SCHEMA` for Spark: what `shred_unshared` and `lines_of` return."""
+"""`lines.LINES_SCHEMA` for Spark: what `shred_lines` and `shred_grouped` return."""
 
 _ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
 
@@ -67,6 +64,12 @@ def _checked(lines: pa.Array) -> dict[str, pa.Array]:
         "atomic_before": found.atomic_before,
         "atomic_after": found.atomic_after,
     }
+
+
+def any_valid(texts: list[str]) -> bool:
+    """Whether any of these lines passes every check (`_checked`), for the driver."""
+    errors = _checked(pa.array(texts, pa.string()))["errors"]
+    return bool(pc.any(pc.equal(pc.list_value_length(errors), 0)).as_py()) if texts else False
 
 
 def _entities(found: Found) -> pa.ListArray:
@@ -108,31 +111,19 @@ checked_lines: UserDefinedFunctionLike = arrow_udf(_checked_struct, LINE_TYPE)  
 
 
 def _put(
-    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array | int
+    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array
 ) -> pa.StructArray:
-    """(accepted, error) of each wanted row, put in one `try_put_many` call with its etl time (one
-    for the batch, or each row's); nulls elsewhere."""
-    ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
-    positions = lines.rows_where(wanted).tolist()
-    accepted: list[bool | None] = [None] * len(ids)
-    errors: list[str | None] = [None] * len(ids)
-    if positions:
-        etls = etl_seconds.to_pylist() if isinstance(etl_seconds, pa.Array) else [etl_seconds] * len(ids)
-        times = {s: from_epoch_seconds(s) for s in {etls[i] for i in positions}}
-        items = [(ids[i], fingerprint_list[i], times[etls[i]]) for i in positions]
-        outcomes = handle.open().try_put_many(items)
-        for i, outcome in zip(positions, outcomes, strict=True):
-            if isinstance(outcome, ManifestError):
-                errors[i] = f"Manifest: {outcome}"
-            else:
-                accepted[i] = outcome
+    accepted, errors = dedup.put_all(
+        handle, event_ids, fingerprints, pc.fill_null(wanted, False).to_numpy(zero_copy_only=False), etl_seconds
+    )
     return pa.StructArray.from_arrays(
         [pa.array(accepted, type=pa.bool_()), pa.array(errors, type=pa.string())], names=["accepted", "error"]
     )
 
 
 def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
-    """A UDF (event_id, fingerprint, wanted, etl_seconds) -> (accepted, error) that puts the wanted rows.
+    """A UDF (event_id, fingerprint, wanted, etl_seconds) -> (accepted, error) that puts the wanted
+    rows (`dedup.put_all`), for the populator and the generic dedup.
 
     Marked non-deterministic so Spark never duplicates the call in a plan; if a task is retried,
     its puts are repeated with the same etl time and so accepted again: retries are safe.
@@ -145,139 +136,54 @@ def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
     return udf.asNondeterministic()
 
 
-def _taken(
-    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: int
-) -> pa.Array:
-    """Whether an earlier batch (etl before this one's, entry not expired) stored each wanted
-    row's id with another fingerprint; null on the other rows."""
-    ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
-    positions = lines.rows_where(wanted).tolist()
-    answers: list[bool | None] = [None] * len(ids)
-    if positions:
-        stored = handle.open().entries_of(ids[i] for i in positions)
-        for i in positions:
-            answers[i] = any(
-                e.fingerprint != fingerprint_list[i] and e.etl_seconds < etl_seconds < e.ttl_seconds
-                for e in stored[ids[i]]
-            )
-    return pa.array(answers, type=pa.bool_())
-
-
-def manifest_taken(handle: ManifestHandle, etl_seconds: int) -> UserDefinedFunctionLike:
-    """A UDF (event_id, fingerprint, wanted) -> bool: `_taken` of each wanted row."""
-
-    def taken(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array) -> pa.Array:
-        return _taken(handle, event_ids, fingerprints, wanted, etl_seconds)
-
-    udf: UserDefinedFunctionLike = arrow_udf(taken, T.BooleanType())  # type: ignore[call-overload]
-    return udf.asNondeterministic()
-
-
-def missing_fingerprint(etl_seconds: int) -> str:
-    """What a missing fingerprint is derived from, before the event's rank among its id's
-    fingerprint-less events (see `dedup.filled_fingerprint`)."""
-    return f"missing-fingerprint:{etl_seconds}:"
-
-
-def _filled(event_ids: pa.Array, fingerprints: pa.Array, valid: pa.Array, etl_seconds: int) -> pa.Array:
-    """Missing fingerprints of valid lines filled as `dedup.filled_fingerprint` fills an event's
-    first: a UUID v5 of its id and `missing_fingerprint(etl) + "1"`."""
-    missing = lines.rows_where(pc.and_(valid, pc.equal(fingerprints, ""))).tolist()
-    if not missing:
-        return fingerprints
-    filled = fingerprints.to_pylist()
-    name = missing_fingerprint(etl_seconds) + "1"
-    for row in missing:
-        filled[row] = str(uuid.uuid5(uuid.UUID(event_ids[row].as_py()), name))
-    return pa.array(filled, pa.string())
-
-
-def new_event_id(event_id: str, fingerprint: str, *, random_id: bool) -> str:
-    """A synthetic duplicate's new id: UUID v5 of its id and fingerprint, as `dedup.uuid5` makes
-    it in Spark, or v4 with `random_id`."""
-    return str(uuid.uuid4() if random_id else uuid.uuid5(uuid.UUID(event_id), fingerprint))
-
-
 @attrs.frozen
-class Unshared:
-    """How `shred_unshared` decides the lines whose id is on no other line of the batch."""
+class Shred:
+    """The one way the job turns lines into output lines, whichever path brings them: each batch
+    checked (`fields`, `sdj`), decided (`dedup.Dedup`) and written out (`lines`)."""
 
-    manifest: ManifestHandle | None
-    etl_seconds: int
+    dedup: Dedup
     failure_tstamp: str
-    cross_batch_synthetic: bool = False
-    random_ids: bool = False
 
-    def decide(self, checked: dict[str, pa.Array]) -> dict[str, pa.Array]:
-        """`lines.DECIDED_COLUMNS` of checked lines (`LINE_TYPE`): each is first of its pair and
-        of its id, so valid lines are kept unless the manifest refuses them (or fails to answer)."""
-        valid = pc.equal(pc.list_value_length(checked["errors"]), 0)
-        event_ids = checked["event_id"]
-        status = pc.if_else(valid, lines.KEPT, lines.BAD)
-        errors = checked["errors"]
-        synthetic = pa.array(np.zeros(len(valid), dtype=bool))
-        new_ids = event_ids
-        if self.manifest is not None:
-            fingerprints = _filled(event_ids, checked["fingerprint"], valid, self.etl_seconds)
-            put = _put(self.manifest, event_ids, fingerprints, valid, self.etl_seconds)
-            failed = pc.is_valid(put.field("error"))
-            status = pc.if_else(failed, lines.MANIFEST_ERROR, status)
-            status = pc.if_else(pc.invert(pc.fill_null(put.field("accepted"), True)), lines.CROSS_BATCH, status)
-            if pc.any(failed).as_py():
-                listed = [
-                    [error] if error is not None else messages
-                    for error, messages in zip(put.field("error").to_pylist(), errors.to_pylist(), strict=True)
-                ]
-                errors = pa.array(listed, errors.type)
-            if self.cross_batch_synthetic:
-                synthetic = pc.fill_null(
-                    _taken(self.manifest, event_ids, fingerprints, pc.equal(status, lines.KEPT), self.etl_seconds),
-                    False,
-                )
-                new_ids = self._new_ids(event_ids, fingerprints, synthetic)
-        synthetic = pc.if_else(pc.equal(status, lines.KEPT), synthetic, pa.scalar(None, pa.bool_()))
-        return {
-            **checked,
-            "status": status,
-            "new_event_id": new_ids,
-            "synthetic": synthetic,
-            "synthetic_across": synthetic,
-            "id_events": pc.if_else(valid, 1, pa.scalar(None, pa.int64())),
-            "id_first": valid,
-            "errors": errors,
-        }
-
-    def _new_ids(self, event_ids: pa.Array, fingerprints: pa.Array, synthetic: pa.Array) -> pa.Array:
-        rows = lines.rows_where(synthetic).tolist()
-        if not rows:
-            return event_ids
-        ids, fingerprint_list = event_ids.to_pylist(), fingerprints.to_pylist()
-        for row in rows:
-            ids[row] = new_event_id(ids[row], fingerprint_list[row], random_id=self.random_ids)
-        return pa.array(ids, pa.string())
+    def lines_of(self, batch_lines: pa.Array) -> list[pa.RecordBatch]:
+        """The output lines of a batch of input lines holding every line of each of their ids."""
+        checked = _checked(batch_lines)
+        checked["line"] = batch_lines
+        return lines.output_lines(self.dedup.decide(checked), self.failure_tstamp)
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Lines whose id is on no other line of the batch, as they are read."""
         for batch in batches:
-            checked = _checked(batch.column("line"))
-            checked["line"] = batch.column("line")
-            yield from lines.output_lines(self.decide(checked), self.failure_tstamp)
+            yield from self.lines_of(batch.column("line"))
+
+    def grouped(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Lines sorted by `key` (see `enriched.event_key`), then input order: each batch is
+        decided up to its last key, whose lines go with the next batch, so that every line of an
+        id is decided in one call."""
+        held: pa.RecordBatch | None = None
+        for batch in batches:
+            if held is not None:
+                batch = pa.Table.from_batches([held, batch]).combine_chunks().to_batches()[0]
+            keys = batch.column("key").to_numpy()
+            cut = int(np.searchsorted(keys, keys[-1])) if len(keys) else 0
+            if cut:
+                yield from self.lines_of(batch.column("line").slice(0, cut))
+            held = batch.slice(cut)
+        if held is not None and len(held):
+            yield from self.lines_of(held.column("line"))
 
 
-def shred_unshared(batch_lines: DataFrame, decision: Unshared) -> DataFrame:
+def shred_lines(batch_lines: DataFrame, shred: Shred) -> DataFrame:
     """The output lines (`LINES_TYPE`) of lines (column `line`) whose id is on no other line of the
     batch, each checked, put, decided and written out in one trip to Python where it is read.
 
     A plan node of its own, so Spark calls it once per line; a retried task puts its lines again
     with the same etl time, and they are accepted again: retries are safe.
     """
-    return batch_lines.select("line").mapInArrow(decision, LINES_TYPE)
+    return batch_lines.select("line").mapInArrow(shred, LINES_TYPE)
 
 
-def lines_of(decided: DataFrame, failure_tstamp: str) -> DataFrame:
-    """The output lines (`LINES_TYPE`) of events Spark has decided (`lines.DECIDED_COLUMNS`)."""
-
-    def build(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            yield from lines.output_lines({name: batch.column(name) for name in lines.DECIDED_COLUMNS}, failure_tstamp)
-
-    return decided.select(*lines.DECIDED_COLUMNS).mapInArrow(build, LINES_TYPE)
+def shred_grouped(keyed_lines: DataFrame, shred: Shred) -> DataFrame:
+    """The output lines of lines (columns `line`, `key`, `file`, `position`) brought together by
+    key in one shuffle and sorted in input order within it, each id's lines decided together."""
+    together = keyed_lines.repartition("key").sortWithinPartitions("key", "file", "position")
+    return together.select("key", "line").mapInArrow(shred.grouped, LINES_TYPE)

@@ -47,7 +47,8 @@ def sdj(uri: str, data: str) -> str:
 
 
 def atomic(input_line: str, event_id: str | None = None) -> str:
-    """What SPEC §5 says the atomic line of an input line is (written independently of the job)."""
+    """What the output layout (docs/shred-job.md) says the atomic line of an input line is, written
+    independently of the job (no field here is over its limit)."""
     f = input_line.split("\t")
     f += [""] * (131 - len(f))
     if event_id is not None:

@@ -1,4 +1,4 @@
-"""Self-describing configs (SPEC §3): every accepted form, every rejected one, no secret in sight."""
+"""Self-describing configs (docs/configuration.md): every accepted form, every rejected one, no secret in sight."""
 
 from __future__ import annotations
 
@@ -138,7 +138,36 @@ def test_unknown_schema_lists_the_supported_ones() -> None:
     config = dict(V2_CONFIG, schema="iglu:com.acme/amazon_dynamodb_config/jsonschema/3-0-0")
     message = rejected(config)
     assert message.startswith("unsupported config schema [iglu:com.acme/amazon_dynamodb_config/jsonschema/3-0-0]")
-    assert V1 in message and V2 in message
+    assert V1.replace("1-0-0", "1-0-*") in message and V2.replace("2-0-0", "2-0-*") in message
+
+
+@pytest.mark.parametrize("version", ["1-0-1", "1-0-12", "2-0-3", "1-1-0", "2-1-0", "3-0-0", "2-0-01"])
+def test_later_additions_are_read_as_their_model(version: str) -> None:
+    config = copy.deepcopy(V2_CONFIG if version.startswith("2") else V1_CONFIG)
+    config["schema"] = config["schema"][:-5] + version
+    if version in ("1-0-1", "1-0-12", "2-0-3"):
+        assert parse_config(config).version == version[0] + "-0-0"
+    else:
+        with pytest.raises(ManifestConfigError, match=r"unsupported config schema .* supported are .*2-0-\*"):
+            parse_config(config)
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda raw: base64.b64encode(raw).decode(),
+        lambda raw: base64.urlsafe_b64encode(raw).decode(),
+        lambda raw: base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        lambda raw: "\n".join(base64.b64encode(raw).decode()[i : i + 76] for i in range(0, 800, 76)) + "\r\n",
+    ],
+    ids=["standard", "url-safe", "unpadded", "line breaks"],
+)
+def test_base64_is_read_leniently(encode: Any) -> None:
+    config = with_data(V2_CONFIG, name="dups ÿ?~")
+    raw = json.dumps(config).encode()
+    standard = base64.b64encode(raw).decode()
+    assert "+" in standard and standard.endswith("="), "the alphabets and the padding differ"
+    assert parse_config(encode(raw)) == parse_config(config)
 
 
 @pytest.mark.parametrize(

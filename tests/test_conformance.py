@@ -1,4 +1,4 @@
-"""The manifest contract (SPEC §2), run unchanged against every backend."""
+"""The manifest contract (docs/manifest.md), run unchanged against every backend."""
 
 from __future__ import annotations
 

@@ -28,3 +28,22 @@ def test_example_runs(
     monkeypatch.chdir(tmp_path)
     names = {"spark": request.getfixturevalue("spark")} if needs_spark else {}
     exec(compile(code, "<docs>", "exec"), names)
+
+
+PROJECT = DOCS.parent
+SOURCES = [
+    path
+    for folder in ("docs", "events_manifest", "spark_integration", "tests", "benchmarks")
+    for path in sorted((PROJECT / folder).rglob("*"))
+    if path.suffix in (".md", ".py")
+] + [PROJECT / "README.md", PROJECT / "noxfile.py"]
+OUTSIDE = re.compile(r"SPEC(?:\.md)? ?§|\.\./shared|SPEC\.md")
+
+
+def test_the_contract_is_cited_from_the_project_itself() -> None:
+    """Docs and docstrings point at the project's own pages (docs/), never at a file outside it."""
+    assert len(SOURCES) > 50
+    citing = [str(path.relative_to(PROJECT)) for path in SOURCES if OUTSIDE.search(path.read_text(encoding="utf-8"))]
+    assert citing == []
+    for page in ("manifest.md", "configuration.md", "enriched-events.md", "shred-job.md", "dynamodb.md"):
+        assert (DOCS / page).is_file()

@@ -4,6 +4,8 @@ Spark's cast reads them, the patterns as Spark's `rlike` reads them, fields as a
 from __future__ import annotations
 
 import itertools
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -12,15 +14,30 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from spark_integration import enriched, fields
+from spark_integration import enriched, fields, truncation
 from spark_integration.fields import FIELDS, INVALID_UTF8, MIN_FIELDS, UUID_PATTERN, split_and_check
 from tests.shred_helpers import line
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 
 
-def test_timestamps_read_as_spark_casts_them(spark: Any) -> None:
-    """Every combination of edge values of every part, odd fractions and stray characters."""
+def _calendar(text: str) -> int | None:
+    """The timestamp rule, told by Python's own calendar: `yyyy-MM-dd HH:mm:ss.f` (f: 1 to 9
+    digits), a real date and time, as epoch microseconds."""
+    match = re.fullmatch(r"([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]{1,9})", text)
+    if match is None:
+        return None
+    try:
+        moment = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    seconds = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(seconds=1)
+    return seconds * 1_000_000 + int(match[2][:6].ljust(6, "0"))
+
+
+def test_timestamps_need_a_fraction_and_a_real_calendar(spark: Any) -> None:
+    """Every combination of edge values of every part, odd fractions and stray characters; the
+    scan's cheaper test (a Java regex, see `enriched.batch_keys`) takes every valid one."""
     texts = [
         f"{year}-{month}-{day} {hour}:{minute}:{second}{suffix}"
         for year, month, day, hour, minute, second, suffix in itertools.product(
@@ -30,22 +47,18 @@ def test_timestamps_read_as_spark_casts_them(spark: Any) -> None:
             ["00", "23", "24"],
             ["00", "59", "60"],
             ["00", "59", "60"],
-            ["", ".", ".1", ".12", ".123", ".123456", ".1234567", "Z", " ", "\r", "\n", "\u2028"],
+            ["", ".", ".1", ".123", ".123456", ".1234567", ".123456789", ".1234567890", "Z", ".1 ", ".1\r", "\n"],
         )
     ]
-    texts += [
-        "",
-        "2026-11-01",
-        "2026-11-01T06:00:00",
-        " 2026-11-01 06:00:00",
-        "2026-1-01 06:00:00",
-        "\uff12\uff10\uff12\uff16-11-01 06:00:00",
-    ]
-    frame = spark.createDataFrame([(t,) for t in texts], "text string")
-    by_spark = [row[0] for row in frame.select(enriched.epoch_micros(F.col("text"))).collect()]
+    texts += ["", "2026-11-01", "2026-11-01T06:00:00.000", " 2026-11-01 06:00:00.0", "2026-1-01 06:00:00.0"]
+    texts += ["\uff12\uff10\uff12\uff16-11-01 06:00:00.0", "2026-11-01 06:00:00.\uff11"]
     by_arrow = fields.epoch_micros(pa.array(texts).view(pa.binary())).to_pylist()
-    assert by_arrow == by_spark
-    assert 1_000 < sum(value is not None for value in by_spark) < len(texts) / 2
+    assert by_arrow == [_calendar(text) for text in texts]
+    assert 1_000 < sum(value is not None for value in by_arrow) < len(texts) / 4
+    frame = spark.createDataFrame([(t,) for t in texts], "text string")
+    shaped = [row[0] for row in frame.select(F.col("text").rlike(fields.TSTAMP_PATTERN)).collect()]
+    assert all(shaped[i] for i, micros in enumerate(by_arrow) if micros is not None)
+    assert fields.epoch_micros(pa.array([b"2026-11-01 06:00:00"])).to_pylist() == [None], "no fraction: invalid"
 
 
 def test_patterns_end_at_the_end_of_the_text_for_java_and_re2(spark: Any) -> None:
@@ -74,11 +87,25 @@ def test_only_the_failing_lines_get_messages_each_line_its_own() -> None:
     found = split_and_check(raw.view(pa.string()))
     assert found.errors == {
         1: [INVALID_UTF8, "Line does not match Snowplow enriched event (expected 108+ fields; found 1)"],
-        2: [f"Field [event_id]: [{'x' * 80}...] is not a valid UUID"],
+        2: [f"Field [event_id]: [{'x' * 90}] is not a valid UUID"],
         3: [INVALID_UTF8],
     }
     assert found.event_id.to_pylist() == [A, None, "x" * 90, A]
     assert found.json[0][1].as_py() is None, "no JSON to check on a line of the wrong shape"
+
+
+def test_atomic_fields_are_cut_to_their_limits_in_characters() -> None:
+    agent = "é" * 600 + "a" * 600  # 1,200 characters, 1,800 bytes: cut to 1,000 characters
+    title = "€" * 2000  # 2,000 characters of 3 bytes, within page_title's 2,000
+    text = line(A, useragent=agent, page_title=title, app_id="a" * 256)
+    found = split_and_check(pa.array([text, line(A, useragent="x" * 1000)]))
+    after = found.atomic_after[0].as_py().split("\t")
+    names = [fields.FIELD_NAMES[i] for i in fields.ATOMIC_AFTER]
+    assert after[names.index("useragent")] == "é" * 600 + "a" * 400
+    assert after[names.index("page_title")] == title
+    assert found.atomic_before[0].as_py().split("\t")[0] == "a" * 255
+    assert found.atomic_after[1].as_py().split("\t")[names.index("useragent")] == "x" * 1000, "at its limit: whole"
+    assert found.json[0][0].as_py() == text.split("\t")[fields.CONTEXTS].encode(), "JSON columns are not cut"
 
 
 _FIELD_TEXT = st.text(st.characters(blacklist_characters="\t\n", blacklist_categories=["Cs"]), max_size=4)
@@ -106,11 +133,15 @@ def test_fields_are_found_as_a_plain_split_finds_them(rows: list[list[str]], ski
             assert found.atomic_after[row].as_py() is None
             continue
         padded = split + [""] * (FIELDS - len(split))
+        cut = [
+            text[: truncation.MAX_LENGTHS.get(name, len(text))]
+            for text, name in zip(padded, fields.FIELD_NAMES, strict=True)
+        ]
         assert found.event_id[row].as_py() == padded[fields.EVENT_ID]
         assert found.fingerprint[row].as_py() == padded[fields.EVENT_FINGERPRINT]
         assert found.collector_tstamp[row].as_py() == padded[fields.COLLECTOR_TSTAMP]
-        assert found.atomic_before[row].as_py() == "\t".join(padded[i] for i in fields.ATOMIC_BEFORE)
-        assert found.atomic_after[row].as_py() == "\t".join(padded[i] for i in fields.ATOMIC_AFTER)
+        assert found.atomic_before[row].as_py() == "\t".join(cut[i] for i in fields.ATOMIC_BEFORE)
+        assert found.atomic_after[row].as_py() == "\t".join(cut[i] for i in fields.ATOMIC_AFTER)
         assert [column[row].as_py() for column in found.json] == [padded[i].encode() for i in fields.JSON_FIELDS]
 
 

@@ -16,8 +16,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from events_manifest.backends.sqlite import SqliteManifest
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
-from spark_integration import shred
+from spark_integration import shred, shredder
+from spark_integration.lines import COUNTS
+from spark_integration.manifest_handle import ManifestHandle
 from tests.shred_helpers import read_bad, read_output, write_input
 
 pytestmark = pytest.mark.spark
@@ -103,11 +106,56 @@ def test_output_does_not_depend_on_line_order_or_partitioning(
     assert results[0] == results[1]
 
 
+@SLOW
+@given(data=enriched_batches(batches=2, max_events=14))
+def test_every_path_of_the_job_gives_the_same_bytes(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, data: Batches
+) -> None:
+    """The job decides lines of ids found once where it reads them, and shuffles the others; with
+    every line shuffled instead, every output line, every count and every manifest entry is the
+    same, batch after batch, with cross-batch synthetic dedup on."""
+    folder = tmp_path_factory.mktemp("paths")
+    stores = {name: folder / f"{name}.db" for name in ("split", "shuffled")}
+    for k, lines in enumerate(data.batches):
+        source = str(write_input(folder / f"in-{k}", lines))
+        scan = shredder.scan_batch(spark, source)
+        try:
+            etl = scan.etl_time or EPOCH
+            written = []
+            for name, keys in (("split", scan.shared_keys), ("shuffled", None)):
+                handle = ManifestHandle.of(f"sqlite://{stores[name]}")
+                plan = shredder.output_lines(
+                    spark, source, etl, handle, "T", shared_keys=keys, cross_batch_synthetic=True
+                )
+                written.append(_written(plan.collect()))
+            assert written[0] == written[1]
+        finally:
+            scan.release()
+    ids = sorted({e.event_id for events in data.events for e in events})
+    contents = []
+    for store in stores.values():
+        with SqliteManifest(store) as manifest:
+            contents.append(
+                {
+                    i: sorted((e.fingerprint, e.etl_seconds) for e in found)
+                    for i, found in manifest.entries_of(ids).items()
+                }
+            )
+    assert contents[0] == contents[1]
+
+
+def _written(groups: list[Any]) -> tuple[list[tuple[str, str, str]], dict[str, int]]:
+    """The output lines of a run (where each goes, and its text), sorted, and its counts."""
+    lines = [(g.kind, g.type, text) for g in groups if g.value is not None for text in g.value.split("\n")]
+    assert len(lines) == sum(g.lines for g in groups)
+    return sorted(lines), {name: sum(g[name] or 0 for g in groups) for name in COUNTS}
+
+
 def _fields(texts: list[str]) -> str:
     return "\t".join(texts)
 
 
-_text = st.text(st.characters(exclude_characters="\n", exclude_categories=["Cs"]), max_size=30)
+_text = st.text(st.characters(exclude_characters="\n\r", exclude_categories=["Cs"]), max_size=30)  # a line
 arbitrary_lines = st.one_of(
     _text,
     st.lists(_text, max_size=140).map(_fields),

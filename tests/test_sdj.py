@@ -94,9 +94,29 @@ def test_batch_reader_gives_each_row_what_the_walker_finds(rows: list[tuple[str,
 def test_compact_reader_takes_what_enrichment_writes() -> None:
     page = '{"id":"a","price":1.50,"t":"\\u00e9\\/"}'
     row = (contexts(sdj(WEB_PAGE, page)), unstruct(sdj(LINK, '{"u":"x"}')), "")
-    assert _compact(row) == [
-        Entity("com.snowplowanalytics.snowplow", "web_page", "jsonschema", "1-0-0", page),
+    assert _compact(row) == [  # the unstruct event first, as the reference reads them
         Entity("com.snowplowanalytics.snowplow", "link_click", "jsonschema", "1-0-1", '{"u":"x"}'),
+        Entity("com.snowplowanalytics.snowplow", "web_page", "jsonschema", "1-0-0", page),
+    ]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_json_is_strict(constant: str) -> None:
+    column = contexts(sdj(WEB_PAGE, '{"a":' + constant + "}"))
+    entities, errors = entities_of(column, None, None)
+    assert entities == []
+    assert errors == [f"Field [contexts]: invalid JSON [{column}] with parsing error: {constant} is not a JSON value"]
+
+
+def test_messages_name_the_column_unstruct_first_and_quote_the_json() -> None:
+    broken_unstruct = '{"schema":"' + "x" * 200 + '","data":{}}'
+    entities, errors = entities_of("{oops", broken_unstruct, None)
+    assert entities == []
+    assert errors == [
+        f"Field [unstruct_event]: [{broken_unstruct}] is not self-describing JSON of the expected shape: schema "
+        f"[{'x' * 200}] is not iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0",
+        "Field [contexts]: invalid JSON [{oops] with parsing error: Expecting property name enclosed in double "
+        "quotes at character 1",
     ]
 
 

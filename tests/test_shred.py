@@ -211,7 +211,7 @@ def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) 
     assert [e.fingerprint for e in entries[D]] == ["FPD"]
     etl = int(datetime.strptime(summary.etl_time, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp())
     filled = uuid5(E, f"missing-fingerprint:{etl}:1")
-    assert [e.fingerprint for e in entries[E]] == [filled], "filled as dedup_natural fills an event's first"
+    assert [e.fingerprint for e in entries[E]] == [filled], "filled as `dedup.filled_fingerprint` fills an id's first"
 
 
 def test_rerun_of_the_same_input_gives_identical_output(spark: Any, tmp_path: Path) -> None:
@@ -226,7 +226,21 @@ def test_rerun_of_the_same_input_gives_identical_output(spark: Any, tmp_path: Pa
     assert second.cross_batch_duplicates == 0
 
 
+NAN_CONTEXTS = contexts(sdj(LINK, '{"a":NaN}'))
+UNFINISHED = '{"schema":"' + "x" * 10 + '","data":['
+LISTLESS = '{"schema":"iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0","data":{}}'
+
+
+def not_timestamps(**values: str) -> list[str]:
+    """The messages, word for word, of timestamp fields that do not parse."""
+    return [
+        f"Field [{name}]: [{value}] is not in the expected Redshift/Postgres timestamp format"
+        for name, value in values.items()
+    ]
+
+
 def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
+    """Each message word for word, the whole value quoted (`null` when empty)."""
     wrong_contexts = '{"schema":"iglu:com.acme/contexts/jsonschema/1-0-0","data":[]}'
     lines = {
         "": ["Line does not match Snowplow enriched event (expected 108+ fields; found 1)"],
@@ -235,32 +249,37 @@ def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
         line(A) + "\textra": ["Line does not match Snowplow enriched event (expected at most 131 fields; found 132)"],
         line("not-a-uuid"): ["Field [event_id]: [not-a-uuid] is not a valid UUID"],
         line(A.upper()): [f"Field [event_id]: [{A.upper()}] is not a valid UUID"],
-        line(A, etl="yesterday", collector="2026-13-01 00:00:00.000"): [
-            "Field [collector_tstamp]: [2026-13-01 00:00:00.000] is not a timestamp of the form "
-            "yyyy-MM-dd HH:mm:ss.SSS",
-            "Field [etl_tstamp]: [yesterday] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
-        ],
-        line(B, contexts='{"schema":"' + "x" * 10 + '","data":['): [
-            "Field [contexts]: invalid JSON (Expecting value at character 31)"
+        line(A, etl="yesterday", collector="2026-13-01 00:00:00.000"): not_timestamps(
+            collector_tstamp="2026-13-01 00:00:00.000", etl_tstamp="yesterday"
+        ),
+        line(B, contexts=UNFINISHED): [
+            f"Field [contexts]: invalid JSON [{UNFINISHED}] with parsing error: Expecting value at character 31"
         ],
         line(B, contexts=wrong_contexts, unstruct_event='{"schema":"' + "i" + '"}'): [
-            "Field [contexts]: schema [iglu:com.acme/contexts/jsonschema/1-0-0] is not "
+            'Field [unstruct_event]: [{"schema":"i"}] is not self-describing JSON of the expected shape: the '
+            "value must have exactly the properties schema and data (found schema)",
+            f"Field [contexts]: [{wrong_contexts}] is not self-describing JSON of the expected shape: schema "
+            "[iglu:com.acme/contexts/jsonschema/1-0-0] is not "
             "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-x",
-            "Field [unstruct_event]: the value must have exactly the properties schema and data (found schema)",
         ],
         line(C, derived_contexts=contexts(sdj("not an iglu uri", "{}"))): [
-            "Field [derived_contexts]: context 0: schema [not an iglu uri] is not an Iglu URI "
-            "iglu:vendor/name/format/M-R-A"
+            f"Field [derived_contexts]: [{contexts(sdj('not an iglu uri', '{}'))}] is not self-describing JSON of "
+            "the expected shape: context 0: schema [not an iglu uri] is not an Iglu URI iglu:vendor/name/format/M-R-A"
         ],
         line(C, unstruct_event=unstruct(sdj(LINK, "[1]"))): [
-            f"Field [unstruct_event]: data: data of [{LINK}] must be a JSON object"
+            f"Field [unstruct_event]: [{unstruct(sdj(LINK, '[1]'))}] is not self-describing JSON of the expected "
+            f"shape: data: data of [{LINK}] must be a JSON object"
         ],
-        line(
-            D, contexts='{"schema":"' + "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0" + '","data":{}}'
-        ): ["Field [contexts]: data must be an array of self-describing JSONs"],
-        line("", etl=""): [
-            "Field [event_id]: [] is not a valid UUID",
-            "Field [etl_tstamp]: [] is not a timestamp of the form yyyy-MM-dd HH:mm:ss.SSS",
+        line(D, contexts=LISTLESS): [
+            f"Field [contexts]: [{LISTLESS}] is not self-describing JSON of the expected shape: data must be an "
+            "array of self-describing JSONs"
+        ],
+        line("", etl=""): ["Field [event_id]: [null] is not a valid UUID", *not_timestamps(etl_tstamp="null")],
+        line(D, etl="2026-11-01 06:00:00", collector="2026-02-30 00:00:00.000"): not_timestamps(
+            collector_tstamp="2026-02-30 00:00:00.000", etl_tstamp="2026-11-01 06:00:00"
+        ),
+        line(D, contexts=NAN_CONTEXTS): [
+            f"Field [contexts]: invalid JSON [{NAN_CONTEXTS}] with parsing error: NaN is not a JSON value"
         ],
     }
     summary, out, bad = run(spark, tmp_path, list(lines), manifest=f"sqlite://{tmp_path}/m.db")
@@ -323,8 +342,8 @@ def test_cross_batch_synthetic_duplicates(spark: Any, tmp_path: Path) -> None:
 
 def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, tmp_path: Path) -> None:
     """The job shuffles only the ids on more than one line and decides the others where they are
-    read, in Python; with every line shuffled and decided by Spark (no shared keys), every output
-    line and count is the same, with or without a manifest, and the manifest holds the same."""
+    read; with every line shuffled (no shared keys), every output line and count is the same,
+    with or without a manifest, and the manifest holds the same."""
     from spark_integration import demo, shredder
 
     source = str(demo.sample_batches()[0])

@@ -1,4 +1,4 @@
-"""The manifest contract (SPEC §2) as a few lines of plain Python: the model every backend is
+"""The manifest contract (docs/manifest.md) as a few lines of plain Python: the model every backend is
 checked against."""
 
 from __future__ import annotations

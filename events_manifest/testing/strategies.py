@@ -40,7 +40,7 @@ class Event:
     marker: str
 
     def line(self) -> str:
-        """A valid 131-field enriched line (SPEC §4) with one context."""
+        """A valid 131-field enriched line (docs/enriched-events.md) with one context."""
         f = [""] * FIELDS
         f[0], f[1], f[5] = "app", "web", "page_view"
         f[ETL_TSTAMP], f[COLLECTOR_TSTAMP] = tstamp(self.etl), tstamp(self.collector)
@@ -61,12 +61,13 @@ class Batches:
     """The lines of each batch that are invalid by construction."""
 
 
-_safe_text = st.text(st.characters(exclude_characters="\n", exclude_categories=["Cs"]), max_size=40)
+_safe_text = st.text(st.characters(exclude_characters="\n\r", exclude_categories=["Cs"]), max_size=40)
+"""Text of one line: no line break of any kind (a lone carriage return ends a line too)."""
 
 
 @st.composite
 def invalid_lines(draw: st.DrawFn, valid: str) -> str:
-    """A line that SPEC §4 rejects, made from the `valid` line: garbage, wrong field counts, bad
+    """A line that the enriched format rejects, made from the `valid` line: garbage, wrong field counts, bad
     id, bad timestamps, bad JSON, JSON of the wrong shape."""
     base = valid.split("\t")
     kind = draw(st.sampled_from(["text", "short", "long", "id", "collector", "etl", "json", "shape"]))

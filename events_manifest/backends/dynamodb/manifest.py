@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 class DynamoDbManifest(DuplicateStorage):
-    """The reference layout (SPEC §2) on a DynamoDB table, through a boto3 client.
+    """The reference layout (docs/dynamodb.md) on a DynamoDB table, through a boto3 client.
 
     BatchWriteItem takes no conditions, so every put is its own PutItem; `put_many` keeps up to
     `concurrency` of them in flight on a thread pool (boto3 clients are thread-safe). Retries of

@@ -20,7 +20,7 @@ from events_manifest.errors import (
 from events_manifest.model import ManifestEntry
 from events_manifest.runs import Run
 
-# SPEC §2's condition, extended with the ttl rule; `ttl` is a DynamoDB reserved word, hence #ttl.
+# The reference's condition (docs/dynamodb.md) with the ttl rule; `ttl` is a DynamoDB reserved word, hence #ttl.
 CONDITION = "(attribute_not_exists(eventId) AND attribute_not_exists(fingerprint)) OR etlTime = :tst OR #ttl <= :tst"
 
 THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})

@@ -1,4 +1,4 @@
-"""Creating and checking the manifest's DynamoDB table (SPEC §2 layout)."""
+"""Creating and checking the manifest's DynamoDB table (docs/dynamodb.md, table layout)."""
 
 from __future__ import annotations
 
