@@ -116,9 +116,19 @@ def fields_hash(values: Sequence[Any]) -> str:
 
 
 def canonical_hash(value: Any) -> str:
-    """A stable SHA-256 of a JSON-like value: keys sorted, no whitespace, other types by `str`."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """The default fingerprint of a record, the same in the Spark dedup: a SHA-256 of its JSON with
+    keys sorted, no whitespace, members whose value is null left out (a null field and a missing
+    one are the same record, as a DataFrame's row and its JSON line are), other types by `str`."""
+    text = json.dumps(_without_nulls(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _without_nulls(member) for key, member in value.items() if member is not None}
+    if isinstance(value, list | tuple):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 def to_timestamp(value: Any) -> float:

@@ -3,7 +3,8 @@ through the manifest: the Spark twin of `events_manifest.dedup.Deduplicator`.
 
 Keys become manifest ids and fingerprints exactly as in the plain-Python deduplicator (UUID text
 as is, other keys UUID v5 of their text; fingerprint fields hashed the same way), so both can
-share one manifest. The whole-record default fingerprint is a hash of Spark's JSON of the row.
+share one manifest. The whole-record default fingerprint is `canonical_hash` of the row, as the
+plain-Python deduplicator hashes a record (see docs/spark-dedup.md for what agrees and what cannot).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from events_manifest import DuplicateStorage, ManifestConfigError
 from events_manifest.dedup import KEY_NAMESPACE, Expiry, Outcome, check_specs
 from events_manifest.model import UUID_TEXT, from_epoch_seconds, to_epoch_seconds
 from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.udfs import manifest_put
+from spark_integration.udfs import manifest_put, record_hashes
 
 OUTCOME, REASON = "_dedup_outcome", "_dedup_reason"
 UUID_PATTERN = f"(?i)^{UUID_TEXT.pattern}$"
@@ -130,7 +131,7 @@ def deduplicate(
     if fingerprint:
         print_ = F.sha2(F.concat_ws("\x1f", *(_text(df, c) for c in fingerprint)), 256)
     else:
-        print_ = F.sha2(F.to_json(F.struct(*(F.col(c) for c in sorted(columns)))), 256)
+        print_ = record_hashes(F.struct(*(F.col(c) for c in columns)))
     checks = [(F.col(c).isNull(), f"key field [{c}] is null") for c in key]
     checks += [(F.col(c).isNull(), f"fingerprint field [{c}] is null") for c in fingerprint or []]
     rows = df.select("*", F.monotonically_increasing_id().alias("_dedup_position"))

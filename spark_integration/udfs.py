@@ -5,7 +5,8 @@
 - `shred_lines` and `shred_grouped`: the two paths of the shred job's lines, lines of ids found once
   as they are read, lines of shared ids after a shuffle, both through `Shred`: the checks, the
   decisions (`dedup`) and every output line (`lines`) in one trip;
-- `manifest_put`: one `try_put_many` call per batch against the manifest.
+- `manifest_put`: one `try_put_many` call per batch against the manifest;
+- `record_hashes`: the generic dedup's default fingerprint of whole rows.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from events_manifest.dedup import canonical_hash
 from spark_integration import dedup, fields, lines
 from spark_integration.dedup import Dedup
 from spark_integration.manifest_handle import ManifestHandle
@@ -134,6 +136,15 @@ def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
 
     udf: UserDefinedFunctionLike = arrow_udf(put, PUT_TYPE)  # type: ignore[call-overload]
     return udf.asNondeterministic()
+
+
+def _record_hashes(rows: pa.Array) -> pa.Array:
+    return pa.array([canonical_hash(row) for row in rows.to_pylist()], pa.string())
+
+
+record_hashes: UserDefinedFunctionLike = arrow_udf(_record_hashes, T.StringType())  # type: ignore[call-overload]
+"""A UDF (struct of a row's columns) -> `events_manifest.dedup.canonical_hash` of the row as a
+dict: the generic dedup's default fingerprint, the plain-Python deduplicator's own."""
 
 
 @attrs.frozen

@@ -270,3 +270,41 @@ def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, t
     _ours(spark, source, tmp_path, manifest)  # restart from the checkpoint
     assert _ids(spark, tmp_path / "ours") == sorted(f"e{n}" for n in range(40))
     assert _ids(spark, tmp_path / "ours" / "batch=1") == sorted(f"e{n}" for n in range(20, 40))
+
+
+RECORDS = [
+    {"id": "a", "n": 1, "x": 1.5, "ok": True, "tags": ["x", None, "é"], "at": {"city": "Paris", "zip": None}},
+    {"id": "a", "n": 1, "x": 1.5, "ok": True, "tags": ["x", None, "é"], "at": {"city": "Paris"}},  # same record
+    {"id": "a", "n": 2, "x": -0.25, "ok": False, "tags": [], "at": {"city": "Lyon", "zip": "69001"}},
+    {"id": "c6ef3124-b53a-4b13-a233-0088f79dcbcb", "n": 3, "note": "a field the others lack"},
+    {"id": "b", "n": None, "x": 1e-7, "at": None},
+]
+
+
+@pytest.mark.parametrize("first", ["spark", "python"])
+def test_a_spark_job_and_a_python_service_agree_on_one_manifest(spark: Any, tmp_path: Path, first: str) -> None:
+    """The same records, as a DataFrame read from their JSON lines and as dicts: the same ids and
+    default fingerprints, so whichever runs second finds every distinct record stored."""
+    (tmp_path / "records.ndjson").write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    df = spark.read.json(str(tmp_path / "records.ndjson"))
+    url = f"sqlite://{tmp_path}/shared.db"
+
+    def by_spark(etl: datetime) -> dict[str, int]:
+        result = deduplicate(df, key=["id"], manifest=url, etl_time=etl)
+        counts = result.counts()
+        result.unpersist()
+        return counts
+
+    def by_python(etl: datetime) -> dict[str, int]:
+        with (
+            SqliteManifest(tmp_path / "shared.db") as manifest,
+            Deduplicator(manifest, key=["id"], etl_time=etl) as run,
+        ):
+            list(run.classify(RECORDS))
+        return {outcome.value: count for outcome, count in run.counts.items()}
+
+    runs = [by_spark, by_python] if first == "spark" else [by_python, by_spark]
+    earlier = runs[0](ETL)
+    later = runs[1](ETL + timedelta(days=1))
+    assert (earlier["unique"], earlier["duplicate"]) == (4, 1), "the first two records are one record"
+    assert (later["unique"], later["duplicate"]) == (0, 5), "every record of the second run was stored by the first"
