@@ -110,12 +110,13 @@ class Dedup:
         etl = pc.fill_null(checked["etl_us"], 0).to_numpy()
         collector = pc.fill_null(checked["collector_us"], 0).to_numpy()
         position = np.arange(rows)
+        # 1: invalid lines take no part; 2: natural in-batch, fingerprints filled first
         fingerprints = self._filled(event_ids, checked["fingerprint"], valid, id_of, (etl, collector, position))
         survivor = valid & _first_of_pairs(id_of, _codes(fingerprints, valid), (etl, collector, position))
 
         status = np.where(valid, np.where(survivor, KEPT, IN_BATCH), BAD).astype(object)
         errors = checked["errors"]
-        if self.manifest is not None:
+        if self.manifest is not None:  # 3: cross-batch natural
             accepted, failures = put_all(self.manifest, event_ids, fingerprints, survivor, self.etl_seconds)
             failed = np.array([f is not None for f in failures], dtype=bool)
             refused = np.array([a is False for a in accepted], dtype=bool)
@@ -126,14 +127,14 @@ class Dedup:
                     [[f] if f is not None else m for f, m in zip(failures, errors.to_pylist(), strict=True)],
                     errors.type,
                 )
-        kept = status == KEPT
+        kept = status == KEPT  # 4: synthetic in-batch, over the puts that succeeded
         synthetic = kept & (_per_id(id_of, kept) > 1) if self.synthetic else np.zeros(rows, dtype=bool)
-        across = np.zeros(rows, dtype=bool)
+        across = np.zeros(rows, dtype=bool)  # 5: cross-batch synthetic
         if self.cross_batch_synthetic and self.manifest is not None:
             across = stored_by_earlier_batch(
                 self.manifest, event_ids, fingerprints, kept & ~synthetic, self.etl_seconds
             )
-        first = np.full(id_of.max(initial=-1) + 2, rows)  # slot 0: no id
+        first = np.full(id_of.max(initial=-1) + 2, rows)  # for the summary: each id's first line; slot 0: no id
         np.minimum.at(first, id_of[valid] + 1, position[valid])
         return {
             **checked,

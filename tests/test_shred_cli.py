@@ -31,13 +31,16 @@ B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 
 
 class RefusingManifest(SqliteManifest):
-    """A backend whose store refuses puts of one event id: each such put fails on its own."""
+    """A backend whose store refuses puts of one pair (event id B, fingerprint FP): each such put
+    fails on its own."""
 
     def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
         answers = super()._put_batch(batch)
         return [
-            ManifestRequestError(f"item for {e} rejected: ItemCollectionSizeLimitExceededException") if e == B else a
-            for e, a in zip(batch.event_ids, answers, strict=True)
+            ManifestRequestError(f"item for {e} rejected: ItemCollectionSizeLimitExceededException")
+            if (e, f) == (B, "FP")
+            else a
+            for e, f, a in zip(batch.event_ids, batch.fingerprints, answers, strict=True)
         ]
 
 
@@ -161,6 +164,19 @@ def test_request_errors_become_bad_rows(spark: Any, tmp_path: Path) -> None:
             ],
         }
     ]
+
+
+def test_a_sibling_whose_put_failed_leaves_the_other_event_its_id(spark: Any, tmp_path: Path) -> None:
+    """Synthetic dedup runs over the events whose put succeeded: B/FP (a bad row here, its put
+    refused by the store) does not make B/FP2 a synthetic duplicate."""
+    source = write_input(tmp_path / "in", [line(B, "FP"), line(B, "FP2"), line(A, "FP")])
+    summary = shred(
+        spark, str(source), str(tmp_path / "o"), str(tmp_path / "b"), manifest=RefusingManifest(tmp_path / "m.db")
+    )
+    assert (summary.kept_events, summary.manifest_errors, summary.synthetic_duplicates) == (2, 1, 0)
+    atomic = read_output(tmp_path / "o")["atomic-events"]
+    assert sorted(text.split("\t")[6] for text in atomic) == sorted([A, B])
+    assert [row["line"] for row in read_bad(tmp_path / "b")] == [line(B, "FP")]
 
 
 def test_exhausted_throttling_fails_before_any_output(spark: Any, tmp_path: Path, dynalite: LocalServer) -> None:
