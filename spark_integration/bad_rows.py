@@ -9,7 +9,17 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 INVALID_UTF8 = "Line is not valid UTF-8 (its invalid bytes are shown here as U+FFFD)"
+
+
+def without_messages(errors: pa.Array) -> np.ndarray:
+    """Which lines are valid: those with no message (`errors`, a list of messages per line)."""
+    valid: np.ndarray = pc.equal(pc.list_value_length(errors), 0).to_numpy(zero_copy_only=False)
+    return valid
 
 
 def quoted(value: str) -> str:

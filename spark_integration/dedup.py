@@ -23,11 +23,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from events_manifest import ManifestError
+from events_manifest import ManifestConfigError, ManifestError
 from events_manifest.model import from_epoch_seconds
 from spark_integration import bad_rows
 from spark_integration.lines import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR
 from spark_integration.manifest_handle import ManifestHandle
+
+
+def check_options(manifest: object | None, cross_batch_synthetic: bool) -> None:
+    """Cross-batch synthetic dedup reads what earlier batches stored: it needs a manifest."""
+    if cross_batch_synthetic and manifest is None:
+        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest: pass one, or leave it off")
 
 
 def filled_fingerprint(event_id: str, etl_seconds: int, rank: int) -> str:
@@ -100,11 +106,14 @@ class Dedup:
     random_ids: bool = False
     cross_batch_synthetic: bool = False
 
+    def __attrs_post_init__(self) -> None:
+        check_options(self.manifest, self.cross_batch_synthetic)
+
     def decide(self, checked: Mapping[str, pa.Array]) -> dict[str, pa.Array]:
         """`lines.DECIDED_COLUMNS` of checked lines (`udfs.LINE_TYPE` and `line`), in input order,
         every line of an id among them."""
         rows = len(checked["line"])
-        valid = pc.equal(pc.list_value_length(checked["errors"]), 0).to_numpy(zero_copy_only=False)
+        valid = bad_rows.without_messages(checked["errors"])
         event_ids = checked["event_id"]
         id_of = _codes(event_ids, valid)
         etl = pc.fill_null(checked["etl_us"], 0).to_numpy()
@@ -130,7 +139,7 @@ class Dedup:
         kept = status == KEPT  # 4: synthetic in-batch, over the puts that succeeded
         synthetic = kept & (_per_id(id_of, kept) > 1) if self.synthetic else np.zeros(rows, dtype=bool)
         across = np.zeros(rows, dtype=bool)  # 5: cross-batch synthetic
-        if self.cross_batch_synthetic and self.manifest is not None:
+        if self.cross_batch_synthetic and self.manifest is not None:  # (check_options: both or neither)
             across = stored_by_earlier_batch(
                 self.manifest, event_ids, fingerprints, kept & ~synthetic, self.etl_seconds
             )

@@ -40,7 +40,7 @@ from events_manifest.errors import RunConflictError
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration import enriched, fields, lines, output, udfs
 from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
-from spark_integration.dedup import Dedup
+from spark_integration.dedup import Dedup, check_options
 from spark_integration.folders import JobFolders
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.report import render_report
@@ -177,8 +177,6 @@ def line_plan(
     random_ids: bool = False,
     cross_batch_synthetic: bool = False,
 ) -> LinePlan:
-    if cross_batch_synthetic and manifest is None:
-        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest")
     decide = Dedup(manifest, to_epoch_seconds(etl_time), synthetic, random_ids, cross_batch_synthetic)
     return LinePlan(input_path, udfs.Shred(decide, failure_tstamp))
 
@@ -254,8 +252,7 @@ def shred(
     Every check (paths, folders, manifest) comes before the first put or deletion; nothing is
     written unless every line is accounted for and the manifest answered.
     """
-    if cross_batch_synthetic and manifest is None:
-        raise ManifestConfigError("cross-batch synthetic dedup needs a manifest: pass one, or leave it off")
+    check_options(manifest, cross_batch_synthetic)
     storage = output.Storage(spark)
     inputs = [input_path] if isinstance(input_path, str) else list(input_path)
     folders = JobFolders.prepare(storage, inputs, output_path, bad_path, overwrite)

@@ -23,7 +23,7 @@ from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from events_manifest.dedup import canonical_hash
-from spark_integration import dedup, fields, lines
+from spark_integration import bad_rows, dedup, fields, lines
 from spark_integration.dedup import Dedup
 from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.sdj import Found, IgluParts, read_rows
@@ -70,8 +70,7 @@ def _checked(lines: pa.Array) -> dict[str, pa.Array]:
 
 def any_valid(texts: list[str]) -> bool:
     """Whether any of these lines passes every check (`_checked`), for the driver."""
-    errors = _checked(pa.array(texts, pa.string()))["errors"]
-    return bool(pc.any(pc.equal(pc.list_value_length(errors), 0)).as_py()) if texts else False
+    return bool(bad_rows.without_messages(_checked(pa.array(texts, pa.string()))["errors"]).any())
 
 
 def _entities(found: Found) -> pa.ListArray:
