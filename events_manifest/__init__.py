@@ -21,6 +21,7 @@ from events_manifest.base import DuplicateStorage, EventsManifest
 from events_manifest.config import DynamoDbConfig, parse_config
 from events_manifest.dedup import AsyncDeduplicator, Decision, Deduplicator, Expiry, Outcome
 from events_manifest.errors import (
+    ItemClaimedError,
     ManifestConfigError,
     ManifestError,
     ManifestRequestError,
@@ -30,6 +31,7 @@ from events_manifest.errors import (
 )
 from events_manifest.factory import init_storage, manifest_from_url, parse_duration
 from events_manifest.model import DEFAULT_TTL, ManifestEntry
+from events_manifest.processing import ItemRecord, ProcessingManifest
 from events_manifest.runs import Run
 
 __version__ = "0.1.0"
@@ -48,6 +50,8 @@ __all__ = [
     "EventsManifest",
     "Expiry",
     "InMemoryManifest",
+    "ItemClaimedError",
+    "ItemRecord",
     "ManifestConfigError",
     "ManifestEntry",
     "ManifestError",
@@ -56,6 +60,7 @@ __all__ = [
     "ManifestUnavailableError",
     "OnDemand",
     "Outcome",
+    "ProcessingManifest",
     "Provisioned",
     "Run",
     "RunConflictError",

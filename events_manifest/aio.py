@@ -1,8 +1,8 @@
 """The manifest for asyncio: the same contract with `await`, for services without Spark.
 
 - `AsyncEventsManifest`: the protocol every async manifest follows;
-- `AsyncDynamoDbManifest`: DynamoDB without blocking the loop (the lean path on aiohttp, or your
-  own aioboto3 client), many puts in flight;
+- `AsyncDynamoDbManifest`: DynamoDB through aioboto3 without blocking the loop, many puts in
+  flight;
 - `AsyncManifestAdapter` / `to_async`: any sync manifest (in-memory, SQLite, a plugin) with its
   calls run in a worker thread, so the loop never blocks;
 - `async_manifest_from_url`: the async twin of `manifest_from_url`.
@@ -11,23 +11,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
-from botocore.exceptions import BotoCoreError, ClientError
+import attrs
 
 from events_manifest import runs
-from events_manifest.backends.dynamodb import requests
+from events_manifest.backends.dynamodb import operations
 from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, admin_options, make_client
-from events_manifest.backends.dynamodb.requests import Page
 from events_manifest.backends.dynamodb.table import check_table, create_table
-from events_manifest.backends.dynamodb.wire import AsyncWireClient, Endpoint
 from events_manifest.base import DuplicateStorage, not_listable, raise_first
 from events_manifest.errors import ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import (
@@ -43,7 +41,7 @@ from events_manifest.model import (
     to_epoch_seconds,
     ttl_seconds,
 )
-from events_manifest.runs import Run
+from events_manifest.runs import Heartbeat, Run
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient as AsyncDynamoDBClient
@@ -72,6 +70,8 @@ class AsyncEventsManifest(Protocol):
     async def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run: ...
 
     async def finish_run(self, run: Run) -> Run: ...
+
+    async def abandon_run(self, run: Run) -> None: ...
 
     async def clean(self, etl_time: datetime) -> int: ...
 
@@ -103,23 +103,41 @@ class AsyncManifestBase:
         return sorted(await self._runs(), key=lambda run: run.etl_seconds)
 
     async def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run:
-        """`DuplicateStorage.start_run`: the same decision (`runs.plan`), awaited."""
+        """`DuplicateStorage.start_run`: the same decision (`runs.plan`) and heartbeat, awaited."""
         item = runs.check_item(item)
         requested = from_epoch_seconds(runs.now_seconds()) if etl_time is None else etl_time
         for _ in range(runs.MAX_ATTEMPTS):
             decided = runs.plan(await self.runs(), item, requested, explicit=explicit, now=runs.now_seconds())
+            self._heartbeat().announce(decided.record)
             if await self._swap_run(decided.expected, decided.record):
-                for warning in decided.warnings:
-                    log.warning(warning)
+                await asyncio.to_thread(self._heartbeat().add, decided.record)
                 return decided.record
+            await asyncio.to_thread(self._heartbeat().stop, decided.record)
         raise runs.lost_race(item or str(requested))
 
     async def finish_run(self, run: Run) -> Run:
         """`DuplicateStorage.finish_run`."""
-        done = runs.finished(run, runs.now_seconds())
-        if not await self._swap_run(run, done):
-            raise ManifestUnavailableError(runs.taken_over(run))
+        current = await asyncio.to_thread(self._heartbeat().stop, run)  # off the loop: a renewal may be on it
+        done = runs.finished(current, runs.now_seconds())
+        if not await self._swap_run(current, done):
+            raise ManifestUnavailableError(runs.taken_over(current))
         return done
+
+    async def abandon_run(self, run: Run) -> None:
+        """`DuplicateStorage.abandon_run`."""
+        await asyncio.to_thread(self._heartbeat().stop, run)
+
+    def _heartbeat(self) -> Heartbeat:
+        """The runs' heartbeat: its thread renews each record with `_swap_run`, run on this loop."""
+        beat: Heartbeat | None = self.__dict__.get("_beat")
+        if beat is None:
+            loop = asyncio.get_running_loop()
+
+            def swap(expected: Run, new: Run) -> bool:
+                return asyncio.run_coroutine_threadsafe(self._swap_run(expected, new), loop).result(timeout=60)
+
+            beat = self.__dict__["_beat"] = Heartbeat(swap)
+        return beat
 
     async def clean(self, etl_time: datetime) -> int:
         """`DuplicateStorage.clean`."""
@@ -140,7 +158,10 @@ class AsyncManifestBase:
         raise runs.no_ledger(self)
 
     async def close(self) -> None:
-        """Release connections."""
+        """Release connections. Runs still started stay unfinished in the ledger."""
+        beat: Heartbeat | None = self.__dict__.get("_beat")
+        if beat is not None:
+            await asyncio.to_thread(beat.stop_all)
 
     async def __aenter__(self) -> AsyncManifestBase:
         return self
@@ -179,6 +200,7 @@ class AsyncManifestAdapter(AsyncManifestBase):
         return await asyncio.to_thread(self.manifest._delete_entries, etl_seconds)
 
     async def close(self) -> None:
+        await super().close()
         await asyncio.to_thread(self.manifest.close)
 
 
@@ -187,29 +209,29 @@ def to_async(manifest: DuplicateStorage) -> AsyncManifestAdapter:
 
 
 class AsyncDynamoDbManifest(AsyncManifestBase):
-    """The DynamoDB manifest for asyncio, with up to `concurrency` PutItem requests in flight.
+    """The DynamoDB manifest for asyncio, through an aioboto3 client, with up to `concurrency`
+    PutItem requests in flight.
 
-    Build it with `await AsyncDynamoDbManifest.open(options, table)` (the lean path), or pass your
-    own aioboto3 client: `AsyncDynamoDbManifest(client, table)`. The request, its condition and
-    the meaning of every answer are the sync manifest's own (`requests`); only the I/O differs.
+    Build it with `await AsyncDynamoDbManifest.open(options, table)` (a client of its own, closed
+    with the manifest), or pass your own aioboto3 client: `AsyncDynamoDbManifest(client, table)`.
+    The requests, their conditions and the meaning of every answer are the sync manifest's own
+    (`operations`); only the I/O differs.
     """
 
     def __init__(
         self,
-        client: AsyncDynamoDBClient | None,
+        client: AsyncDynamoDBClient,
         table: str,
         *,
         ttl: timedelta = DEFAULT_TTL,
         concurrency: int = DEFAULT_CONCURRENCY,
-        wire: AsyncWireClient | None = None,
     ) -> None:
-        if client is None and wire is None:
-            raise ValueError("give an aioboto3 client, or use AsyncDynamoDbManifest.open")
         self.client = client
         self.table = table
         self.concurrency = max(1, concurrency)
         self._ttl_seconds = ttl_seconds(ttl)
-        self._wire = wire
+        self._send = operations.call_with(client)
+        self._owned: contextlib.AsyncExitStack | None = None
 
     @property
     def ttl(self) -> timedelta:
@@ -228,31 +250,38 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
         concurrency: int = DEFAULT_CONCURRENCY,
         create: bool = False,
     ) -> AsyncDynamoDbManifest:
-        """Check (or create) the table, then open the lean path; table administration runs in a thread."""
+        """Check (or create) the table, then open an aioboto3 client of the manifest's own, with a
+        connection per request in flight. Table administration runs in a thread (boto3)."""
+        import aioboto3
 
-        def prepare() -> Endpoint:
+        def prepare() -> None:
             admin = make_client(admin_options(options))
             try:
                 (create_table if create else check_table)(admin, table)
             finally:
                 admin.close()
-            return Endpoint.resolve(options)
 
-        endpoint = await asyncio.to_thread(prepare)
-        wire = AsyncWireClient(
-            endpoint, max_attempts=options.max_attempts, pool_size=concurrency, timeout=options.read_timeout
-        )
-        return cls(None, table, ttl=ttl, concurrency=concurrency, wire=wire)
+        await asyncio.to_thread(prepare)
+        options = attrs.evolve(options, max_pool_connections=max(options.max_pool_connections, concurrency))
+        owned = contextlib.AsyncExitStack()
+        client = await owned.enter_async_context(aioboto3.Session().client("dynamodb", **options.client_kwargs()))
+        manifest = cls(client, table, ttl=ttl, concurrency=concurrency)
+        manifest._owned = owned
+        return manifest
+
+    async def _run(self, exchange: operations.Exchange[T]) -> T:
+        return await operations.drive_async(exchange, self._send)
 
     async def try_put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[Outcome]:
         batch = PutBatch.of(items)
         results: list[Outcome] = [False] * len(batch)
         groups = iter(batch.pair_groups())
+        table, ttl = self.table, self._ttl_seconds
 
         async def worker() -> None:
             for group in groups:  # one shared iterator: each worker takes the next pair's puts
                 for i in group:
-                    results[i] = await self._put_one(*batch.keys[i], batch.etl_seconds[i])
+                    results[i] = await self._run(operations.put(table, *batch.keys[i], batch.etl_seconds[i], ttl))
 
         workers = min(concurrency or self.concurrency, len(batch)) or 1
         async with asyncio.TaskGroup() as tasks:
@@ -260,124 +289,41 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
                 tasks.create_task(worker())
         return results
 
-    async def _put_one(self, event_id: str, fingerprint: str, etl: int) -> Outcome:
-        request = requests.put_request(self.table, event_id, fingerprint, etl, self._ttl_seconds)
-        if self._wire is not None:
-            return (await self._wire.call("PutItem", request)).put_outcome(self.table)
-        assert self.client is not None
-        try:
-            await self.client.put_item(**request)
-        except (ClientError, BotoCoreError) as e:
-            return requests.put_outcome(e, self.table)
-        return True
+    async def _many(self, exchanges: list[operations.Exchange[T]]) -> list[T]:
+        """Several operations, up to `concurrency` in flight."""
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def one(exchange: operations.Exchange[T]) -> T:
+            async with limit:
+                return await self._run(exchange)
+
+        return list(await asyncio.gather(*(one(exchange) for exchange in exchanges)))
 
     async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
-        request = requests.get_request(self.table, normalize_event_id(event_id), check_fingerprint(fingerprint))
-        if self._wire is not None:
-            return (await self._wire.call("GetItem", request)).lookup_outcome(self.table)
-        assert self.client is not None
-        try:
-            response: dict[str, Any] = dict(await self.client.get_item(**request))
-        except (ClientError, BotoCoreError) as e:
-            raise requests.manifest_error(e, self.table) from e
-        return requests.entry_from_item(response.get("Item"))
+        return await self._run(
+            operations.lookup(self.table, normalize_event_id(event_id), check_fingerprint(fingerprint))
+        )
 
     async def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
         """One Query per id (paginated), up to `concurrency` in flight."""
-        limit = asyncio.Semaphore(self.concurrency)
-
-        async def one(event_id: str) -> list[ManifestEntry]:
-            found: list[ManifestEntry] = []
-            start: dict[str, Any] | None = None
-            async with limit:
-                while True:
-                    page = await self._query(requests.query_request(self.table, event_id, start))
-                    entries, start = requests.entries_from_page(page)
-                    found += entries
-                    if not start:
-                        return found
-
-        return [e for entries in await asyncio.gather(*(one(i) for i in event_ids)) for e in entries]
-
-    async def _query(self, request: dict[str, Any]) -> dict[str, Any]:
-        if self._wire is not None:
-            return (await self._wire.call("Query", request)).query_page(self.table)
-        assert self.client is not None
-        try:
-            return dict(await self.client.query(**request))
-        except (ClientError, BotoCoreError) as e:
-            raise requests.manifest_error(e, self.table) from e
-
-    async def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One request, through the lean path or the aioboto3 client; a failure is a ClientError
-        or BotoCoreError, for the shared meanings of `requests`."""
-        if self._wire is not None:
-            reply = await self._wire.call(operation, request)
-            if reply.status != 200:
-                raise reply.error(operation)
-            page: dict[str, Any] = json.loads(reply.body)
-            return page
-        assert self.client is not None
-        return dict(await getattr(self.client, requests.METHODS[operation])(**request))
-
-    async def _checked(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return await self._call(operation, request)
-        except (ClientError, BotoCoreError) as e:
-            raise requests.manifest_error(e, self.table) from e
-
-    async def _read_pages(
-        self,
-        operation: str,
-        make: Callable[[Page | None], dict[str, Any]],
-        read: Callable[[Page], tuple[list[T], Page | None]],
-    ) -> list[T]:
-        found: list[T] = []
-        start: Page | None = None
-        while True:
-            items, start = read(await self._checked(operation, make(start)))
-            found += items
-            if not start:
-                return found
+        found = await self._many([operations.entries_of_id(self.table, event_id) for event_id in event_ids])
+        return [entry for entries in found for entry in entries]
 
     async def _runs(self) -> list[Run]:
-        return await self._read_pages(
-            "Query", lambda start: requests.runs_request(self.table, start), requests.runs_from_page
-        )
+        return await self._run(operations.runs(self.table))
 
     async def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
-        operation, request = requests.swap_run_request(self.table, expected, new)
-        try:
-            await self._call(operation, request)
-        except (ClientError, BotoCoreError) as e:
-            if requests.condition_failed(e):
-                return False
-            raise requests.manifest_error(e, self.table) from e
-        return True
+        return await self._run(operations.swap_run(self.table, expected, new))
 
     async def _delete_entries(self, etl_seconds: int) -> int:
-        keys = await self._read_pages(
-            "Scan",
-            lambda start: requests.entries_of_run_request(self.table, etl_seconds, start),
-            lambda page: (page.get("Items", []), page.get("LastEvaluatedKey")),
-        )
-        limit = asyncio.Semaphore(self.concurrency)
-
-        async def delete(key: dict[str, Any]) -> bool:
-            async with limit:
-                try:
-                    await self._call("DeleteItem", requests.delete_entry_request(self.table, key, etl_seconds))
-                except (ClientError, BotoCoreError) as e:
-                    if requests.condition_failed(e):
-                        return False
-                    raise requests.manifest_error(e, self.table) from e
-                return True
-
-        return sum(await asyncio.gather(*(delete(key) for key in keys)))
+        keys = await self._run(operations.entry_keys_of_run(self.table, etl_seconds))
+        return sum(await self._many([operations.delete_entry(self.table, key, etl_seconds) for key in keys]))
 
     async def close(self) -> None:
-        if self._wire is not None:
-            await self._wire.close()
+        await super().close()
+        if self._owned is not None:
+            await self._owned.aclose()
+            self._owned = None
 
 
 async def async_manifest_from_url(url: str) -> AsyncEventsManifest:

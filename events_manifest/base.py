@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import abc
-import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
 
-from events_manifest import runs
+from events_manifest import processing, runs
 from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import (
     DEFAULT_TTL,
@@ -22,9 +21,8 @@ from events_manifest.model import (
     to_epoch_seconds,
     ttl_seconds,
 )
-from events_manifest.runs import Run
-
-log = logging.getLogger(__name__)
+from events_manifest.processing import ProcessingManifest
+from events_manifest.runs import Heartbeat, Run
 
 
 class DuplicateStorage(abc.ABC):
@@ -91,23 +89,38 @@ class DuplicateStorage(abc.ABC):
     def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run:
         """Record a run of `item` (an input path or id; None: a run of its own) as started, before
         its first put, and return it: its `etl_time` is the one to put with. `etl_time` is what the
-        input asks for (default now); the ledger may hand out another (`runs.plan`), unless `explicit`."""
+        input asks for (default now); the ledger may hand out another (`runs.plan`), unless `explicit`.
+        Until `finish_run` or `abandon_run`, a thread renews the run's sign of life in the ledger."""
         item = runs.check_item(item)
         requested = from_epoch_seconds(runs.now_seconds()) if etl_time is None else etl_time
         for _ in range(runs.MAX_ATTEMPTS):
             decided = runs.plan(self.runs(), item, requested, explicit=explicit, now=runs.now_seconds())
+            self._heartbeat.announce(decided.record)
             if self._swap_run(decided.expected, decided.record):
-                for warning in decided.warnings:
-                    log.warning(warning)
+                self._heartbeat.add(decided.record)
                 return decided.record
+            self._heartbeat.stop(decided.record)
         raise runs.lost_race(item or str(requested))
 
     def finish_run(self, run: Run) -> Run:
         """Record a started run as finished, once its output is delivered."""
-        done = runs.finished(run, runs.now_seconds())
-        if not self._swap_run(run, done):
-            raise ManifestUnavailableError(runs.taken_over(run))
+        current = self._heartbeat.stop(run)
+        done = runs.finished(current, runs.now_seconds())
+        if not self._swap_run(current, done):
+            raise ManifestUnavailableError(runs.taken_over(current))
         return done
+
+    def abandon_run(self, run: Run) -> None:
+        """A started run failed: stop renewing it. It stays unfinished in the ledger, so its rerun
+        (or `clean`) deals with the events it stored, and later runs of other items wait for that."""
+        self._heartbeat.stop(run)
+
+    @property
+    def _heartbeat(self) -> Heartbeat:
+        beat: Heartbeat | None = self.__dict__.get("_beat")
+        if beat is None:
+            beat = self.__dict__["_beat"] = Heartbeat(self._swap_run)
+        return beat
 
     def clean(self, etl_time: datetime) -> int:
         """Remove every entry stored with this etl time and its run's ledger record, for a run whose
@@ -118,6 +131,11 @@ class DuplicateStorage(abc.ABC):
             if run.etl_seconds == etl:
                 self._swap_run(run, None)
         return removed
+
+    def processing_manifest(self, table: str) -> ProcessingManifest:
+        """The processing table `table` in this manifest's store (created if missing): which items
+        runs have processed (see `events_manifest.processing`). Optional for a backend."""
+        raise processing.no_processing_table(self)
 
     def _runs(self) -> Iterable[Run]:
         """Every ledger record; a backend keeps them apart from the entries."""
@@ -133,7 +151,9 @@ class DuplicateStorage(abc.ABC):
         raise runs.no_ledger(self)
 
     def close(self) -> None:
-        """Release connections and files; the manifest cannot be used afterwards."""
+        """Release connections and files; the manifest cannot be used afterwards. Runs still
+        started stay unfinished in the ledger (see `abandon_run`)."""
+        self._heartbeat.stop_all()
 
     def __enter__(self) -> DuplicateStorage:
         return self

@@ -102,6 +102,26 @@ def _clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def _processing_list(args: argparse.Namespace) -> int:
+    with manifest_from_url(args.manifest) as manifest:
+        found = manifest.processing_manifest(args.table).items()
+    if not found:
+        print(f"no items in processing table {args.table}")
+    for record in found:
+        detail = f"  ({record.detail})" if record.detail else ""
+        print(f"{runs.text(record.updated_seconds)}  {record.state:<10}  {record.item}{detail}")
+    return 0
+
+
+def _processing_release(args: argparse.Namespace) -> int:
+    with manifest_from_url(args.manifest) as manifest:
+        released = manifest.processing_manifest(args.table).release(args.item)
+    if released is None:
+        raise ManifestConfigError(f"processing table {args.table} holds no item [{args.item}]: nothing was released")
+    print(f"released: {released.describe()}; a run may take it again")
+    return 0
+
+
 def _dedup(args: argparse.Namespace) -> int:
     from events_manifest.dedup import Expiry, Outcome
     from events_manifest.ndjson_dedup import check_paths, run
@@ -216,6 +236,20 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
     clean.add_argument("--force", action="store_true", help="remove the entries even if the ledger knows no such run")
     clean.set_defaults(run=_clean)
+
+    processing = commands.add_parser(
+        "processing", help="list or release the items of a processing table (--processing-manifest-table)"
+    ).add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, run, text in (
+        ("list", _processing_list, "list the items and their state"),
+        ("release", _processing_release, "forget an item (a killed run's, or to process it again)"),
+    ):
+        sub = processing.add_parser(name, help=text)
+        if name == "release":
+            sub.add_argument("item", help="the item, as `events-manifest processing list` shows it")
+        sub.add_argument("--table", required=True, help="the processing table's name")
+        sub.add_argument("--manifest", required=True, help="sqlite:///path.db or dynamodb://TABLE?region=R")
+        sub.set_defaults(run=run)
     return parser
 
 

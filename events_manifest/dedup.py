@@ -411,8 +411,11 @@ class Deduplicator(_Deduplicator[DuplicateStorage]):
         """Record the run as finished (unless `finished` is False: a failed run, to be rerun) and
         forget its pairs; the manifest stays open: it is the caller's."""
         self._run.seen.close()
-        if finished and self._run.ledger is not None and not self._run.ledger.finished:
-            self._run.ledger = self.manifest.finish_run(self._run.ledger)
+        if self._run.ledger is not None and not self._run.ledger.finished:
+            if finished:
+                self._run.ledger = self.manifest.finish_run(self._run.ledger)
+            else:
+                self.manifest.abandon_run(self._run.ledger)
 
     def __enter__(self) -> Deduplicator:
         self.start()
@@ -449,8 +452,11 @@ class AsyncDeduplicator(_Deduplicator[AsyncEventsManifest]):
     async def close(self, *, finished: bool = True) -> None:
         """`Deduplicator.close`."""
         self._run.seen.close()
-        if finished and self._run.ledger is not None and not self._run.ledger.finished:
-            self._run.ledger = await self.manifest.finish_run(self._run.ledger)
+        if self._run.ledger is not None and not self._run.ledger.finished:
+            if finished:
+                self._run.ledger = await self.manifest.finish_run(self._run.ledger)
+            else:
+                await self.manifest.abandon_run(self._run.ledger)
 
     async def __aenter__(self) -> AsyncDeduplicator:
         await self.start()

@@ -26,3 +26,8 @@ class ManifestThrottledError(ManifestUnavailableError):
 class RunConflictError(ManifestConfigError):
     """A run would lose or share another run's events (an unfinished run of the same input, an etl
     time another run holds): the message says which etl time to use, or how to clean up first."""
+
+
+class ItemClaimedError(RunConflictError):
+    """The item is processed already, or another run is processing it (a processing table's
+    refusal): the message says how to release it."""

@@ -9,13 +9,17 @@ module holds the one decision every path takes (`plan`), the backends only read 
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import ClassVar, TypeVar
 
 import attrs
 
+from events_manifest import liveness
 from events_manifest.errors import ManifestConfigError, ManifestUnavailableError, RunConflictError
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 
@@ -23,18 +27,26 @@ STARTED = "started"
 FINISHED = "finished"
 MAX_ATTEMPTS = 20
 """How often `start` re-reads the ledger when concurrent runs keep taking the etl time it chose."""
+BEAT_SECONDS = 60
+"""How often a started run renews its sign of life in the ledger (`Heartbeat`)."""
+LEASE_SECONDS = 600
+"""A run on another host with no sign of life for this long is taken for dead."""
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen
 class Run:
     """One run in the ledger: its etl time (whole epoch seconds, the ledger's key), what it
-    processed (`item`: an input folder, a file, an id), its state and wall-clock times."""
+    processed (`item`: an input folder, a file, an id), its state, wall-clock times, the process
+    that runs it (`owner`, `host:pid`) and its last sign of life."""
 
     etl_seconds: int
     item: str
     state: str = STARTED
     started_seconds: int = 0
     finished_seconds: int | None = None
+    owner: str = ""
+    alive_seconds: int | None = None
 
     @property
     def etl_time(self) -> datetime:
@@ -46,6 +58,19 @@ class Run:
 
     def describe(self) -> str:
         return f"run of [{self.item}] with etl time {text(self.etl_seconds)} ({self.state})"
+
+    def dead(self, now: int) -> bool:
+        """Whether an unfinished run has stopped: its process is gone (same host), it stopped
+        renewing its record in this process, or no sign of life for `LEASE_SECONDS` (another host)."""
+        if self.finished:
+            return False
+        if self.owner == liveness.this_process():
+            return (self.etl_seconds, self.item) not in Heartbeat.beating()
+        gone = liveness.gone(self.owner)
+        return gone if gone is not None else now - self.last_sign() > LEASE_SECONDS
+
+    def last_sign(self) -> int:
+        return max(self.started_seconds, self.alive_seconds or 0)
 
 
 def text(etl_seconds: int) -> str:
@@ -63,7 +88,6 @@ class Plan:
 
     expected: Run | None
     record: Run
-    warnings: tuple[str, ...] = ()
 
 
 def plan(runs: Sequence[Run], item: str | None, requested: datetime, *, explicit: bool, now: int) -> Plan:
@@ -72,8 +96,11 @@ def plan(runs: Sequence[Run], item: str | None, requested: datetime, *, explicit
     A run without an item is one of its own, or, with an `explicit` etl time another run holds, a
     rerun of that run.
 
-    - An unfinished run of the same item is finished by this one: it takes that run's etl time, so
-      the manifest accepts the events it stored (with `explicit`, another etl time is refused).
+    - An unfinished run of the same item that has died is finished by this one: it takes that
+      run's etl time, so the manifest accepts the events it stored (with `explicit`, another etl
+      time is refused). One still running is waited for: two at once would both keep its events.
+    - A dead, unfinished run of another item is refused: its stored events would be dropped here as
+      duplicates and never delivered. The message says how to rerun it or clean it.
     - A finished run of the same item at the requested etl time is rerun (its output remade).
     - Otherwise the run takes the first second from the requested etl time on that no other item's
       run holds, so runs never take each other's entries for a rerun's; an `explicit` etl time is
@@ -84,6 +111,12 @@ def plan(runs: Sequence[Run], item: str | None, requested: datetime, *, explicit
     if item is None:
         item = by_etl[wanted].item if explicit and wanted in by_etl else f"run {uuid.uuid4()}"
     unfinished = [run for run in runs if run.item == item and not run.finished]
+    running = [run for run in unfinished if not run.dead(now)]
+    if running:
+        raise RunConflictError(_running_message(running[0], now))
+    abandoned = [run for run in runs if run.item != item and run.dead(now)]
+    if abandoned:
+        raise RunConflictError(_abandoned_message(abandoned, now))
     if len(unfinished) > 1 or (unfinished and explicit and unfinished[0].etl_seconds != wanted):
         raise RunConflictError(_unfinished_message(item, unfinished, wanted if explicit else None))
     if unfinished:
@@ -98,17 +131,30 @@ def plan(runs: Sequence[Run], item: str | None, requested: datetime, *, explicit
         etl = wanted
         while not explicit and etl in by_etl and by_etl[etl].item != item:
             etl += 1
-    warnings = tuple(
-        f"the {run.describe()} has not finished since {_since(run, now)}: if it failed, rerun it to deliver "
-        f"its events, or remove them with `events-manifest clean --etl-time '{text(run.etl_seconds)}'`"
-        for run in runs
-        if run.item != item and not run.finished
-    )
-    return Plan(by_etl.get(etl), Run(etl, item, STARTED, now), warnings)
+    return Plan(by_etl.get(etl), Run(etl, item, STARTED, now, owner=liveness.this_process(), alive_seconds=now))
 
 
 def _since(run: Run, now: int) -> str:
-    return f"{text(run.started_seconds)} UTC ({max(now - run.started_seconds, 0) // 60} minutes)"
+    return f"{text(run.last_sign())} UTC ({max(now - run.last_sign(), 0) // 60} minutes ago)"
+
+
+def _running_message(run: Run, now: int) -> str:
+    return (
+        f"the {run.describe()} is still running ({liveness.describe(run.owner)}, last sign of life "
+        f"{_since(run, now)}): two runs of one item at once would both keep its events. Wait for it to end; "
+        f"a run on another host that stopped is taken for dead {LEASE_SECONDS // 60} minutes after its last sign"
+    )
+
+
+def _abandoned_message(abandoned: list[Run], now: int) -> str:
+    run = abandoned[0]
+    more = f" (and {len(abandoned) - 1} more, see `events-manifest runs`)" if len(abandoned) > 1 else ""
+    return (
+        f"the {run.describe()}{more} stopped without finishing (last sign of life {_since(run, now)}): the "
+        "manifest holds the events it stored, and this run would drop them as duplicates, so they would never "
+        f"be delivered. Rerun it first (the same input, or --item-id '{run.item}'), or, if its output was "
+        f"thrown away, remove its entries with `events-manifest clean --etl-time '{text(run.etl_seconds)}'`"
+    )
 
 
 def _unfinished_message(item: str, unfinished: list[Run], wanted: int | None) -> str:
@@ -120,6 +166,98 @@ def _unfinished_message(item: str, unfinished: list[Run], wanted: int | None) ->
         f"drop them as duplicates. Finish it with --etl-time '{first}'{asked}, or, if its output was thrown "
         f"away, remove its entries first with `events-manifest clean --etl-time '{first}'`"
     )
+
+
+class Heartbeat:
+    """Keeps the runs one manifest started alive in its ledger: a daemon thread renews each record's
+    sign of life every `BEAT_SECONDS` until the run finishes or is abandoned (`stop`).
+
+    `swap` is the manifest's compare-and-swap of a record; the lock is held while it runs, so a
+    renewal never crosses a finish. An async manifest passes a `swap` that runs on its loop.
+    """
+
+    _everywhere: ClassVar[set[tuple[int, str]]] = set()
+    _everywhere_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, swap: Callable[[Run, Run], bool]) -> None:
+        self._swap = swap
+        self._runs: dict[int, Run] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def beating(cls) -> set[tuple[int, str]]:
+        """The (etl time, item) of every run this process keeps alive."""
+        with cls._everywhere_lock:
+            return set(cls._everywhere)
+
+    def announce(self, run: Run) -> None:
+        """Count `run` alive in this process before its record is written (then `add`, or `stop`)."""
+        with self._everywhere_lock:
+            self._everywhere.add((run.etl_seconds, run.item))
+
+    def add(self, run: Run) -> None:
+        with self._lock:
+            self._runs[run.etl_seconds] = run
+            with self._everywhere_lock:
+                self._everywhere.add((run.etl_seconds, run.item))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._beat, name="events-manifest-heartbeat", daemon=True)
+                self._thread.start()
+
+    def stop(self, run: Run) -> Run:
+        """Stop renewing `run`; its latest record (the one the ledger holds, unless taken over)."""
+        with self._lock:
+            current = self._runs.get(run.etl_seconds)
+            return self._forget(current if current is not None and current.item == run.item else run)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            for run in list(self._runs.values()):
+                self._forget(run)
+
+    def _forget(self, run: Run) -> Run:
+        if self._runs.get(run.etl_seconds) is run:
+            del self._runs[run.etl_seconds]
+        with self._everywhere_lock:
+            self._everywhere.discard((run.etl_seconds, run.item))
+        return run
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(BEAT_SECONDS)
+            with self._lock:
+                if not self._runs:
+                    self._thread = None
+                    return
+                for run in list(self._runs.values()):
+                    renewed = attrs.evolve(run, alive_seconds=now_seconds())
+                    try:
+                        kept = self._swap(run, renewed)
+                    except Exception as e:  # the store is unreachable for now: try again at the next beat
+                        log.warning("could not renew the %s in the ledger: %s", run.describe(), e)
+                        continue
+                    if kept:
+                        self._runs[run.etl_seconds] = renewed
+                    else:
+                        log.warning(taken_over(run))
+                        self._forget(run)
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def swap_in(records: dict[K, V], key: K, expected: V | None, new: V | None) -> bool:
+    """The compare-and-swap of a record kept in a dict (the caller holds its lock): `new` (or
+    nothing, when None) in the place of `key` if that place holds exactly `expected`."""
+    if records.get(key) != expected:
+        return False
+    if new is None:
+        del records[key]
+    else:
+        records[key] = new
+    return True
 
 
 def finished(run: Run, now: int) -> Run:

@@ -9,8 +9,6 @@ folder or one of its ancestors, a folder another run is writing, a folder the jo
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
 import uuid
 from collections.abc import Sequence
@@ -18,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from events_manifest import ManifestConfigError
+from events_manifest import ManifestConfigError, liveness
 from spark_integration import output
 from spark_integration.output import Storage
 
@@ -156,15 +154,7 @@ def check_contents(storage: Storage, folder: Folder, overwrite: bool) -> None:
 def _alive(claim: dict[str, Any]) -> bool:
     """Whether the run that holds a claim may still be running: always, unless it ran on this
     host and its process is gone (a killed run)."""
-    if claim.get("host") != socket.gethostname():
-        return True
-    try:
-        os.kill(int(claim["pid"]), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, KeyError, ValueError, TypeError):
-        return True
-    return True
+    return liveness.gone(f"{claim.get('host')}:{claim.get('pid')}") is not True
 
 
 def claim(storage: Storage, path: str, shown: str, role: str, run_id: str) -> Folder:
@@ -172,7 +162,8 @@ def claim(storage: Storage, path: str, shown: str, role: str, run_id: str) -> Fo
     claim left by a killed run on this host is taken over."""
     created = not storage.exists(path)
     target = output.join(path, CLAIM)
-    text = json.dumps({"run": run_id, "host": socket.gethostname(), "pid": os.getpid(), "since": time.time()})
+    host, _, pid = liveness.this_process().rpartition(":")
+    text = json.dumps({"run": run_id, "host": host, "pid": int(pid), "since": time.time()})
     for _ in range(2):
         if storage.create_new(target, text + "\n"):
             return Folder(storage, path, shown, role, created)

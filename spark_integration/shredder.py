@@ -33,11 +33,14 @@ from events_manifest import (
     ManifestConfigError,
     ManifestError,
     ManifestUnavailableError,
+    __version__,
 )
 from events_manifest.cli import parse_timestamp
 from events_manifest.config import decode_base64
 from events_manifest.errors import RunConflictError
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from events_manifest.processing import ItemRecord, ProcessingManifest, check_table_name
+from events_manifest.runs import Run
 from spark_integration import enriched, fields, lines, output, udfs
 from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
 from spark_integration.dedup import Dedup, check_options
@@ -233,6 +236,7 @@ def shred(
     manifest: str | DuplicateStorage | None = None,
     etl_time: datetime | None = None,
     item_id: str | None = None,
+    processing_table: str | None = None,
     synthetic_dedup: bool = True,
     random_synthetic_ids: bool = False,
     cross_batch_synthetic: bool = False,
@@ -245,14 +249,24 @@ def shred(
     is recorded in the manifest's ledger as a run of `item_id` (default: the input), which hands
     it its etl time: the earliest etl_tstamp of the input, or `etl_time` when given (a rerun on
     purpose), unless an unfinished run of the same item must be finished first (see
-    `events_manifest.runs`). `cross_batch_synthetic` (needs a manifest) also re-identifies kept
-    events whose id an earlier batch stored with another fingerprint. `overwrite` replaces what
+    `events_manifest.runs`). With `processing_table` the item is also recorded as processing, then
+    processed (or failed), in that table of the manifest's store, and an item processed already or
+    being processed is refused (see `events_manifest.processing`). `cross_batch_synthetic` (needs
+    a manifest) also re-identifies kept events whose id an earlier batch stored with another
+    fingerprint. `overwrite` replaces what
     an earlier run of the job wrote in the output and bad folders, nothing else.
 
     Every check (paths, folders, manifest) comes before the first put or deletion; nothing is
     written unless every line is accounted for and the manifest answered.
     """
     check_options(manifest, cross_batch_synthetic)
+    if processing_table is not None:
+        check_table_name(processing_table)
+        if manifest is None:
+            raise ManifestConfigError(
+                "--processing-manifest-table needs a manifest: the table lives in its store (a table of the "
+                "SQLite file, a DynamoDB table beside the manifest's); pass --manifest or --duplicate-storage-config"
+            )
     storage = output.Storage(spark)
     inputs = [input_path] if isinstance(input_path, str) else list(input_path)
     folders = JobFolders.prepare(storage, inputs, output_path, bad_path, overwrite)
@@ -263,23 +277,44 @@ def shred(
             if cross_batch_synthetic:
                 opened.entries_of([])  # and a backend that cannot list an id's fingerprints
         item = item_id or ",".join(storage.qualify(source) for source in inputs)
-        summary = _shred_claimed(
-            spark,
-            storage,
-            folders,
-            input_path,
-            output_path,
-            bad_path,
-            handle,
-            etl_time,
-            item,
-            synthetic=synthetic_dedup,
-            random_ids=random_synthetic_ids,
-            cross_batch_synthetic=cross_batch_synthetic,
-        )
+        tracker = handle.open().processing_manifest(processing_table) if handle and processing_table else None
+        claimed = tracker.claim(item, APPLICATION) if tracker else None
+        try:
+            summary = _shred_claimed(
+                spark,
+                storage,
+                folders,
+                input_path,
+                output_path,
+                bad_path,
+                handle,
+                etl_time,
+                item,
+                synthetic=synthetic_dedup,
+                random_ids=random_synthetic_ids,
+                cross_batch_synthetic=cross_batch_synthetic,
+            )
+        except BaseException as e:
+            if tracker and claimed:
+                _record_failure(tracker, claimed, e)
+            raise
+        if tracker and claimed:
+            tracker.processed(claimed)
     finally:
         folders.release()
     return summary
+
+
+APPLICATION = f"events-manifest shred job {__version__}"
+"""How the shred job names itself in a processing table."""
+
+
+def _record_failure(tracker: ProcessingManifest, claimed: ItemRecord, error: BaseException) -> None:
+    """Mark the item failed, so a rerun may take it; a failure to do so must not hide `error`."""
+    try:
+        tracker.failed(claimed, f"{type(error).__name__}: {error}")
+    except Exception as e:
+        log.warning("could not record [%s] as failed in processing table %s: %s", claimed.item, tracker.table, e)
 
 
 def _shred_claimed(
@@ -302,10 +337,10 @@ def _shred_claimed(
     failure_tstamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     clock = _Clock()
     scan = scan_batch(spark, input_path)
+    run: Run | None = None
     try:
         clock.lap("scan")
         etl = etl_time or scan.etl_time or datetime(1970, 1, 1)
-        run = None
         if handle is not None:  # recorded before the first put: a failed run's events are not lost
             run = handle.open().start_run(item, etl, explicit=etl_time is not None)
             etl = run.etl_time
@@ -361,10 +396,14 @@ def _shred_claimed(
         folders.commit(_text(etl))
         staging.commit(output.places(written, output_path, bad_path))
         clock.lap("commit")
+        summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3), phase_seconds=clock.laps)
+        storage.write_text(output.join(output_path, output.SUMMARY), summary.to_json())
+    except BaseException:
+        if run is not None and handle is not None:  # left unfinished, for its rerun
+            handle.open().abandon_run(run)
+        raise
     finally:
         scan.release()
-    summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3), phase_seconds=clock.laps)
-    storage.write_text(output.join(output_path, output.SUMMARY), summary.to_json())
     if run is not None and handle is not None:
         handle.open().finish_run(run)
     return summary
@@ -495,7 +534,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="also re-identify events whose id an earlier batch had with another fingerprint (a query per event)",
     )
     parser.add_argument(
-        "--item-id", help="what this run processes, for the manifest's run ledger (default: the input folder)"
+        "--item-id",
+        help="what this run processes, for the run ledger and the processing table (default: the input folder)",
+    )
+    parser.add_argument(
+        "--processing-manifest-table",
+        metavar="TABLE",
+        help="record the item as processing, then processed, in this table of the manifest's store; "
+        "refuse an item processed already or in progress",
     )
     parser.add_argument(
         "--overwrite",
@@ -525,6 +571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             manifest=manifest,
             etl_time=etl_time,
             item_id=args.item_id,
+            processing_table=args.processing_manifest_table,
             synthetic_dedup=not args.no_synthetic_dedup,
             random_synthetic_ids=args.random_synthetic_ids,
             cross_batch_synthetic=args.cross_batch_synthetic,

@@ -80,7 +80,7 @@ class Backend:
 
 
 async def _aioboto3_manifest(url: str) -> AsyncEventsManifest:
-    """The async DynamoDB manifest on the user's own aioboto3 client (not the lean path)."""
+    """The async DynamoDB manifest on the user's own aioboto3 client (not one it opened itself)."""
     import aioboto3
 
     table, options, _, ttl, concurrency = dynamodb_url_parts(url)
@@ -90,6 +90,7 @@ async def _aioboto3_manifest(url: str) -> AsyncEventsManifest:
 
     class Owned(AsyncDynamoDbManifest):
         async def close(self) -> None:
+            await super().close()
             await stack.aclose()
 
     return Owned(client, table, ttl=ttl, concurrency=concurrency)

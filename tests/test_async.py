@@ -56,8 +56,8 @@ def test_sync_put_many_with_128_threads_accepts_each_once(dynalite: LocalServer)
     manifest.close()
 
 
-@pytest.mark.parametrize("lean", [True, False], ids=["lean", "aioboto3"])
-def test_throttling_mid_batch_is_retried_without_reordering(dynalite: LocalServer, lean: bool) -> None:
+@pytest.mark.parametrize("own_client", [False, True], ids=["opened", "own-aioboto3-client"])
+def test_throttling_mid_batch_is_retried_without_reordering(dynalite: LocalServer, own_client: bool) -> None:
     table = unique_table()
     known = [(str(uuid.uuid4()), "fp") for _ in range(40)]
     manifest_from_url(f"dynamodb://{table}?region=us-east-1&endpoint={dynalite.endpoint}&create=true").put_many(
@@ -68,7 +68,7 @@ def test_throttling_mid_batch_is_retried_without_reordering(dynalite: LocalServe
     expected = [False, True] * 40
 
     async def run(proxy: FaultProxy) -> list[bool]:
-        if lean:
+        if not own_client:
             manifest = await AsyncDynamoDbManifest.open(options(proxy.endpoint), table, concurrency=32)
             async with manifest:
                 return await manifest.put_many(items)

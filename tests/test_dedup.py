@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events_manifest import InMemoryManifest, ManifestRequestError
+from events_manifest import InMemoryManifest, ManifestRequestError, RunConflictError
 from events_manifest.aio import to_async
 from events_manifest.cli import main
 from events_manifest.dedup import KEY_NAMESPACE, AsyncDeduplicator, Deduplicator, Expiry, Outcome, event_id_of
@@ -58,8 +58,12 @@ def test_every_record_lands_in_exactly_one_outcome(backend: Backend) -> None:
 def test_later_runs_see_earlier_ones_and_a_rerun_is_accepted(backend: Backend) -> None:
     manifest = backend.make()
     key = {"key": ["user", "order"], "fingerprint": ["total"]}
-    first = [d.outcome for d in Deduplicator(manifest, **key, etl_time=ETL).classify(RECORDS[:4])]
-    rerun = [d.outcome for d in Deduplicator(manifest, **key, etl_time=ETL).classify(RECORDS[:4])]
+    with Deduplicator(manifest, **key, etl_time=ETL) as dedup:
+        first = [d.outcome for d in dedup.classify(RECORDS[:4])]
+        with pytest.raises(RunConflictError, match="is still running"):
+            Deduplicator(manifest, **key, etl_time=ETL).start()  # not while the first one runs
+    with Deduplicator(manifest, **key, etl_time=ETL) as dedup:
+        rerun = [d.outcome for d in dedup.classify(RECORDS[:4])]
     later = Deduplicator(manifest, **key, etl_time=ETL + timedelta(hours=1))
     assert first == rerun == [U, D, D, U]  # by fingerprint `total`, record 3 is a copy of record 1
     assert [d.outcome for d in later.classify(RECORDS[:4])] == [D, D, D, D]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
+import time
 from datetime import datetime, timedelta
 
 import pytest
 
-from events_manifest import RunConflictError
-from events_manifest.runs import FINISHED, STARTED, Run, plan
+from events_manifest import RunConflictError, runs
+from events_manifest.liveness import this_process
+from events_manifest.runs import FINISHED, LEASE_SECONDS, STARTED, Run, plan
 from tests.conftest import Backend
 
 ETL = datetime(2026, 11, 1, 6, 0)
@@ -41,12 +45,16 @@ def test_a_rerun_finishes_the_unfinished_run_of_its_item(backend: Backend) -> No
     m = backend.make()
     failed = m.start_run("in", ETL)
     assert m.put(ID, "FP", failed.etl_time)
+    with pytest.raises(RunConflictError, match=r"is still running \(process \d+ on "):
+        m.start_run("in", ETL)  # while it runs, a second run of its item would keep its events too
+    m.abandon_run(failed)
     rerun = m.start_run("in", ETL + timedelta(hours=1))  # the input changed: its earliest etl_tstamp too
     assert rerun.etl_time == ETL, "it takes the failed run's etl time"
     assert m.put(ID, "FP", rerun.etl_time), "so the failed run's event is delivered, not dropped"
+    m.abandon_run(rerun)
     with pytest.raises(RunConflictError, match=r"Finish it with --etl-time '2026-11-01 06:00:00'"):
         m.start_run("in", ETL + timedelta(hours=1), explicit=True)
-    m.finish_run(rerun)
+    m.finish_run(m.start_run("in", ETL, explicit=True))
     assert m.start_run("in", ETL + timedelta(hours=1), explicit=True).etl_time == ETL + timedelta(hours=1)
 
 
@@ -88,8 +96,46 @@ def test_concurrent_starts_get_distinct_etl_times(backend: Backend) -> None:
     assert sorted(m.runs(), key=lambda r: r.item) == sorted(found, key=lambda r: r.item)
 
 
-def test_plan_warns_of_other_items_unfinished_runs() -> None:
-    stale = Run(1_000, "old", STARTED, 100)
-    decided = plan([stale], "new", datetime(1970, 1, 1, 0, 16, 40), explicit=False, now=100 + 7200)
-    assert decided.record.etl_seconds == 1_001 and decided.expected is None
-    assert "run of [old]" in decided.warnings[0] and "(120 minutes)" in decided.warnings[0]
+def test_a_started_run_renews_its_sign_of_life_until_it_finishes(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = backend.make()
+    clock = iter(range(2_000_000_000, 2_100_000_000, 100))
+    monkeypatch.setattr(runs, "now_seconds", lambda: next(clock))
+    monkeypatch.setattr(runs, "BEAT_SECONDS", 0.02)
+    run = m.start_run("in", ETL)
+    deadline = time.monotonic() + 20
+    while m.runs()[0].alive_seconds == run.alive_seconds and time.monotonic() < deadline:
+        time.sleep(0.02)
+    renewed = m.runs()[0]
+    assert renewed.alive_seconds > run.alive_seconds, "the heartbeat renewed the record"  # type: ignore[operator]
+    done = m.finish_run(run)  # from the record the ledger holds now, not the one start_run returned
+    assert m.runs() == [done] and done.finished
+    time.sleep(0.1)
+    assert m.runs() == [done], "no renewal after the finish"
+
+
+def test_a_dead_unfinished_run_of_another_item_is_refused_a_live_one_is_not() -> None:
+    now = 1_000_000
+    elsewhere = Run(1_000, "old", STARTED, now - 7200, owner="other-host:42", alive_seconds=now - LEASE_SECONDS - 1)
+    with pytest.raises(RunConflictError) as refused:
+        plan([elsewhere], "new", ETL, explicit=False, now=now)
+    message = str(refused.value)
+    assert "run of [old]" in message and "stopped without finishing" in message
+    assert "--item-id 'old'" in message and "events-manifest clean --etl-time '1970-01-01 00:16:40'" in message
+
+    live = Run(1_000, "old", STARTED, now - 7200, owner="other-host:42", alive_seconds=now - 30)
+    assert plan([live], "new", datetime(1970, 1, 1, 0, 16, 40), explicit=False, now=now).record.etl_seconds == 1_001
+
+    ended = os.fork() if hasattr(os, "fork") else None
+    if ended == 0:
+        os._exit(0)
+    assert ended is not None
+    os.waitpid(ended, 0)
+    killed_here = Run(1_000, "old", STARTED, now, owner=f"{socket.gethostname()}:{ended}", alive_seconds=now)
+    with pytest.raises(RunConflictError, match="stopped without finishing"):
+        plan([killed_here], "new", ETL, explicit=False, now=now)  # same host: the OS says at once
+    assert plan([killed_here], "old", ETL, explicit=False, now=now).record.etl_seconds == 1_000, "its rerun finishes it"
+    abandoned_here = Run(1_000, "old", STARTED, now, owner=this_process(), alive_seconds=now)
+    with pytest.raises(RunConflictError, match="stopped without finishing"):
+        plan([abandoned_here], "new", ETL, explicit=False, now=now)  # this process no longer keeps it alive

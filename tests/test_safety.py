@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +230,61 @@ def test_clean_removes_a_thrown_away_run(tmp_path: Path, spark: Any) -> None:
     again = events_manifest(tmp_path, "dedup", "a.ndjson", "--key", "id", "--manifest", db, "--unique", "u2")
     assert (tmp_path / "u2").read_text() == '{"id": 1}\n', "its record counts as new again"
     assert again.returncode == 0
+
+
+def test_the_processing_table_refuses_a_processed_item_and_frees_a_failed_one(tmp_path: Path) -> None:
+    write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
+    db = f"sqlite:///{tmp_path}/m.db"
+    flags = ["--manifest", db, "--processing-manifest-table", "processing", "--bad-folder"]
+    first = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", *flags, "bad")
+    assert first.returncode == 0, first.stderr[-3000:]
+    listed = events_manifest(tmp_path, "processing", "list", "--table", "processing", "--manifest", db).stdout
+    assert "  processed   file:" in listed and listed.rstrip().endswith("/in"), listed
+    again = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out2", *flags, "bad2")
+    assert "/in] is processed (run " in error_line(again) and "nothing to do" in error_line(again)
+    assert not (tmp_path / "out2").exists() and not (tmp_path / "bad2").exists()
+
+    (tmp_path / "gz").mkdir()
+    (tmp_path / "gz" / "part-0.tsv.gz").write_bytes(gzip.compress((line(B, "FP") + "\n").encode())[:20])
+    broken = shredder(tmp_path, "--input-folder", "gz", "--output-folder", "o", "--item-id", "batch-9", *flags, "b")
+    assert "could not be read" in error_line(broken)
+    listed = events_manifest(tmp_path, "processing", "list", "--table", "processing", "--manifest", db).stdout
+    assert "  failed      batch-9  (" in listed, listed
+    (tmp_path / "gz" / "part-0.tsv.gz").write_bytes(gzip.compress((line(B, "FP") + "\n").encode()))
+    retried = shredder(tmp_path, "--input-folder", "gz", "--output-folder", "o", "--item-id", "batch-9", *flags, "b")
+    assert retried.returncode == 0, retried.stderr[-3000:]
+    assert read_output(tmp_path / "o")["atomic-events"] == [], "B was delivered by the first run already"
+    released = events_manifest(tmp_path, "processing", "release", "batch-9", "--table", "processing", "--manifest", db)
+    assert released.returncode == 0 and released.stdout.startswith("released: [batch-9] is processed"), released
+
+
+def test_a_dead_run_of_another_item_is_finished_before_other_runs(tmp_path: Path) -> None:
+    """A run killed after storing event A, on another input: a run of this input would drop A as a
+    duplicate and A would never be delivered. It is refused until the dead run is rerun."""
+    from events_manifest import SqliteManifest
+    from events_manifest.model import to_epoch_seconds
+    from events_manifest.runs import STARTED, Run
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    etl = datetime(2026, 11, 1, 5)
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        owner, now = f"{os.uname().nodename}:{int(dead.stdout)}", int(time.time())
+        assert manifest._swap_run(None, Run(to_epoch_seconds(etl), "earlier", STARTED, now, None, owner, now))
+        assert manifest.put(A, "FP", etl)
+    write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
+    db = f"sqlite:///{tmp_path}/m.db"
+    refused = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad",
+                       "--manifest", db)  # fmt: skip
+    message = error_line(refused)
+    assert "the run of [earlier] with etl time 2026-11-01 05:00:00 (started) stopped without finishing" in message
+    assert "--item-id 'earlier'" in message and not (tmp_path / "out").exists()
+    rerun = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad",
+                     "--manifest", db, "--item-id", "earlier")  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    kept = read_output(tmp_path / "out")["atomic-events"]
+    assert sorted(row.split("\t")[6] for row in kept) == sorted([A, B]), "A is delivered, not dropped"
+    listed = events_manifest(tmp_path, "runs", "--manifest", db).stdout
+    assert listed.startswith("2026-11-01 05:00:00  finished"), listed
 
 
 def test_a_virtual_environment_need_not_be_activated(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+from events_manifest import runs
 from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestRequestError
 from events_manifest.model import (
@@ -16,6 +17,7 @@ from events_manifest.model import (
     check_fingerprint,
     normalize_event_id,
 )
+from events_manifest.processing import InMemoryProcessingManifest, ProcessingManifest
 from events_manifest.runs import Run
 
 
@@ -26,6 +28,7 @@ class InMemoryManifest(DuplicateStorage):
         super().__init__(ttl=ttl)
         self._entries: dict[tuple[str, str], int] = {}  # etl seconds; the ttl is this manifest's
         self._runs_by_etl: dict[int, Run] = {}
+        self._processing: dict[str, ProcessingManifest] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -67,6 +70,10 @@ class InMemoryManifest(DuplicateStorage):
             etl = self._entries.get(key)
         return None if etl is None else ManifestEntry(*key, etl, etl + self._ttl_seconds)
 
+    def processing_manifest(self, table: str) -> ProcessingManifest:
+        with self._lock:
+            return self._processing.setdefault(table, InMemoryProcessingManifest(table))
+
     def _runs(self) -> list[Run]:
         with self._lock:
             return list(self._runs_by_etl.values())
@@ -74,13 +81,7 @@ class InMemoryManifest(DuplicateStorage):
     def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
         etl = (new or expected).etl_seconds  # type: ignore[union-attr]
         with self._lock:
-            if self._runs_by_etl.get(etl) != expected:
-                return False
-            if new is None:
-                del self._runs_by_etl[etl]
-            else:
-                self._runs_by_etl[etl] = new
-            return True
+            return runs.swap_in(self._runs_by_etl, etl, expected, new)
 
     def _delete_entries(self, etl_seconds: int) -> int:
         with self._lock:

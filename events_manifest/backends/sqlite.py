@@ -19,11 +19,13 @@ import attrs
 from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, check_fingerprint, normalize_event_id
+from events_manifest.processing import ItemRecord, ProcessingManifest
 from events_manifest.runs import Run
 
 APPLICATION_ID = 0x45564D46  # "EVMF": marks a file as an events manifest
-SCHEMA_VERSION = 2
-"""1: the entries; 2: and the run ledger (a version 1 file gains it when opened)."""
+SCHEMA_VERSION = 3
+"""1: the entries; 2: and the run ledger; 3: and each run's owner and sign of life (an older file
+gains what it lacks when opened)."""
 T = TypeVar("T")
 PAGE_SIZE = 16384
 """For new files: batches of random ids touch fewer, larger pages (30% faster than 4 KiB)."""
@@ -44,11 +46,13 @@ CREATE TABLE IF NOT EXISTS events_manifest_runs (
     item        TEXT    NOT NULL,
     state       TEXT    NOT NULL,
     started_at  INTEGER NOT NULL,
-    finished_at INTEGER
+    finished_at INTEGER,
+    owner       TEXT    NOT NULL DEFAULT '',
+    alive_at    INTEGER
 )
 """
 
-_RUNS = "SELECT etl_time, item, state, started_at, finished_at FROM events_manifest_runs"
+_RUNS = "SELECT etl_time, item, state, started_at, finished_at, owner, alive_at FROM events_manifest_runs"
 
 # The manifest contract (docs/manifest.md) in one statement: insert, or overwrite a rerun or an expired entry.
 _PUT = """
@@ -171,6 +175,9 @@ class SqliteManifest(DuplicateStorage):
                         f"[{self.path}] was written by a newer events-manifest (schema {version}): upgrade the library"
                     )
                 if version < SCHEMA_VERSION:
+                    if version == 2:
+                        conn.execute("ALTER TABLE events_manifest_runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+                        conn.execute("ALTER TABLE events_manifest_runs ADD COLUMN alive_at INTEGER")
                     conn.execute(_CREATE_RUNS)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
@@ -233,6 +240,9 @@ class SqliteManifest(DuplicateStorage):
                 found += (ManifestEntry(*row) for row in rows)
         return found
 
+    def processing_manifest(self, table: str) -> ProcessingManifest:
+        return SqliteProcessingManifest(self, table)
+
     def _runs(self) -> list[Run]:
         with self._lock:
             return [Run(*row) for row in self._connection().execute(_RUNS)]
@@ -248,7 +258,7 @@ class SqliteManifest(DuplicateStorage):
             return False
         conn.execute("DELETE FROM events_manifest_runs WHERE etl_time = ?", (etl,))
         if new is not None:
-            conn.execute("INSERT INTO events_manifest_runs VALUES (?, ?, ?, ?, ?)", attrs.astuple(new))
+            conn.execute("INSERT INTO events_manifest_runs VALUES (?, ?, ?, ?, ?, ?, ?)", attrs.astuple(new))
         return True
 
     def _delete_entries(self, etl_seconds: int) -> int:
@@ -274,7 +284,55 @@ class SqliteManifest(DuplicateStorage):
         return result
 
     def close(self) -> None:
+        super().close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
+
+
+class SqliteProcessingManifest(ProcessingManifest):
+    """A processing table in the manifest's SQLite file (created if missing)."""
+
+    def __init__(self, manifest: SqliteManifest, table: str) -> None:
+        super().__init__(table)
+        self._manifest = manifest
+        self._select = f'SELECT {_ITEM_COLUMNS} FROM "{self.table}"'
+        manifest._transaction(lambda conn: conn.execute(_CREATE_ITEMS.format(table=self.table)))
+
+    def _get(self, item: str) -> ItemRecord | None:
+        return self._manifest._transaction(lambda conn: self._get_in(conn, item))
+
+    def _get_in(self, conn: sqlite3.Connection, item: str) -> ItemRecord | None:
+        row = conn.execute(self._select + " WHERE item = ?", (item,)).fetchone()
+        return None if row is None else ItemRecord(*row)
+
+    def _items(self) -> list[ItemRecord]:
+        return self._manifest._transaction(lambda conn: [ItemRecord(*row) for row in conn.execute(self._select)])
+
+    def _swap(self, expected: ItemRecord | None, new: ItemRecord | None) -> bool:
+        item = (new or expected).item  # type: ignore[union-attr]
+
+        def swap(conn: sqlite3.Connection) -> bool:
+            if self._get_in(conn, item) != expected:
+                return False
+            conn.execute(f'DELETE FROM "{self.table}" WHERE item = ?', (item,))
+            if new is not None:
+                conn.execute(f'INSERT INTO "{self.table}" VALUES (?, ?, ?, ?, ?, ?, ?)', attrs.astuple(new))
+            return True
+
+        return self._manifest._transaction(swap)
+
+
+_ITEM_COLUMNS = "item, state, run_id, application, owner, updated_at, detail"
+_CREATE_ITEMS = """
+CREATE TABLE IF NOT EXISTS "{table}" (
+    item        TEXT    NOT NULL PRIMARY KEY,
+    state       TEXT    NOT NULL,
+    run_id      TEXT    NOT NULL,
+    application TEXT    NOT NULL,
+    owner       TEXT    NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    detail      TEXT    NOT NULL
+)
+"""

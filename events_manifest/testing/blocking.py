@@ -64,6 +64,7 @@ class BlockingManifest(DuplicateStorage):
         return self._run(self.inner._delete_entries(etl_seconds))  # type: ignore[attr-defined, no-any-return]
 
     def close(self) -> None:
+        super().close()
         if self._thread.is_alive():
             self._run(self.inner.close())
             self._loop.call_soon_threadsafe(self._loop.stop)

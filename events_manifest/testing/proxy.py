@@ -1,8 +1,11 @@
-"""A loopback HTTP proxy in front of a DynamoDB-compatible server that adds delay and throttling.
+"""Loopback stand-ins for the network between a client and a DynamoDB-compatible server.
 
-It stands in for the network and for an overloaded table: `delay` adds a fixed latency per
-request (5 ms is a same-region round trip) and `throttle_rate` answers that share of the chosen
-operations with `ProvisionedThroughputExceededException`, as DynamoDB does.
+- `FaultProxy`: a reverse proxy in front of the server that adds delay and throttling, over HTTP
+  or TLS. `delay` adds a fixed latency per request (5 ms is a same-region round trip),
+  `throttle_rate` answers that share of the chosen operations with
+  `ProvisionedThroughputExceededException`, as DynamoDB does, and `tls` serves HTTPS with a
+  certificate of the caller's (a private CA's, say).
+- `ConnectProxy`: an HTTP CONNECT proxy, as `HTTPS_PROXY` names one, that counts its tunnels.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import selectors
 import socket
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +42,7 @@ class FaultProxy:
         throttle_rate: float = 0.0,
         operations: frozenset[str] = frozenset({"PutItem"}),
         seed: int = 0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         self._upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
@@ -47,14 +53,20 @@ class FaultProxy:
         self._lock = threading.Lock()
         self.requests = 0
         self.throttled = 0
+        self.peers: set[int] = set()
+        """The client port of every connection served: which sockets the requests came through."""
+        self._tls = tls
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
+        if tls is not None:  # the handshake happens in each connection's thread, at its first read
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
         self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True)
         self._thread.start()
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        port = self._server.server_address[1]
+        return f"https://localhost:{port}" if self._tls else f"http://127.0.0.1:{port}"
 
     def _should_throttle(self, target: str) -> bool:
         with self._lock:
@@ -75,6 +87,11 @@ class FaultProxy:
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with proxy._lock:
+                    proxy.peers.add(self.client_address[1])
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -128,3 +145,78 @@ class FaultProxy:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class ConnectProxy:
+    """An HTTP proxy on loopback that only tunnels (CONNECT, what clients do for https:// through
+    `HTTPS_PROXY`); `tunnels` counts them and `upstream_ports` holds the local port of each
+    tunnel's connection to its target, to match against the target's `peers`."""
+
+    def __init__(self) -> None:
+        self.tunnels = 0
+        self.upstream_ports: set[int] = set()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="connect-proxy", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_CONNECT(self) -> None:
+                host, _, port = self.path.rpartition(":")
+                try:
+                    upstream = socket.create_connection((host, int(port)), timeout=30)
+                except OSError:
+                    self.send_error(502)
+                    return
+                with proxy._lock:
+                    proxy.tunnels += 1
+                    proxy.upstream_ports.add(upstream.getsockname()[1])
+                self.send_response(200, "Connection Established")
+                self.end_headers()
+                self.wfile.flush()
+                _relay(self.connection, upstream)
+
+        return Handler
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> ConnectProxy:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _relay(client: socket.socket, upstream: socket.socket) -> None:
+    """Copy bytes both ways until either side closes."""
+    with selectors.DefaultSelector() as selector, upstream:
+        selector.register(client, selectors.EVENT_READ, upstream)
+        selector.register(upstream, selectors.EVENT_READ, client)
+        while True:
+            for key, _ in selector.select(timeout=60):
+                source = key.fileobj
+                assert isinstance(source, socket.socket)
+                try:
+                    data = source.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                key.data.sendall(data)

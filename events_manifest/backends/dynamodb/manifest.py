@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
+import attrs
 
-from events_manifest.backends.dynamodb import requests
+from events_manifest.backends.dynamodb import operations
 from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, make_client
-from events_manifest.backends.dynamodb.wire import Endpoint, WireClient
+from events_manifest.backends.dynamodb.operations import Exchange
+from events_manifest.backends.dynamodb.processing import DynamoDbProcessingManifest
 from events_manifest.base import DuplicateStorage, raise_first
 from events_manifest.errors import ManifestRequestError
 from events_manifest.model import (
@@ -23,19 +24,24 @@ from events_manifest.model import (
     check_fingerprint,
     normalize_event_id,
 )
+from events_manifest.processing import ProcessingManifest
 from events_manifest.runs import Run
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+T = TypeVar("T")
 
 
 class DynamoDbManifest(DuplicateStorage):
     """The reference layout (docs/dynamodb.md) on a DynamoDB table, through a boto3 client.
 
     BatchWriteItem takes no conditions, so every put is its own PutItem; `put_many` keeps up to
-    `concurrency` of them in flight on a thread pool (boto3 clients are thread-safe). Retries of
-    throttled or failed requests are botocore's (standard mode when the client comes from this
-    library); a retry of a put that had in fact succeeded is accepted as a rerun of the same etl.
+    `concurrency` of them in flight on a thread pool (boto3 clients are thread-safe). Everything
+    goes through the client, so the SDK's settings apply: retries (standard mode when the client
+    comes from this library), proxies, CA bundles, timeouts. A retry of a put that had in fact
+    succeeded is accepted as a rerun of the same etl. Each request and what its answer means is
+    written once, in `operations`, for this manifest and the async one.
     """
 
     def __init__(
@@ -53,8 +59,8 @@ class DynamoDbManifest(DuplicateStorage):
         self.concurrency = max(1, concurrency)
         self._close_client = close_client
         self._options: ClientOptions | None = None
-        self._wire: WireClient | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._send = operations.call_with(client)
 
     @classmethod
     def from_options(
@@ -64,23 +70,12 @@ class DynamoDbManifest(DuplicateStorage):
         *,
         ttl: timedelta = DEFAULT_TTL,
         concurrency: int = DEFAULT_CONCURRENCY,
-        lean: bool = True,
     ) -> DynamoDbManifest:
-        """A manifest with its own clients; picklable, so Spark can ship it to its Python workers.
-
-        With `lean` (the default) puts take the lean signed-HTTP path of `wire`, a fraction of
-        boto3's CPU per request with the same retries and errors; table administration and
-        `lean=False` use boto3.
-        """
+        """A manifest with a client of its own, with a connection per request in flight; picklable,
+        so Spark can ship it to its Python workers (each opens its own client)."""
+        options = attrs.evolve(options, max_pool_connections=max(options.max_pool_connections, concurrency))
         manifest = cls(make_client(options), table, ttl=ttl, concurrency=concurrency, close_client=True)
         manifest._options = options
-        if lean:
-            manifest._wire = WireClient(
-                Endpoint.resolve(options),
-                max_attempts=options.max_attempts,
-                pool_size=max(concurrency, 1),
-                timeout=options.read_timeout,
-            )
         return manifest
 
     def __repr__(self) -> str:
@@ -92,17 +87,14 @@ class DynamoDbManifest(DuplicateStorage):
                 "a DynamoDbManifest built on your own boto3 client cannot be pickled: "
                 "use DynamoDbManifest.from_options, init_storage or a dynamodb:// URL"
             )
-        return {
-            "options": self._options,
-            "table": self.table,
-            "ttl": self.ttl,
-            "concurrency": self.concurrency,
-            "lean": self._wire is not None,
-        }
+        return {"options": self._options, "table": self.table, "ttl": self.ttl, "concurrency": self.concurrency}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         options, table = state.pop("options"), state.pop("table")
         self.__dict__.update(DynamoDbManifest.from_options(options, table, **state).__dict__)
+
+    def _run(self, exchange: Exchange[T]) -> T:
+        return operations.drive(exchange, self._send)
 
     def put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[bool]:
         """`put` for many items with up to `concurrency` PutItem requests in flight."""
@@ -116,10 +108,11 @@ class DynamoDbManifest(DuplicateStorage):
 
     def _put_batch(self, batch: PutBatch, concurrency: int | None = None) -> list[bool | ManifestRequestError]:
         results: list[bool | ManifestRequestError] = [False] * len(batch)
+        table, ttl = self.table, self._ttl_seconds
 
-        def run(group: list[int]) -> None:
+        def run(group: list[int]) -> None:  # the puts of one pair, in order
             for i in group:
-                results[i] = self._put_one(*batch.keys[i], batch.etl_seconds[i])
+                results[i] = self._run(operations.put(table, *batch.keys[i], batch.etl_seconds[i], ttl))
 
         groups = batch.pair_groups()
         workers = min(concurrency or self.concurrency, len(groups))
@@ -131,16 +124,6 @@ class DynamoDbManifest(DuplicateStorage):
                 pass
         return results
 
-    def _put_one(self, event_id: str, fingerprint: str, etl: int) -> bool | ManifestRequestError:
-        request = requests.put_request(self.table, event_id, fingerprint, etl, self._ttl_seconds)
-        if self._wire is not None:
-            return (self._wire.call("PutItem", request)).put_outcome(self.table)
-        try:
-            self.client.put_item(**request)
-        except (ClientError, BotoCoreError) as e:
-            return requests.put_outcome(e, self.table)
-        return True
-
     def _executor(self, workers: int) -> ThreadPoolExecutor:
         if self._pool is None or self._pool._max_workers < workers:
             if self._pool is not None:
@@ -148,91 +131,39 @@ class DynamoDbManifest(DuplicateStorage):
             self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events-manifest")
         return self._pool
 
+    def _many(self, exchanges: list[Exchange[T]]) -> list[T]:
+        """Several operations, up to `concurrency` in flight."""
+        if len(exchanges) <= 1:
+            return [self._run(exchange) for exchange in exchanges]
+        return list(self._executor(min(self.concurrency, len(exchanges))).map(self._run, exchanges))
+
+    def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
+        return self._run(operations.lookup(self.table, normalize_event_id(event_id), check_fingerprint(fingerprint)))
+
     def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
         """One Query per id (paginated), up to `concurrency` in flight."""
-        if len(event_ids) <= 1:
-            return [e for i in event_ids for e in self._entries_of_one(i)]
-        pool = self._executor(min(self.concurrency, len(event_ids)))
-        return [e for entries in pool.map(self._entries_of_one, event_ids) for e in entries]
+        found = self._many([operations.entries_of_id(self.table, event_id) for event_id in event_ids])
+        return [entry for entries in found for entry in entries]
 
-    def _entries_of_one(self, event_id: str) -> list[ManifestEntry]:
-        found: list[ManifestEntry] = []
-        start: dict[str, Any] | None = None
-        while True:
-            entries, start = requests.entries_from_page(
-                self._query(requests.query_request(self.table, event_id, start))
-            )
-            found += entries
-            if not start:
-                return found
-
-    def _query(self, request: dict[str, Any]) -> dict[str, Any]:
-        if self._wire is not None:
-            return self._wire.call("Query", request).query_page(self.table)
-        try:
-            return dict(self.client.query(**request))
-        except (ClientError, BotoCoreError) as e:
-            raise requests.manifest_error(e, self.table) from e
-
-    def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One request through boto3 (`PutItem` -> `client.put_item`); a failure is a ClientError
-        or BotoCoreError, for the shared meanings of `requests`."""
-        method = getattr(self.client, requests.METHODS[operation])
-        return dict(method(**request))
+    def processing_manifest(self, table: str) -> ProcessingManifest:
+        return DynamoDbProcessingManifest(self.client, table)
 
     def _runs(self) -> list[Run]:
-        return requests.read_pages(
-            lambda start: self._checked("Query", requests.runs_request(self.table, start)), requests.runs_from_page
-        )
+        return self._run(operations.runs(self.table))
 
     def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
-        operation, request = requests.swap_run_request(self.table, expected, new)
-        try:
-            self._call(operation, request)
-        except (ClientError, BotoCoreError) as e:
-            if requests.condition_failed(e):
-                return False
-            raise requests.manifest_error(e, self.table) from e
-        return True
+        return self._run(operations.swap_run(self.table, expected, new))
 
     def _delete_entries(self, etl_seconds: int) -> int:
         """A Scan of the table for the entries of this etl time, each deleted (if it still holds
         that etl time) with up to `concurrency` requests in flight."""
-
-        def delete(key: dict[str, Any]) -> bool:
-            try:
-                self._call("DeleteItem", requests.delete_entry_request(self.table, key, etl_seconds))
-            except (ClientError, BotoCoreError) as e:
-                if requests.condition_failed(e):
-                    return False
-                raise requests.manifest_error(e, self.table) from e
-            return True
-
-        keys = requests.read_pages(
-            lambda start: self._checked("Scan", requests.entries_of_run_request(self.table, etl_seconds, start)),
-            lambda page: (page.get("Items", []), page.get("LastEvaluatedKey")),
-        )
-        return sum(self._executor(self.concurrency).map(delete, keys)) if keys else 0
-
-    def _checked(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return self._call(operation, request)
-        except (ClientError, BotoCoreError) as e:
-            raise requests.manifest_error(e, self.table) from e
-
-    def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
-        request = requests.get_request(self.table, normalize_event_id(event_id), check_fingerprint(fingerprint))
-        try:
-            response: dict[str, Any] = dict(self.client.get_item(**request))
-        except (ClientError, BotoCoreError) as e:
-            raise requests.manifest_error(e, self.table) from e
-        return requests.entry_from_item(response.get("Item"))
+        keys = self._run(operations.entry_keys_of_run(self.table, etl_seconds))
+        return sum(self._many([operations.delete_entry(self.table, key, etl_seconds) for key in keys]))
 
     def close(self) -> None:
+        super().close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        if self._wire is not None:
-            self._wire.close()
         if self._close_client:
             self.client.close()

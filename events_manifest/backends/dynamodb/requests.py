@@ -5,10 +5,16 @@ Only the I/O differs between the two clients; everything a put means lives here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    NoRegionError,
+    ProxyConnectionError,
+    SSLError,
+)
 
 from events_manifest.errors import (
     ManifestConfigError,
@@ -64,8 +70,6 @@ def query_request(table: str, event_id: str, start: dict[str, Any] | None = None
     return request
 
 
-T = TypeVar("T")
-
 METHODS = {
     "PutItem": "put_item",
     "DeleteItem": "delete_item",
@@ -76,17 +80,6 @@ METHODS = {
 """The client method of each operation the manifest sends."""
 
 Page = dict[str, Any]
-
-
-def read_pages(fetch: Callable[[Page | None], Page], read: Callable[[Page], tuple[list[T], Page | None]]) -> list[T]:
-    """Everything the pages of a Query or Scan hold, fetching each from the last one's end."""
-    found: list[T] = []
-    start: Page | None = None
-    while True:
-        items, start = read(fetch(start))
-        found += items
-        if not start:
-            return found
 
 
 RUNS_ID = "events-manifest:runs"
@@ -106,6 +99,8 @@ def runs_from_page(page: dict[str, Any]) -> tuple[list[Run], dict[str, Any] | No
             item["state"]["S"],
             int(item["startedAt"]["N"]),
             int(item["finishedAt"]["N"]) if "finishedAt" in item else None,
+            item["owner"]["S"] if "owner" in item else "",
+            int(item["aliveAt"]["N"]) if "aliveAt" in item else None,
         )
         for item in page.get("Items", [])
     ]
@@ -118,19 +113,22 @@ def _run_key(etl: int) -> dict[str, Any]:
 
 def swap_run_request(table: str, expected: Run | None, new: Run | None) -> tuple[str, dict[str, Any]]:
     """The conditional PutItem (or DeleteItem, when `new` is None) of `_swap_run`: it applies only
-    if the ledger holds exactly `expected` at that etl time."""
+    if the ledger holds exactly `expected` at that etl time (its last sign of life included)."""
     etl = (new or expected).etl_seconds  # type: ignore[union-attr]
     request: dict[str, Any] = {"TableName": table}
     if expected is None:
         request["ConditionExpression"] = "attribute_not_exists(eventId)"
     else:
-        request["ConditionExpression"] = "#item = :item AND #state = :state AND startedAt = :started"
+        alive = "attribute_not_exists(aliveAt)" if expected.alive_seconds is None else "aliveAt = :alive"
+        request["ConditionExpression"] = f"#item = :item AND #state = :state AND startedAt = :started AND {alive}"
         request["ExpressionAttributeNames"] = {"#item": "item", "#state": "state"}
         request["ExpressionAttributeValues"] = {
             ":item": {"S": expected.item},
             ":state": {"S": expected.state},
             ":started": {"N": str(expected.started_seconds)},
         }
+        if expected.alive_seconds is not None:
+            request["ExpressionAttributeValues"][":alive"] = {"N": str(expected.alive_seconds)}
     if new is None:
         return "DeleteItem", {**request, "Key": _run_key(etl)}
     item = {
@@ -140,8 +138,12 @@ def swap_run_request(table: str, expected: Run | None, new: Run | None) -> tuple
         "state": {"S": new.state},
         "startedAt": {"N": str(new.started_seconds)},
     }
+    if new.owner:
+        item["owner"] = {"S": new.owner}
     if new.finished_seconds is not None:
         item["finishedAt"] = {"N": str(new.finished_seconds)}
+    if new.alive_seconds is not None:
+        item["aliveAt"] = {"N": str(new.alive_seconds)}
     return "PutItem", {**request, "Item": item}
 
 
@@ -235,6 +237,15 @@ def manifest_error(error: Exception, table: str) -> ManifestError:
         )
     if isinstance(error, NoRegionError):
         return ManifestConfigError("no AWS region given: set awsRegion in the config or region= in the URL")
+    if isinstance(error, SSLError):
+        return ManifestUnavailableError(
+            f"DynamoDB table [{table}]: the endpoint's TLS certificate is not trusted ({error}): if it is signed by "
+            "a private CA, point AWS_CA_BUNDLE (or ca_bundle in the AWS profile) at that CA's certificate"
+        )
+    if isinstance(error, ProxyConnectionError):
+        return ManifestUnavailableError(
+            f"DynamoDB table [{table}]: the proxy is unreachable ({error}): check HTTPS_PROXY / HTTP_PROXY and NO_PROXY"
+        )
     if isinstance(error, BotoCoreError):
         return ManifestUnavailableError(f"DynamoDB table [{table}] is unreachable: {error}")
     return ManifestUnavailableError(f"DynamoDB table [{table}]: {type(error).__name__}: {error}")
