@@ -14,6 +14,7 @@ from events_manifest.backends.dynamodb.client import admin_options, make_client
 from events_manifest.config import DynamoDbConfig, parse_config
 from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.factory import manifest_from_url, parse_duration
+from events_manifest.iglu import Resolver
 from events_manifest.model import to_epoch_seconds
 
 PROG = "events-manifest"
@@ -138,6 +139,7 @@ def _dedup(args: argparse.Namespace) -> int:
         Outcome.ERROR: args.errors,
     }
     check_paths(args.input, outputs)  # before the manifest is opened (a new SQLite file is a write)
+    resolver = Resolver.parse(args.iglu_config) if args.iglu_config else None
     with manifest_from_url(args.manifest) as manifest:
         counts, etl_time = run(
             manifest,
@@ -149,6 +151,7 @@ def _dedup(args: argparse.Namespace) -> int:
             etl_time=parse_timestamp(args.etl_time) if args.etl_time else None,
             progress=sys.stderr,
             chunk_size=args.chunk_size,
+            resolver=resolver,
         )
     width = max(len(f"{n:,}") for n in counts.values())
     lines = [f"etl time {etl_time:%Y-%m-%d %H:%M:%S}"]
@@ -215,6 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.add_argument("--expiry-period", metavar="DURATION", help="e.g. 1d: older than latest minus this is expired")
     dedup.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
     dedup.add_argument("--etl-time", help="the run's etl time (default: a second of its own, from now on)")
+    dedup.add_argument(
+        "--iglu-config",
+        metavar="FILE|JSON|BASE64",
+        help="Iglu resolver config: every record must be self-describing and valid against its schema",
+    )
     dedup.add_argument("--chunk-size", type=int, default=10_000, metavar="N", help="records per manifest call")
     dedup.add_argument("--unique", default="-", metavar="OUT", help="unique records (default: stdout)")
     dedup.add_argument("--duplicates", metavar="OUT", help="duplicate records")

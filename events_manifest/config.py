@@ -53,7 +53,7 @@ def parse_config(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> 
     Raises `ManifestConfigError` naming the schema and the offending field; secret values are
     never part of a message.
     """
-    document = _load(source)
+    document = load_document(source)
     if not isinstance(document, Mapping) or set(document) != {"schema", "data"}:
         raise ManifestConfigError(
             'a manifest config is a self-describing JSON object {"schema": "iglu:...", "data": {...}} '
@@ -118,7 +118,8 @@ def check_region(region: str, where: str = "AWS region") -> str:
     return region
 
 
-def _load(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> Any:
+def load_document(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> Any:
+    """A JSON document given as itself, parsed or as text, as a file path, or as base64 JSON."""
     if isinstance(source, Mapping):
         return source
     if isinstance(source, os.PathLike):

@@ -25,6 +25,7 @@ from events_manifest import runs
 from events_manifest.base import DuplicateStorage
 from events_manifest.dedup import Deduplicator, Expiry, Outcome, Unreadable
 from events_manifest.errors import ManifestConfigError, ManifestError
+from events_manifest.iglu import Resolver
 
 _PROGRESS_EVERY = 0.5
 FLAGS = {
@@ -106,7 +107,7 @@ class _Output:
             self.temporary = None
 
 
-def _parse(lines: IO[bytes]) -> Iterator[_Line | Unreadable]:
+def _parse(lines: IO[bytes], resolver: Resolver | None = None) -> Iterator[_Line | Unreadable]:
     for number, raw in enumerate(lines, 1):
         raw = raw[:-1] if raw.endswith(b"\n") else raw
         try:
@@ -125,6 +126,14 @@ def _parse(lines: IO[bytes]) -> Iterator[_Line | Unreadable]:
         if not isinstance(value, dict):
             yield Unreadable(text, f"line {number} is not a JSON object (got {type(value).__name__})")
             continue
+        if resolver is not None:
+            if set(value) != {"schema", "data"}:
+                yield Unreadable(text, f'line {number} is not a self-describing record {{"schema": ..., "data": ...}}')
+                continue
+            failures = resolver.validate(value)
+            if failures:
+                yield Unreadable(text, f"line {number} does not validate: {'; '.join(failures)}")
+                continue
         record = _Line(value)
         record.text = text
         yield record
@@ -170,8 +179,12 @@ def run(
     etl_time: datetime | None,
     progress: TextIO,
     chunk_size: int = 10_000,
+    resolver: Resolver | None = None,
 ) -> tuple[dict[Outcome, int], datetime]:
     """Dedup the NDJSON `source` into `outputs`; the count per outcome and the run's etl time.
+
+    With a `resolver`, every record must be a self-describing JSON that validates against its
+    schema; any other is an error record, with what failed.
 
     The run is recorded in the manifest's ledger under the input's real path, so running the same
     command again after a failure finishes it (same etl time) instead of losing its records.
@@ -193,7 +206,7 @@ def run(
         )
         run = dedup.start()
         try:
-            for decision in dedup.classify(_parse(lines)):
+            for decision in dedup.classify(_parse(lines, resolver)):
                 out = files.get(decision.outcome)
                 if out is not None:
                     text = decision.record.text

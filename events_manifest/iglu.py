@@ -1,0 +1,266 @@
+"""An Iglu resolver: the JSON Schema of a self-describing entity, from the repositories of a
+standard resolver configuration, and the entity validated against it.
+
+A schema is looked for in the repositories in the reference's order: those whose vendor prefixes
+match the schema's vendor first, then embedded ones before HTTP ones, then by `priority` (lowest
+first). A bundled embedded repository holds the schemas this project itself emits (`duplicate`
+1-0-0). Schemas and misses are cached (`cacheSize`). A repository that answers 404 (or has no
+such file) does not hold the schema, and the next one is asked; one that fails otherwise
+(unreachable, 5xx, a timeout) is retried a bounded number of times, then `IgluRepositoryError`
+stops the run: a missing schema is the event's problem, an unreachable repository is the run's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import jsonschema
+
+from events_manifest.config import load_document
+from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
+
+CONFIG_SCHEMA = re.compile(r"iglu:com\.snowplowanalytics\.iglu/resolver-config/jsonschema/1-0-\d+")
+SCHEMA_URI = re.compile(r"iglu:([a-zA-Z0-9_.-]+)/([a-zA-Z0-9_-]+)/([a-zA-Z0-9_-]+)/([1-9][0-9]*-[0-9]+-[0-9]+)")
+BUNDLED = Path(__file__).parent / "iglu_repository"
+"""The embedded repository of the schemas the project's jobs emit, asked after every other."""
+EMBEDDED, HTTP = 1, 100
+"""Class priorities, as the reference's client has them: embedded repositories before HTTP ones."""
+
+
+class IgluRepositoryError(ManifestUnavailableError):
+    """A repository could not be read after every retry: the run stops, naming it."""
+
+
+@attrs.frozen
+class SchemaKey:
+    """`iglu:VENDOR/NAME/FORMAT/M-R-A`, split."""
+
+    vendor: str
+    name: str
+    format: str
+    version: str
+
+    @classmethod
+    def parse(cls, uri: str) -> SchemaKey | None:
+        """The key of a schema URI, or None if `uri` is not one."""
+        found = SCHEMA_URI.fullmatch(uri) if isinstance(uri, str) else None
+        return cls(*found.groups()) if found else None
+
+    @property
+    def path(self) -> str:
+        return f"schemas/{self.vendor}/{self.name}/{self.format}/{self.version}"
+
+    @property
+    def uri(self) -> str:
+        return f"iglu:{self.vendor}/{self.name}/{self.format}/{self.version}"
+
+
+@attrs.frozen
+class Repository:
+    """One repository of a resolver configuration: an HTTP one (`location` a URI, with an
+    Iglu Server `apikey` or without) or an embedded one (`location` a folder)."""
+
+    name: str
+    priority: int
+    vendor_prefixes: tuple[str, ...]
+    location: str
+    embedded: bool
+    apikey: str | None = attrs.field(default=None, repr=lambda key: "None" if key is None else "'***'")
+
+    def order(self, vendor: str) -> tuple[bool, int, int]:
+        matched = any(vendor.startswith(prefix) for prefix in self.vendor_prefixes)
+        return (not matched, EMBEDDED if self.embedded else HTTP, self.priority)
+
+    def url(self, key: SchemaKey) -> str:
+        """Where an HTTP repository serves a schema: a static repository at `URI/schemas/...`, an
+        Iglu Server (given an API key) at `URI/api/schemas/...`."""
+        return f"{self.location.rstrip('/')}/{'api/' if self.apikey else ''}{key.path}"
+
+
+@attrs.frozen
+class ResolverConfig:
+    """A resolver configuration (`iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-*`)."""
+
+    cache_size: int
+    repositories: tuple[Repository, ...]
+
+    @classmethod
+    def parse(cls, source: str | bytes | Mapping[str, Any], *, flag: str = "resolver config") -> ResolverConfig:
+        """From JSON text, a file, base64 JSON (as `--iglu-config` takes it) or the parsed document."""
+        document = load_document(source)
+        schema = document.get("schema") if isinstance(document, Mapping) else None
+        if not isinstance(schema, str) or not CONFIG_SCHEMA.fullmatch(schema):
+            raise ManifestConfigError(
+                f"{flag}: field [schema] is [{schema}], not "
+                "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-*"
+            )
+        data = _object(document.get("data"), f"{flag}: field [data]")
+        cache_size = data.get("cacheSize")
+        if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 0:
+            raise ManifestConfigError(f"{flag}: field [data.cacheSize] must be a count, got [{cache_size}]")
+        listed = data.get("repositories")
+        if not isinstance(listed, list):
+            raise ManifestConfigError(f"{flag}: field [data.repositories] must be a list, got [{listed}]")
+        where = f"{flag}: field [data.repositories"
+        return cls(cache_size, tuple(_repository(item, f"{where}.{n}") for n, item in enumerate(listed)))
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ManifestConfigError(f"{where} must be an object, got [{value}]")
+    return value
+
+
+def _repository(item: object, where: str) -> Repository:
+    data = _object(item, where + "]")
+    name, priority, prefixes = data.get("name"), data.get("priority"), data.get("vendorPrefixes", [])
+    if not isinstance(name, str):
+        raise ManifestConfigError(f"{where}.name] must be a string, got [{name}]")
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise ManifestConfigError(f"{where}.priority] must be an integer, got [{priority}]")
+    if not isinstance(prefixes, list) or not all(isinstance(p, str) for p in prefixes):
+        raise ManifestConfigError(f"{where}.vendorPrefixes] must be a list of strings, got [{prefixes}]")
+    connection = _object(data.get("connection"), where + ".connection]")
+    if "http" in connection:
+        http = _object(connection["http"], where + ".connection.http]")
+        uri, apikey = http.get("uri"), http.get("apikey")
+        if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
+            raise ManifestConfigError(f"{where}.connection.http.uri] must be an http(s) URI, got [{uri}]")
+        if apikey is not None and not isinstance(apikey, str):
+            raise ManifestConfigError(f"{where}.connection.http.apikey] must be a string")
+        return Repository(name, priority, tuple(prefixes), uri, False, apikey)
+    if "embedded" in connection:
+        path = _object(connection["embedded"], where + ".connection.embedded]").get("path")
+        if not isinstance(path, str):
+            raise ManifestConfigError(f"{where}.connection.embedded.path] must be a string, got [{path}]")
+        return Repository(name, priority, tuple(prefixes), path, True)
+    raise ManifestConfigError(f"{where}.connection] must hold http or embedded, got {sorted(connection)}")
+
+
+Fetch = Callable[[Repository, SchemaKey], "dict[str, Any] | None"]
+
+
+class Resolver:
+    """Schemas by key from a configuration's repositories (plus the bundled one), cached.
+
+    Thread-safe. `attempts` and `timeout` bound how long a failing HTTP repository is tried
+    (with a doubling pause from `backoff` seconds) before `IgluRepositoryError`.
+    """
+
+    def __init__(
+        self, config: ResolverConfig, *, attempts: int = 3, timeout: float = 5.0, backoff: float = 0.2
+    ) -> None:
+        self.config = config
+        self.bundled = Repository("events-manifest bundled schemas", 0, (), str(BUNDLED), True)
+        self.attempts, self.timeout, self.backoff = max(1, attempts), timeout, backoff
+        self._cache: OrderedDict[SchemaKey, dict[str, Any] | None] = OrderedDict()
+        self._validators: dict[SchemaKey, jsonschema.protocols.Validator] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def parse(cls, text: str | bytes | Mapping[str, Any], **options: Any) -> Resolver:
+        return cls(ResolverConfig.parse(text, flag="--iglu-config"), **options)
+
+    def __repr__(self) -> str:
+        return f"Resolver({[r.name for r in self.config.repositories]}, cache_size={self.config.cache_size})"
+
+    def ordered(self, vendor: str) -> list[Repository]:
+        """The repositories in the order a schema of `vendor` is looked for: the configuration's,
+        then the bundled one (so a configuration can hold its own copy of the job's schemas)."""
+        return [*sorted(self.config.repositories, key=lambda repository: repository.order(vendor)), self.bundled]
+
+    def lookup(self, key: SchemaKey) -> dict[str, Any] | None:
+        """The schema, or None when no repository holds it (both cached)."""
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        found = None
+        for repository in self.ordered(key.vendor):
+            found = self._fetch(repository, key)
+            if found is not None:
+                break
+        with self._lock:
+            self._cache[key] = found
+            while len(self._cache) > max(self.config.cache_size, 1):
+                self._cache.popitem(last=False)
+        return found
+
+    def validate(self, entity: object) -> list[str]:
+        """What is wrong with a self-describing entity `{"schema": URI, "data": ...}` against its
+        schema: one message per failure, none when it is valid."""
+        uri = entity.get("schema") if isinstance(entity, dict) else None
+        key = SchemaKey.parse(uri) if isinstance(uri, str) else None
+        if key is None:
+            return [f"[{uri}] is not an Iglu schema URI (iglu:vendor/name/format/M-R-A)"]
+        validator = self._validator(key)
+        if validator is None:
+            names = ", ".join(r.name for r in self.ordered(key.vendor))
+            return [f"Schema {key.uri} was not found in any repository ({names})"]
+        data = entity["data"] if isinstance(entity, dict) else None
+        return [
+            f"{key.uri}: {error.json_path}: {error.message}"
+            for error in sorted(validator.iter_errors(data), key=lambda e: list(e.path))
+        ]
+
+    def _validator(self, key: SchemaKey) -> jsonschema.protocols.Validator | None:
+        with self._lock:
+            validator = self._validators.get(key)
+        if validator is None:
+            schema = self.lookup(key)
+            if schema is None:
+                return None
+            validator = jsonschema.Draft4Validator(schema)
+            with self._lock:
+                self._validators[key] = validator
+        return validator
+
+    def _fetch(self, repository: Repository, key: SchemaKey) -> dict[str, Any] | None:
+        if repository.embedded:
+            file = Path(repository.location) / key.path
+            return _schema(file.read_bytes(), repository, key) if file.is_file() else None
+        request = urllib.request.Request(repository.url(key), headers={"Accept": "application/json"})
+        if repository.apikey:
+            request.add_header("apikey", repository.apikey)
+        failure = ""
+        for attempt in range(self.attempts):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return _schema(response.read(), repository, key)
+            except urllib.error.HTTPError as e:
+                if e.code == 404:
+                    return None
+                failure = f"HTTP {e.code}"
+                if e.code < 500 and e.code != 429:
+                    break
+            except (urllib.error.URLError, OSError) as e:
+                failure = str(getattr(e, "reason", e))
+        raise IgluRepositoryError(
+            f"Iglu repository [{repository.name}] ({repository.location}) could not be read for {key.uri} "
+            f"after {attempt + 1} attempts ({failure}): check it is reachable from here, or remove it from "
+            "--iglu-config; nothing was written"
+        )
+
+
+def _schema(body: bytes, repository: Repository, key: SchemaKey) -> dict[str, Any]:
+    try:
+        schema = json.loads(body)
+    except ValueError:
+        schema = None
+    if not isinstance(schema, dict):
+        raise IgluRepositoryError(
+            f"Iglu repository [{repository.name}] answered {key.uri} with something that is not a JSON Schema"
+        )
+    return schema
