@@ -118,8 +118,9 @@ def check_region(region: str, where: str = "AWS region") -> str:
     return region
 
 
-def load_document(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> Any:
-    """A JSON document given as itself, parsed or as text, as a file path, or as base64 JSON."""
+def load_document(source: Mapping[str, Any] | str | bytes | os.PathLike[str], what: str = "config") -> Any:
+    """A JSON document given as itself, parsed or as text, as a file path, or as base64 JSON;
+    `what` names it in errors."""
     if isinstance(source, Mapping):
         return source
     if isinstance(source, os.PathLike):
@@ -127,17 +128,17 @@ def load_document(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) ->
     text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
     stripped = text.strip()
     if stripped.startswith("{"):
-        return _json(stripped, "config text")
+        return _json(stripped, f"{what} text")
     if len(stripped) < 4096 and "\n" not in stripped and os.path.isfile(stripped):
         return _read_file(Path(stripped))
     try:
-        decoded = decode_base64(stripped, "config").decode("utf-8")
+        decoded = decode_base64(stripped, what).decode("utf-8")
     except (ManifestConfigError, UnicodeDecodeError):
         raise ManifestConfigError(
-            "the config is neither JSON, an existing file nor valid base64: pass the JSON, its path, "
+            f"the {what} is neither JSON, an existing file nor valid base64: pass the JSON, its path, "
             "or `base64 -w0 config.json`"
         ) from None
-    return _json(decoded, "base64 config")
+    return _json(decoded, f"base64 {what}")
 
 
 def _read_file(path: Path) -> Any:

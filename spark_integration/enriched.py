@@ -9,6 +9,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from events_manifest.iglu import ResolverConfig
 from spark_integration.fields import (
     COLLECTOR_TSTAMP,
     ETL_TSTAMP,
@@ -35,13 +36,13 @@ def load_enriched(spark: SparkSession, path: str | list[str]) -> DataFrame:
     )
 
 
-def parse(lines: DataFrame) -> DataFrame:
+def parse(lines: DataFrame, iglu: ResolverConfig | None = None) -> DataFrame:
     """Each line (column `line`) split, padded and checked, its JSON columns too (docs/enriched-events.md), one
     Arrow batch at a time in Python. Adds `event_id`, `fingerprint`, `collector_tstamp`, `etl_us`,
     `collector_us`, `errors` (every message for the line), `valid` (no errors), `entities` and the
     atomic-events line around the event id (`atomic_before`, `atomic_after`).
     """
-    checked = lines.withColumn("checked", checked_lines(F.col("line")))
+    checked = lines.withColumn("checked", checked_lines(iglu)(F.col("line")))
     return checked.select(*lines.columns, "checked.*").withColumn("valid", F.size("errors") == 0)
 
 

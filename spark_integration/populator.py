@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from events_manifest import DuplicateStorage
 from events_manifest.cli import parse_timestamp
+from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import to_epoch_seconds
 from spark_integration import enriched
 from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
@@ -69,12 +70,17 @@ def populate(
     manifest: str | DuplicateStorage,
     *,
     since: datetime | None = None,
+    iglu_config: ResolverConfig | None = None,
 ) -> PopulateSummary:
-    """Put every archived event's (id, fingerprint, etl_tstamp) into the manifest."""
+    """Put every archived event's (id, fingerprint, etl_tstamp) into the manifest. Invalid lines
+    are skipped as the shred job would make them bad rows: with `iglu_config`, an entity that
+    fails its schema too."""
     started = time.monotonic()
+    if iglu_config is not None:
+        Resolver(iglu_config).check_reachable()
     handle = ManifestHandle.of(manifest)
     handle.open()
-    lines = enriched.parse(enriched.load_enriched(spark, input_path))
+    lines = enriched.parse(enriched.load_enriched(spark, input_path), iglu_config)
     since_us = to_epoch_seconds(since) * 1_000_000 if since else None
     valid = F.size("errors") == 0
     recent = F.lit(True) if since_us is None else F.col("etl_us") >= since_us
@@ -121,6 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--input-folder", required=True, help="enriched TSV archive: folder, file or glob (gzip too)")
     parser.add_argument("--since", help="only events with etl_tstamp at or after this, e.g. '2026-10-01 00:00:00'")
     add_manifest_flags(parser, required=True)
+    parser.add_argument(
+        "--iglu-config", metavar="BASE64", help="Iglu resolver config: skip events whose entities fail their schemas"
+    )
     parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
     args = parser.parse_args(argv)
 
@@ -128,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         manifest = manifest_of(args)
         assert manifest is not None  # the flags are required
         since = parse_timestamp(args.since) if args.since else None
-        summary = populate(local_session(args.master), args.input_folder, manifest, since=since)
+        iglu = ResolverConfig.parse(args.iglu_config, flag="--iglu-config") if args.iglu_config else None
+        summary = populate(local_session(args.master), args.input_folder, manifest, since=since, iglu_config=iglu)
         print(summary.table())
         return 0 if summary.failed == 0 else 1
 

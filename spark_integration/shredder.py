@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import logging
 import os
 import re
@@ -36,8 +35,8 @@ from events_manifest import (
     __version__,
 )
 from events_manifest.cli import parse_timestamp
-from events_manifest.config import decode_base64
 from events_manifest.errors import RunConflictError
+from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from events_manifest.processing import ItemRecord, ProcessingManifest, check_table_name
 from events_manifest.runs import Run
@@ -85,7 +84,7 @@ BROADCAST_KEYS = 2_000_000
 """Up to this many shared ids are sent to every task; beyond, Spark joins them its own way."""
 
 
-def scan_batch(spark: SparkSession, input_path: str | list[str]) -> BatchScan:
+def scan_batch(spark: SparkSession, input_path: str | list[str], iglu: ResolverConfig | None = None) -> BatchScan:
     """Count the lines, find the etl time and the shared ids: one job over the input that splits
     no JSON and shuffles only 64-bit keys; the totals are observed on the way.
 
@@ -96,11 +95,11 @@ def scan_batch(spark: SparkSession, input_path: str | list[str]) -> BatchScan:
     shared, totals = _shared_keys(spark, input_path)
     found = shared.limit(BROADCAST_KEYS + 1).toArrow()  # every partition is read unless there are more
     if found.num_rows <= BROADCAST_KEYS:
-        return _batch_scan(spark, input_path, totals, spark.createDataFrame(found), found.num_rows)
+        return _batch_scan(spark, input_path, totals, spark.createDataFrame(found), found.num_rows, iglu)
     shared, totals = _shared_keys(spark, input_path)
     shared = shared.persist()
     try:
-        return _batch_scan(spark, input_path, totals, shared, shared.count())
+        return _batch_scan(spark, input_path, totals, shared, shared.count(), iglu)
     except BaseException:
         shared.unpersist()
         raise
@@ -116,9 +115,14 @@ def _shared_keys(spark: SparkSession, input_path: str | list[str]) -> tuple[Data
 
 
 def _batch_scan(
-    spark: SparkSession, input_path: str | list[str], totals: Observation, keys: DataFrame, shared_count: int
+    spark: SparkSession,
+    input_path: str | list[str],
+    totals: Observation,
+    keys: DataFrame,
+    shared_count: int,
+    iglu: ResolverConfig | None,
 ) -> BatchScan:
-    etl = earliest_etl(spark, input_path, totals.get["etl_second"])
+    etl = earliest_etl(spark, input_path, totals.get["etl_second"], iglu)
     return BatchScan(totals.get["lines"] or 0, etl, keys, shared_count)
 
 
@@ -126,7 +130,9 @@ CHECKED_FIRST = 1000
 """How many lines of the earliest etl second are checked in full before all of them are."""
 
 
-def earliest_etl(spark: SparkSession, input_path: str | list[str], candidate: str | None) -> datetime | None:
+def earliest_etl(
+    spark: SparkSession, input_path: str | list[str], candidate: str | None, iglu: ResolverConfig | None = None
+) -> datetime | None:
     """The batch etl time: the earliest etl_tstamp, to the second, of the batch's valid lines.
 
     `candidate` is the earliest second among lines of the right form (`enriched.batch_keys`); its
@@ -137,9 +143,9 @@ def earliest_etl(spark: SparkSession, input_path: str | list[str], candidate: st
     while candidate is not None:
         of_second = lines.filter(enriched.line_etl_second() == candidate).select("line")
         first = [row.line for row in of_second.take(CHECKED_FIRST)]  # read in the JVM, checked here
-        found = udfs.any_valid(first)
+        found = udfs.any_valid(first, iglu)
         if not found and len(first) == CHECKED_FIRST:  # all invalid so far: check every line, in Spark
-            found = bool(enriched.parse(of_second).filter("valid").select("valid").take(1))
+            found = bool(enriched.parse(of_second, iglu).filter("valid").select("valid").take(1))
         if found:
             micros = fields.epoch_micros(pa.array([f"{candidate}.0".encode()], pa.binary()))[0].as_py()
             return from_epoch_seconds(micros // 1_000_000)
@@ -179,9 +185,10 @@ def line_plan(
     synthetic: bool = True,
     random_ids: bool = False,
     cross_batch_synthetic: bool = False,
+    iglu: ResolverConfig | None = None,
 ) -> LinePlan:
     decide = Dedup(manifest, to_epoch_seconds(etl_time), synthetic, random_ids, cross_batch_synthetic)
-    return LinePlan(input_path, udfs.Shred(decide, failure_tstamp))
+    return LinePlan(input_path, udfs.Shred(decide, failure_tstamp, iglu))
 
 
 def output_lines(
@@ -237,6 +244,7 @@ def shred(
     etl_time: datetime | None = None,
     item_id: str | None = None,
     processing_table: str | None = None,
+    iglu_config: ResolverConfig | None = None,
     synthetic_dedup: bool = True,
     random_synthetic_ids: bool = False,
     cross_batch_synthetic: bool = False,
@@ -251,7 +259,10 @@ def shred(
     purpose), unless an unfinished run of the same item must be finished first (see
     `events_manifest.runs`). With `processing_table` the item is also recorded as processing, then
     processed (or failed), in that table of the manifest's store, and an item processed already or
-    being processed is refused (see `events_manifest.processing`). `cross_batch_synthetic` (needs
+    being processed is refused (see `events_manifest.processing`). With `iglu_config` every entity
+    is validated against its schema (`events_manifest.iglu`): one that fails, or whose schema no
+    repository has, makes its event a bad row; an unreachable repository fails the run before
+    anything is written. `cross_batch_synthetic` (needs
     a manifest) also re-identifies kept events whose id an earlier batch stored with another
     fingerprint. `overwrite` replaces what
     an earlier run of the job wrote in the output and bad folders, nothing else.
@@ -267,6 +278,8 @@ def shred(
                 "--processing-manifest-table needs a manifest: the table lives in its store (a table of the "
                 "SQLite file, a DynamoDB table beside the manifest's); pass --manifest or --duplicate-storage-config"
             )
+    if iglu_config is not None:
+        Resolver(iglu_config).check_reachable()
     storage = output.Storage(spark)
     inputs = [input_path] if isinstance(input_path, str) else list(input_path)
     folders = JobFolders.prepare(storage, inputs, output_path, bad_path, overwrite)
@@ -290,6 +303,7 @@ def shred(
                 handle,
                 etl_time,
                 item,
+                iglu_config,
                 synthetic=synthetic_dedup,
                 random_ids=random_synthetic_ids,
                 cross_batch_synthetic=cross_batch_synthetic,
@@ -327,6 +341,7 @@ def _shred_claimed(
     handle: ManifestHandle | None,
     etl_time: datetime | None,
     item: str,
+    iglu: ResolverConfig | None,
     *,
     synthetic: bool,
     random_ids: bool,
@@ -336,7 +351,7 @@ def _shred_claimed(
     started = time.monotonic()
     failure_tstamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     clock = _Clock()
-    scan = scan_batch(spark, input_path)
+    scan = scan_batch(spark, input_path, iglu)
     run: Run | None = None
     try:
         clock.lap("scan")
@@ -352,6 +367,7 @@ def _shred_claimed(
             synthetic=synthetic,
             random_ids=random_ids,
             cross_batch_synthetic=cross_batch_synthetic,
+            iglu=iglu,
         )
         staging = output.Staging(storage, output_path)
         try:
@@ -496,13 +512,6 @@ def _entity_counts(groups: list[Any]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _base64_json(text: str, flag: str) -> object:
-    try:
-        return json.loads(decode_base64(text, flag).decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise ManifestConfigError(f"{flag}: not base64-encoded JSON (make it with `base64 -w0 file.json`)") from None
-
-
 def check_report_path(path: str) -> None:
     """Refuse, before the run, a report that could not be written after it."""
     report = Path(path)
@@ -524,7 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output-folder", required=True, help="receives atomic-events/ and shredded-types/")
     parser.add_argument("--bad-folder", required=True, help="receives the bad rows")
     add_manifest_flags(parser, required=False)
-    parser.add_argument("--iglu-config", metavar="BASE64", help="base64 Iglu resolver config (checked, see docs)")
+    parser.add_argument(
+        "--iglu-config",
+        metavar="BASE64",
+        help="base64 Iglu resolver config: every entity is validated against its schema (file or JSON too)",
+    )
     parser.add_argument("--etl-time", help="override the batch etl time, e.g. '2026-11-01 06:00:00' (UTC)")
     parser.add_argument("--no-synthetic-dedup", action="store_true", help="keep events sharing an id as they are")
     parser.add_argument("--random-synthetic-ids", action="store_true", help="v4 ids for synthetic duplicates")
@@ -557,8 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def job() -> int:
-        if args.iglu_config:
-            _base64_json(args.iglu_config, "--iglu-config")
+        iglu = ResolverConfig.parse(args.iglu_config, flag="--iglu-config") if args.iglu_config else None
         etl_time = parse_timestamp(args.etl_time) if args.etl_time else None
         if args.report:
             check_report_path(args.report)
@@ -572,6 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             etl_time=etl_time,
             item_id=args.item_id,
             processing_table=args.processing_manifest_table,
+            iglu_config=iglu,
             synthetic_dedup=not args.no_synthetic_dedup,
             random_synthetic_ids=args.random_synthetic_ids,
             cross_batch_synthetic=args.cross_batch_synthetic,

@@ -1,7 +1,8 @@
 """The places where Spark hands rows to Python, one Arrow batch at a time.
 
 - `checked_lines`: split and check enriched lines (`fields`), validate their JSON columns and cut
-  out their entities byte for byte (`sdj`);
+  out their entities byte for byte (`sdj`), and with a resolver configuration validate each
+  entity against its schema (`events_manifest.iglu`);
 - `shred_lines` and `shred_grouped`: the two paths of the shred job's lines, lines of ids found once
   as they are read, lines of shared ids after a shuffle, both through `Shred`: the checks, the
   decisions (`dedup`) and every output line (`lines`) in one trip;
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,7 @@ from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from events_manifest.dedup import canonical_hash
+from events_manifest.iglu import ResolverConfig, SchemaKey, resolver_for
 from spark_integration import bad_rows, dedup, fields, lines
 from spark_integration.dedup import Dedup
 from spark_integration.manifest_handle import ManifestHandle
@@ -51,26 +54,41 @@ LINES_TYPE = from_arrow_schema(lines.LINES_SCHEMA)
 _ENTITY_ARROW = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
 
 
-def _checked(lines: pa.Array) -> dict[str, pa.Array]:
-    """The columns of `LINE_TYPE` for a batch of lines: their fields, then their JSON columns."""
+def _checked(lines: pa.Array, iglu: ResolverConfig | None = None) -> dict[str, pa.Array]:
+    """The columns of `LINE_TYPE` for a batch of lines: their fields, their JSON columns, and with
+    an `iglu` resolver configuration their entities against their schemas."""
     found = fields.split_and_check(lines)
-    json = read_rows(*(column.to_pylist() for column in found.json))
+    sdjs = read_rows(*(column.to_pylist() for column in found.json))
     return {
         "event_id": found.event_id,
         "fingerprint": found.fingerprint,
         "collector_tstamp": found.collector_tstamp,
         "etl_us": found.etl_us,
         "collector_us": found.collector_us,
-        "errors": _errors(len(lines), found.errors, json),
-        "entities": _entities(json),
+        "errors": _errors(len(lines), found.errors, sdjs, _schema_errors(sdjs, iglu) if iglu is not None else {}),
+        "entities": _entities(sdjs),
         "atomic_before": found.atomic_before,
         "atomic_after": found.atomic_after,
     }
 
 
-def any_valid(texts: list[str]) -> bool:
+def any_valid(texts: list[str], iglu: ResolverConfig | None = None) -> bool:
     """Whether any of these lines passes every check (`_checked`), for the driver."""
-    return bool(bad_rows.without_messages(_checked(pa.array(texts, pa.string()))["errors"]).any())
+    return bool(bad_rows.without_messages(_checked(pa.array(texts, pa.string()), iglu)["errors"]).any())
+
+
+def _schema_errors(found: Found, iglu: ResolverConfig) -> dict[int, list[str]]:
+    """Each line's messages for its entities that fail their schemas (none for a valid line)."""
+    resolver = resolver_for(iglu)
+    failing: dict[int, list[str]] = {}
+    start = 0
+    for row, end in enumerate(found.entity_ends):
+        for parts, data in zip(found.parts[start:end], found.data[start:end], strict=True):
+            messages = resolver.validate_data(SchemaKey(*parts), json.loads(data))
+            if messages:
+                failing.setdefault(row, []).extend(messages)
+        start = end
+    return failing
 
 
 def _entities(found: Found) -> pa.ListArray:
@@ -82,16 +100,18 @@ def _entities(found: Found) -> pa.ListArray:
     return _lists(found.entity_ends, pa.StructArray.from_arrays([*columns, data], fields=list(_ENTITY_ARROW)))
 
 
-def _errors(rows: int, of_fields: dict[int, list[str]], found: Found) -> pa.ListArray:
-    """Each line's field messages, then its JSON messages; Python only for lines that have any."""
+def _errors(rows: int, of_fields: dict[int, list[str]], found: Found, of_schemas: dict[int, list[str]]) -> pa.ListArray:
+    """Each line's field messages, then its JSON messages, then its schema messages; Python only
+    for lines that have any."""
     json_ends = np.array([0, *found.error_ends], dtype=np.int64)
     counts = np.diff(json_ends)
-    for row, listed in of_fields.items():
+    for row, listed in (*of_fields.items(), *of_schemas.items()):
         counts[row] += len(listed)
     messages: list[str] = []
     for row in np.flatnonzero(counts).tolist():
         messages += of_fields.get(row, ())
         messages += found.errors[json_ends[row] : json_ends[row + 1]]
+        messages += of_schemas.get(row, ())
     return _lists(np.cumsum(counts).tolist(), pa.array(messages, pa.string()))
 
 
@@ -100,15 +120,18 @@ def _lists(ends: list[int], values: pa.Array) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array([0, *ends], pa.int32()), values)
 
 
-def _checked_struct(texts: pa.Array) -> pa.Array:  # the hint tells Spark: scalar
-    return _struct(_checked(texts))
-
-
 def _struct(columns: dict[str, pa.Array]) -> pa.StructArray:
     return pa.StructArray.from_arrays(list(columns.values()), names=list(columns))
 
 
-checked_lines: UserDefinedFunctionLike = arrow_udf(_checked_struct, LINE_TYPE)  # type: ignore[call-overload]
+def checked_lines(iglu: ResolverConfig | None = None) -> UserDefinedFunctionLike:
+    """A UDF (line) -> `LINE_TYPE`: `_checked`, one Arrow batch at a time."""
+
+    def check(texts: pa.Array) -> pa.Array:  # the hint tells Spark: scalar
+        return _struct(_checked(texts, iglu))
+
+    udf: UserDefinedFunctionLike = arrow_udf(check, LINE_TYPE)  # type: ignore[call-overload]
+    return udf
 
 
 def _put(
@@ -153,10 +176,11 @@ class Shred:
 
     dedup: Dedup
     failure_tstamp: str
+    iglu: ResolverConfig | None = None
 
     def lines_of(self, batch_lines: pa.Array) -> list[pa.RecordBatch]:
         """The output lines of a batch of input lines holding every line of each of their ids."""
-        checked = _checked(batch_lines)
+        checked = _checked(batch_lines, self.iglu)
         checked["line"] = batch_lines
         return lines.output_lines(self.dedup.decide(checked), self.failure_tstamp)
 

@@ -115,7 +115,7 @@ def test_valid_invalid_and_missing_entities_with_a_cache(static: Served) -> None
     assert resolver.validate({"schema": ACME, "data": {"total": 12.5, "currency": "EUR"}}) == []
     assert resolver.validate({"schema": ACME, "data": {"total": -1, "currency": "EURO", "x": 1}}) == [
         "iglu:com.acme/checkout/jsonschema/1-0-0: $: Additional properties are not allowed ('x' was unexpected)",
-        "iglu:com.acme/checkout/jsonschema/1-0-0: $.currency: 'EURO' is too long",
+        'iglu:com.acme/checkout/jsonschema/1-0-0: $.currency: "EURO" is longer than 3 characters',
         "iglu:com.acme/checkout/jsonschema/1-0-0: $.total: -1 is less than the minimum of 0",
     ]
     missing = "iglu:com.acme/refund/jsonschema/1-0-0"
@@ -155,7 +155,7 @@ def test_the_bundled_repository_holds_the_jobs_own_schemas() -> None:
     original = {"originalEventId": "c6ef3124-b53a-4b13-a233-0088f79dcbcb"}
     assert resolver.validate({"schema": duplicate, "data": original}) == []
     assert resolver.validate({"schema": duplicate, "data": {}}) == [
-        f"{duplicate}: $: 'originalEventId' is a required property"
+        f'{duplicate}: $: "originalEventId" is a required property'
     ]
 
 
@@ -240,7 +240,7 @@ def test_dedup_validates_self_describing_records(static: Served, tmp_path: Path)
     assert (tmp_path / "d").read_text().splitlines() == [json.dumps(records[1])]
     reasons = [json.loads(x)["reason"] for x in (tmp_path / "e").read_text().splitlines()]
     assert reasons == [
-        f"line 3 does not validate: {ACME}: $.total: 'one' is not of type 'number'",
+        f'line 3 does not validate: {ACME}: $.total: "one" is not of type "number"',
         "line 4 does not validate: Schema iglu:com.acme/refund/jsonschema/1-0-0 was not found in any repository "
         "(static, events-manifest bundled schemas)",
         'line 5 is not a self-describing record {"schema": ..., "data": ...}',

@@ -76,7 +76,7 @@ def test_cli_runs_and_refuses_a_non_empty_output(
     [
         (["--duplicate-storage-config", "bm90IGpzb24="], "base64 config is not valid JSON"),
         (["--dynamodb-endpoint", "http://127.0.0.1:1"], "--dynamodb-endpoint goes with --duplicate-storage-config"),
-        (["--iglu-config", "%%%"], "--iglu-config: not base64-encoded JSON"),
+        (["--iglu-config", "%%%"], "the --iglu-config is neither JSON, an existing file nor valid base64"),
         (["--etl-time", "soon"], "timestamp [soon]"),
         (["--manifest", "memory://"], "in-memory manifest would not be shared"),
     ],
