@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, unstruct, write_input
-from tests.test_safety import error_line, shredder
+from tests.test_safety import _env, error_line, shredder
 
 pytestmark = pytest.mark.spark
 
@@ -92,3 +95,19 @@ def test_an_unreachable_repository_stops_the_run_before_anything_is_written(tmp_
     message = error_line(done)
     assert "Iglu repository [remote 0] (http://127.0.0.1:1) could not be read" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["iglu", "in"], "no output, no manifest"
+
+
+def test_the_populator_skips_events_whose_entities_fail_as_the_job_does(tmp_path: Path, repository: Path) -> None:
+    """`python -m spark_integration.populator --iglu-config`: only the valid event is stored."""
+    from events_manifest import SqliteManifest
+
+    valid = line(A, "FP", contexts=contexts(sdj(CHECKOUT, '{"total":2}')))
+    invalid = line(B, "FP", contexts=contexts(sdj(CHECKOUT, '{"total":"two"}')))
+    write_input(tmp_path / "archive", [valid, invalid])
+    command = [sys.executable, "-m", "spark_integration.populator", "--input-folder", "archive",
+               "--manifest", f"sqlite:///{tmp_path}/m.db", "--iglu-config", resolver(repository)]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"invalid \(skipped\) +1\n", done.stdout), done.stdout
+    with SqliteManifest(tmp_path / "m.db") as store:
+        assert store.lookup(A, "FP") is not None and store.lookup(B, "FP") is None
