@@ -1,18 +1,22 @@
 """The shred job's process killed (SIGKILL, JVM included) at random points of the manifest writes
-and of the output writes; a rerun of the same input gives the complete output of an unbroken run.
+and of the output writes; a rerun of the same input gives the complete output of an unbroken run,
+and so does a rerun of a grown input into a new folder.
 
 More kills than the suite's two: `EVENTS_MANIFEST_KILLS=20 pytest tests/test_crash_rerun.py`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,7 @@ import pytest
 
 from spark_integration import shred
 from spark_integration.generator import BatchSpec, write_batches
-from tests.shred_helpers import read_bad, read_output
+from tests.shred_helpers import atomic, line, read_bad, read_output
 
 pytestmark = pytest.mark.spark
 
@@ -51,16 +55,16 @@ def _stored(db: Path) -> int:
         return 0
 
 
-def _kill_at_random(command: list[str], out: Path, db: Path, phase: str, rnd: random.Random) -> str:
+def _kill(command: list[str], out: Path, db: Path, phase: str, delay: float) -> str:
     """Start the job, wait for `phase` to begin (the first put stored, or the staging folder made),
-    kill the whole process group (the JVM too) a random moment later; say what was interrupted."""
+    kill the whole process group (the JVM too) `delay` seconds later; say what was interrupted."""
     started = (lambda: _stored(db) > 0) if phase == "manifest writes" else (lambda: _staging(out))
     # the suite's `spark` fixture has put the project on PYTHONPATH, which the job inherits
     process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while not started() and process.poll() is None:
             time.sleep(0.005)
-        time.sleep(rnd.uniform(0, 3.0 if phase == "manifest writes" else 1.5))
+        time.sleep(delay)
         finished = process.poll() is not None
         os.killpg(process.pid, signal.SIGKILL)
     finally:
@@ -72,6 +76,10 @@ def _kill_at_random(command: list[str], out: Path, db: Path, phase: str, rnd: ra
     return "manifest writes or the counts after them" if _stored(db) else "before the manifest writes"
 
 
+def _shredder(*args: str) -> list[str]:
+    return [sys.executable, "-m", "spark_integration.shredder", *args]
+
+
 @pytest.mark.parametrize("attempt", range(KILLS))
 def test_a_killed_run_rerun_gives_the_complete_output(
     spark: Any, batch: tuple[str, dict[str, Any]], tmp_path: Path, attempt: int
@@ -79,18 +87,11 @@ def test_a_killed_run_rerun_gives_the_complete_output(
     source, unbroken = batch
     manifest = f"sqlite:///{tmp_path}/m.db"
     out, bad = tmp_path / "out", tmp_path / "bad"
-    command = [
-        sys.executable,
-        "-m",
-        "spark_integration.shredder",
-        "--input-folder",
-        source,
-        "--output-folder",
-        str(out),
-    ]
-    command += ["--bad-folder", str(bad), "--manifest", manifest]
+    command = _shredder("--input-folder", source, "--output-folder", str(out), "--bad-folder", str(bad))
+    command += ["--manifest", manifest]
     phase = PHASES[attempt % 2]
-    interrupted = _kill_at_random(command, out, tmp_path / "m.db", phase, random.Random(attempt))
+    delay = random.Random(attempt).uniform(0, 3.0 if phase == "manifest writes" else 1.5)
+    interrupted = _kill(command, out, tmp_path / "m.db", phase, delay)
     print(f"kill {attempt}: aimed at {phase}, interrupted {interrupted}, {_stored(tmp_path / 'm.db')} puts stored")
 
     rerun = shred(spark, source, str(out), str(bad), manifest=manifest, overwrite=True)
@@ -98,3 +99,39 @@ def test_a_killed_run_rerun_gives_the_complete_output(
     assert read_bad(bad) == unbroken["bad"]
     assert rerun.counts() == unbroken["counts"]
     assert not any(p.name.startswith(".staging-") for p in [*out.iterdir(), *bad.iterdir()])
+
+
+def test_a_killed_run_is_finished_by_a_rerun_of_changed_input_into_a_new_folder(
+    batch: tuple[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Killed during its puts; the input then gains a line of an earlier etl_tstamp and the rerun
+    goes to a new output folder: the ledger, not the folder, says the killed run is unfinished, so
+    the rerun takes its etl time and delivers its events instead of dropping them as duplicates."""
+    source, unbroken = batch
+    inputs = tmp_path / "in"
+    shutil.copytree(source, inputs)
+    db, manifest = tmp_path / "m.db", f"sqlite:///{tmp_path}/m.db"
+    killed = _shredder("--input-folder", str(inputs), "--output-folder", str(tmp_path / "out"))
+    interrupted = _kill([*killed, "--bad-folder", str(tmp_path / "bad"), "--manifest", manifest], tmp_path / "out", db,
+                        "manifest writes", delay=0)  # fmt: skip
+    assert interrupted in ("manifest writes or the counts after them", "output writes") and _stored(db) > 0
+
+    def rerun(*flags: str) -> subprocess.CompletedProcess[str]:
+        command = _shredder("--input-folder", str(inputs), "--output-folder", str(tmp_path / "out2"))
+        command += ["--bad-folder", str(tmp_path / "bad2"), "--manifest", manifest, *flags]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+
+    refused = rerun("--etl-time", "2026-11-01 05:00:00")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "Finish it with --etl-time '2026-11-01 06:" in refused.stderr
+    assert not (tmp_path / "out2").exists() and not (tmp_path / "bad2").exists()
+
+    late = line(str(uuid.uuid4()), "FP", etl="2026-11-01 05:00:00.000")
+    (inputs / "late.tsv").write_text(late + "\n")
+    done = rerun()
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = {**unbroken["out"], "atomic-events": sorted([*unbroken["out"]["atomic-events"], atomic(late)])}
+    assert read_output(tmp_path / "out2") == expected, "every event of the killed run is delivered"
+    assert read_bad(tmp_path / "bad2") == unbroken["bad"]
+    summary = json.loads((tmp_path / "out2" / "_summary.json").read_text())
+    assert summary["cross_batch_duplicates"] == 0 and summary["etl_time"].startswith("2026-11-01 06:")
