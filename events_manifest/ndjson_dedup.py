@@ -14,8 +14,8 @@ import gzip
 import json
 import os
 import sys
-import tempfile
 import time
+import uuid
 import zlib
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -88,7 +88,9 @@ class _Output:
             self.temporary: str | None = None
             return
         folder, name = os.path.split(os.path.abspath(path))
-        handle, self.temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+        self.temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.partial")
+        # os.open with 0o666 gives the file the mode a plain open would (the umask's), unlike mkstemp's 0o600
+        handle = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         self.stream = stack.enter_context(os.fdopen(handle, "w", encoding="utf-8", newline="\n"))
         stack.callback(self.discard)
 

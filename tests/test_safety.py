@@ -185,6 +185,10 @@ def test_dedup_refuses_to_overwrite_its_input_and_reads_invalid_utf8(tmp_path: P
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "u.ndjson").read_text().splitlines() == ['{"id": 1}', '{"id": 3}']
+    plain = tmp_path / "plain"
+    plain.touch()
+    assert (tmp_path / "u.ndjson").stat().st_mode == plain.stat().st_mode, "the mode a plain open gives"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.ndjson", "in.ndjson", "m.db", "plain", "u.ndjson"]
     [error] = [json.loads(x) for x in (tmp_path / "e.ndjson").read_text().splitlines()]
     assert error["line"] == '\\xff\\xfe{"id": 2}' and "line 2 is not UTF-8" in error["reason"]
     missing = events_manifest(tmp_path, "dedup", "nope.ndjson", "--key", "id", "--manifest", db)
