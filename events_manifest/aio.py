@@ -73,7 +73,7 @@ class AsyncEventsManifest(Protocol):
 
     async def abandon_run(self, run: Run) -> None: ...
 
-    async def clean(self, etl_time: datetime) -> int: ...
+    async def clean(self, etl_time: datetime, *, force: bool = False) -> int: ...
 
     async def close(self) -> None: ...
 
@@ -139,9 +139,10 @@ class AsyncManifestBase:
             beat = self.__dict__["_beat"] = Heartbeat(swap)
         return beat
 
-    async def clean(self, etl_time: datetime) -> int:
+    async def clean(self, etl_time: datetime, *, force: bool = False) -> int:
         """`DuplicateStorage.clean`."""
         etl = to_epoch_seconds(etl_time)
+        runs.check_clean(await self.runs(), etl, runs.now_seconds(), force=force)
         removed = await self._delete_entries(etl)
         for run in await self.runs():
             if run.etl_seconds == etl:

@@ -122,10 +122,12 @@ class DuplicateStorage(abc.ABC):
             beat = self.__dict__["_beat"] = Heartbeat(self._swap_run)
         return beat
 
-    def clean(self, etl_time: datetime) -> int:
+    def clean(self, etl_time: datetime, *, force: bool = False) -> int:
         """Remove every entry stored with this etl time and its run's ledger record, for a run whose
-        output was thrown away; returns how many entries went. Its events count as new again."""
+        output was thrown away; returns how many entries went. Its events count as new again.
+        Refused for an etl time of no run, or a run still running (`runs.check_clean`)."""
         etl = to_epoch_seconds(etl_time)
+        runs.check_clean(self.runs(), etl, runs.now_seconds(), force=force)
         removed = self._delete_entries(etl)
         for run in self.runs():
             if run.etl_seconds == etl:

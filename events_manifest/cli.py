@@ -92,12 +92,7 @@ def _clean(args: argparse.Namespace) -> int:
     etl = to_epoch_seconds(etl_time)
     with manifest_from_url(args.manifest) as manifest:
         known = [run for run in manifest.runs() if run.etl_seconds == etl]
-        if not known and not args.force:
-            raise ManifestConfigError(
-                f"the ledger holds no run with etl time {runs.text(etl)} (see `events-manifest runs`): nothing was "
-                "removed. Pass --force to remove the entries stored with that etl time all the same"
-            )
-        removed = manifest.clean(etl_time)
+        removed = manifest.clean(etl_time, force=args.force)
     what = known[0].describe() if known else f"etl time {runs.text(etl)}"
     print(f"removed {removed:,} entries of the {what}; its events count as new again")
     return 0
@@ -242,7 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     clean.add_argument("--etl-time", required=True, help="the run's etl time, as `events-manifest runs` shows it")
     clean.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
-    clean.add_argument("--force", action="store_true", help="remove the entries even if the ledger knows no such run")
+    clean.add_argument(
+        "--force", action="store_true", help="clean even an etl time of no known run, or of a run taken for running"
+    )
     clean.set_defaults(run=_clean)
 
     processing = commands.add_parser(

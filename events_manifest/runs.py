@@ -168,6 +168,25 @@ def _unfinished_message(item: str, unfinished: list[Run], wanted: int | None) ->
     )
 
 
+def check_clean(runs: Sequence[Run], etl_seconds: int, now: int, *, force: bool) -> None:
+    """Refuse to clean an etl time the ledger knows no run of (a typo would count another batch's
+    events as new), or a run still running (its events would come out twice); `force` overrides."""
+    if force:
+        return
+    known = [run for run in runs if run.etl_seconds == etl_seconds]
+    if not known:
+        raise ManifestConfigError(
+            f"the ledger holds no run with etl time {text(etl_seconds)} (see `events-manifest runs`): nothing was "
+            "removed. Pass --force (force=True) to remove the entries stored with that etl time all the same"
+        )
+    if not known[0].finished and not known[0].dead(now):
+        raise RunConflictError(
+            f"the {known[0].describe()} is still running ({liveness.describe(known[0].owner)}, last sign of life "
+            f"{_since(known[0], now)}): removing its entries now would let its events through again. Nothing was "
+            "removed. Stop it or wait for it to end; pass --force (force=True) if you know it has stopped"
+        )
+
+
 class Heartbeat:
     """Keeps the runs one manifest started alive in its ledger: a daemon thread renews each record's
     sign of life every `BEAT_SECONDS` until the run finishes or is abandoned (`stop`).

@@ -108,3 +108,25 @@ def test_adapter_keeps_the_loop_free(tmp_path: Path) -> None:
     ticks, elapsed = asyncio.run(main())
     assert elapsed > 0.2, "the batch is long enough to see the loop"
     assert ticks >= 10, f"{ticks} ticks in {elapsed:.2f} s: the loop was blocked (a blocked loop ticks once or twice)"
+
+
+def test_the_run_ledger_awaited_directly(dynalite: LocalServer) -> None:
+    """The async twin of the ledger's decisions (start, clean refused while running, finish, clean)."""
+    from events_manifest import ManifestConfigError, RunConflictError
+
+    async def scenario() -> None:
+        async with await AsyncDynamoDbManifest.open(options(dynalite.endpoint), unique_table(), create=True) as m:
+            first = await m.start_run("a", ETL)
+            second = await m.start_run("b", ETL)
+            assert (first.etl_time, second.etl_time) == (ETL, ETL + timedelta(seconds=1)), "an etl time each"
+            assert await m.put_many([("c6ef3124-b53a-4b13-a233-0088f79dcbcb", "FP", second.etl_time)]) == [True]
+            with pytest.raises(RunConflictError, match="is still running"):
+                await m.clean(second.etl_time)
+            with pytest.raises(ManifestConfigError, match="no run with etl time"):
+                await m.clean(ETL + timedelta(hours=1))
+            await m.finish_run(second)
+            assert await m.clean(second.etl_time) == 1
+            assert [run.item for run in await m.runs()] == ["a"]
+            assert await m.lookup("c6ef3124-b53a-4b13-a233-0088f79dcbcb", "FP") is None
+
+    asyncio.run(scenario())

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from events_manifest import RunConflictError, runs
+from events_manifest import ManifestConfigError, RunConflictError, runs
 from events_manifest.liveness import this_process
 from events_manifest.runs import FINISHED, LEASE_SECONDS, STARTED, Run, plan
 from tests.conftest import Backend
@@ -71,6 +71,12 @@ def test_clean_removes_one_runs_entries_and_record(backend: Backend) -> None:
     kept = m.start_run("a", ETL)
     cleaned = m.start_run("b", ETL + timedelta(hours=1))
     assert m.put_many([(ID, "FP", kept.etl_time), (OTHER, "FP", cleaned.etl_time), (ID, "FP2", cleaned.etl_time)])
+    with pytest.raises(RunConflictError, match=r"run of \[b\] .* is still running .* Nothing was removed"):
+        m.clean(cleaned.etl_time)
+    with pytest.raises(ManifestConfigError, match=r"no run with etl time 2026-11-01 09:00:00"):
+        m.clean(ETL + timedelta(hours=3))
+    assert m.lookup(OTHER, "FP") is not None and len(m.runs()) == 2, "nothing removed"
+    m.finish_run(cleaned)
     assert m.clean(cleaned.etl_time) == 2
     assert m.runs() == [kept]
     assert m.lookup(ID, "FP") is not None and m.lookup(OTHER, "FP") is None

@@ -235,6 +235,17 @@ def test_clean_removes_a_thrown_away_run(tmp_path: Path, spark: Any) -> None:
     assert (tmp_path / "u2").read_text() == '{"id": 1}\n', "its record counts as new again"
     assert again.returncode == 0
 
+    from events_manifest import SqliteManifest
+
+    with SqliteManifest(tmp_path / "m.db") as manifest:  # a run this (live) process holds
+        running = manifest.start_run("elsewhere", datetime(2026, 11, 1, 5))
+        assert manifest.put(B, "FP", running.etl_time)
+        held = events_manifest(tmp_path, "clean", "--etl-time", "2026-11-01 05:00:00", "--manifest", db)
+        assert held.returncode == 1 and "run of [elsewhere]" in held.stderr and "is still running" in held.stderr
+        assert manifest.lookup(B, "FP") is not None, "nothing removed"
+        forced = events_manifest(tmp_path, "clean", "--etl-time", "2026-11-01 05:00:00", "--manifest", db, "--force")
+        assert forced.returncode == 0 and manifest.lookup(B, "FP") is None, forced.stderr
+
 
 def test_the_processing_table_refuses_a_processed_item_and_frees_a_failed_one(tmp_path: Path) -> None:
     write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
