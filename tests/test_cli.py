@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from events_manifest.testing import LocalServer
+from events_manifest.testing.servers import free_port
 from tests.conftest import unique_table
 from tests.test_config import SECRET, V2_CONFIG, with_data
 
@@ -74,6 +77,27 @@ def test_table_create_and_check(tmp_path: Path, dynalite: LocalServer) -> None:
     event = str(uuid.uuid4())
     assert run("put", event, "FP", "2020-01-01 00:00:00", "--manifest", url).stdout == "new\n"
     assert run("put", event, "FP", "2020-01-02 00:00:00", "--manifest", url).stdout == "duplicate\n"
+
+
+def test_aws_settings_errors_are_one_line_and_quick(tmp_path: Path) -> None:
+    no_region = {k: v for k, v in os.environ.items() if k not in {"AWS_DEFAULT_REGION", "AWS_REGION"}}
+    no_region["AWS_CONFIG_FILE"] = str(tmp_path / "no-config")
+    result = subprocess.run(
+        [sys.executable, "-m", "events_manifest", "put", ID, "FP", "2020-01-01", "--manifest", "dynamodb://events"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=no_region,
+    )
+    assert_clean_error(result, "no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION")
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    refused = run(
+        "put", ID, "FP", "2020-01-01", "--manifest", f"dynamodb://events?region=us-east-1&endpoint={endpoint}"
+    )
+    assert_clean_error(refused, endpoint)
+    # a guard against the unbounded connect retries of before (one to three minutes), not a benchmark
+    assert time.monotonic() - started < 30
 
 
 def test_usage_errors_exit_2() -> None:

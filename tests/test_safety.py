@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from events_manifest.backends.dynamodb.client import ClientOptions, make_client
+from events_manifest.testing import LocalServer
+from tests.conftest import unique_table
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -170,6 +173,31 @@ def test_a_type_name_too_long_for_a_folder_is_a_bad_row(tmp_path: Path) -> None:
     assert len(read_output(tmp_path / "out")["atomic-events"]) == 1
     [bad] = read_bad(tmp_path / "bad")
     assert "is too long to be written as a folder name" in bad["errors"][0]["message"]
+
+
+def test_a_table_with_the_right_key_names_but_wrong_types_is_refused(tmp_path: Path, dynalite: LocalServer) -> None:
+    table = unique_table()
+    client = make_client(ClientOptions(region="us-east-1", endpoint_url=dynalite.endpoint))
+    client.create_table(
+        TableName=table,
+        KeySchema=[
+            {"AttributeName": "eventId", "KeyType": "HASH"},
+            {"AttributeName": "fingerprint", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "eventId", "AttributeType": "S"},
+            {"AttributeName": "fingerprint", "AttributeType": "N"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    write_input(tmp_path / "in", [line(A, "FP")])
+    done = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad",
+                    "--manifest", f"dynamodb://{table}?region=us-east-1&endpoint={dynalite.endpoint}")  # fmt: skip
+    message = error_line(done)
+    assert f"DynamoDB table [{table}] has keys (eventId HASH S, fingerprint RANGE N)" in message
+    assert "choose another table" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"], "refused before any folder is made"
+    assert client.scan(TableName=table)["Count"] == 0, "and before any put"
 
 
 def test_dedup_refuses_to_overwrite_its_input_and_reads_invalid_utf8(tmp_path: Path) -> None:
