@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from pyspark.sql import functions as F  # noqa: E402
 
+from events_manifest.snowplow.generator import BatchSpec, Generator, to_lines  # noqa: E402
 from spark_integration import local_session, shred  # noqa: E402
-from spark_integration.generator import BatchSpec, Generator, to_lines  # noqa: E402
 
 
 def generate(folder: Path, events: int, files: int = 4) -> int:

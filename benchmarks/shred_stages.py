@@ -29,8 +29,8 @@ sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 import shred_ab  # noqa: E402
 import shred_job  # noqa: E402
 
+from events_manifest.handle import ManifestHandle  # noqa: E402
 from spark_integration import shred, shredder  # noqa: E402
-from spark_integration.manifest_handle import ManifestHandle  # noqa: E402
 
 STAGES = ["baseline", "scan", "lines", "lines_put", "job"]
 

@@ -6,7 +6,6 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 
 from events_manifest import runs
 from events_manifest.backends.dynamodb import ClientOptions, OnDemand, Provisioned, check_table, create_table
@@ -15,19 +14,9 @@ from events_manifest.config import DynamoDbConfig, parse_config
 from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.factory import manifest_from_url, parse_duration
 from events_manifest.iglu import Resolver
-from events_manifest.model import to_epoch_seconds
+from events_manifest.model import parse_timestamp, to_epoch_seconds
 
 PROG = "events-manifest"
-
-
-def parse_timestamp(text: str) -> datetime:
-    """An etl timestamp as `2017-01-26 00:01:25.292` or ISO 8601; naive means UTC."""
-    try:
-        return datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ManifestConfigError(
-            f"timestamp [{text}] is not of the form 2017-01-26 00:01:25.292 (UTC) or ISO 8601"
-        ) from None
 
 
 def _config_summary(config: DynamoDbConfig) -> str:

@@ -17,7 +17,6 @@ from typing import Any
 import attrs
 import jsonschema
 
-from events_manifest.backends.dynamodb.client import Credentials
 from events_manifest.errors import ManifestConfigError
 
 SCHEMA_PREFIX = "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/"
@@ -28,6 +27,22 @@ _BASE64_SPACE = re.compile(r"\s+")
 
 _TABLE_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
 _REGION = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
+
+
+@attrs.frozen
+class Credentials:
+    """Static AWS credentials; the secret never shows in repr, str or logs."""
+
+    access_key_id: str
+    secret_access_key: str = attrs.field(repr=lambda _: "'***'")
+
+    def __str__(self) -> str:
+        return repr(self)
+
+
+def no_region() -> ManifestConfigError:
+    """No AWS region anywhere: the one message, wherever the SDK finds none."""
+    return ManifestConfigError("no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION")
 
 
 @attrs.frozen
@@ -105,7 +120,8 @@ def decode_base64(text: str, what: str) -> bytes:
 
 
 def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
-    if not _TABLE_NAME.fullmatch(name):
+    """DynamoDB's rule for table names: 3 to 255 of a-z A-Z 0-9 _ . -"""
+    if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
         raise ManifestConfigError(
             f"{where}: [{name}] is not a valid DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ . -)"
         )

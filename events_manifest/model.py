@@ -67,6 +67,16 @@ def to_epoch_seconds(etl_time: datetime) -> int:
     return calendar.timegm(etl_time.utctimetuple())
 
 
+def parse_timestamp(text: str) -> datetime:
+    """A timestamp given on a command line, as `2017-01-26 00:01:25.292` or ISO 8601; naive means UTC."""
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ManifestConfigError(
+            f"timestamp [{text}] is not of the form 2017-01-26 00:01:25.292 (UTC) or ISO 8601"
+        ) from None
+
+
 def from_epoch_seconds(seconds: int) -> datetime:
     """The naive UTC datetime of whole epoch seconds."""
     return datetime(1970, 1, 1) + timedelta(seconds=seconds)

@@ -12,13 +12,12 @@ backend only reads and swaps records, the decisions are here.
 from __future__ import annotations
 
 import abc
-import re
 import threading
 import uuid
 
 import attrs
 
-from events_manifest import liveness, runs
+from events_manifest import config, liveness, runs
 from events_manifest.errors import ItemClaimedError, ManifestConfigError, ManifestUnavailableError
 
 PROCESSING = "processing"
@@ -26,8 +25,6 @@ PROCESSED = "processed"
 FAILED = "failed"
 MAX_DETAIL = 1000
 """Characters of a failure's message kept in its record."""
-TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
-"""DynamoDB's table names; SQLite takes the same (quoted)."""
 
 
 @attrs.frozen
@@ -54,10 +51,11 @@ class ItemRecord:
 
 
 def check_table_name(name: str) -> str:
-    if not isinstance(name, str) or not TABLE_NAME.fullmatch(name) or name.lower().startswith("events_manifest"):
+    """A DynamoDB table name (SQLite takes the same, quoted), and not one of the manifest's own."""
+    config.check_table_name(name, "processing manifest table")
+    if name.lower().startswith("events_manifest"):
         raise ManifestConfigError(
-            f"processing manifest table [{name}] is not a valid table name: 3 to 255 letters, digits, "
-            "'_', '-' or '.', not starting with events_manifest"
+            f"processing manifest table: [{name}] starts with events_manifest, which the manifest's own tables use"
         )
     return name
 

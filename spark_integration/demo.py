@@ -11,27 +11,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 
+from pyspark.sql import SparkSession
+
+from events_manifest.snowplow.generator import sample_batches
 from spark_integration.session import local_session
 from spark_integration.shredder import shred
 
 
-def sample_batches() -> list[Path]:
-    """The bundled batches, `batch-1` and `batch-2` (1,000 events each, duplicates included)."""
-    root = Path(str(resources.files("spark_integration") / "sample"))
-    return sorted(p for p in root.iterdir() if p.name.startswith("batch-"))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_integration.demo", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("demo-output"), help="folder for outputs and manifest")
-    args = parser.parse_args(argv)
-    out: Path = args.out.resolve()
+def run_demo(spark: SparkSession, out: Path) -> None:
+    """Shred each sample batch into `out/batch-N/`, with the manifest `out/manifest.db`."""
     out.mkdir(parents=True, exist_ok=True)
     manifest = f"sqlite://{out / 'manifest.db'}"
-    spark = local_session()
     for batch in sample_batches():
         summary = shred(
             spark,
@@ -43,6 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(summary.table(), end="\n\n")
     print(f"outputs in {out}/batch-*/shredded and bad; manifest {out / 'manifest.db'}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spark_integration.demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("demo-output"), help="folder for outputs and manifest")
+    args = parser.parse_args(argv)
+    run_demo(local_session(), args.out.resolve())
     return 0
 
 

@@ -10,13 +10,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from events_manifest.iglu import ResolverConfig
-from spark_integration.fields import (
-    COLLECTOR_TSTAMP,
-    ETL_TSTAMP,
-    EVENT_ID,
-    TSTAMP_PATTERN,
-    UUID_PATTERN,
-)
+from events_manifest.snowplow.fields import COLLECTOR_TSTAMP, ETL_TSTAMP, EVENT_ID
+from events_manifest.snowplow.parsing import TSTAMP_PATTERN, UUID_PATTERN
 from spark_integration.udfs import checked_lines
 
 
@@ -43,7 +38,7 @@ def parse(lines: DataFrame, iglu: ResolverConfig | None = None) -> DataFrame:
     atomic-events line around the event id (`atomic_before`, `atomic_after`).
     """
     checked = lines.withColumn("checked", checked_lines(iglu)(F.col("line")))
-    return checked.select(*lines.columns, "checked.*").withColumn("valid", F.size("errors") == 0)
+    return checked.select(*lines.columns, "checked.*")
 
 
 def head(line: str = "line") -> Column:
@@ -69,7 +64,7 @@ def batch_keys(lines: DataFrame) -> DataFrame:
     """Each line's `key` (see `event_key`) and `etl_second`, at a fraction of `parse`'s cost: the
     first 19 characters of etl_tstamp (`yyyy-MM-dd HH:mm:ss`) where the event id and both
     timestamps have the form of valid ones, else null. Every valid line has one (the patterns are
-    `fields`' own), so the earliest among valid lines is among them (see `etl_second`).
+    `events_manifest.snowplow.parsing`'s), so the earliest among valid lines is among them (see `etl_second`).
     The head is split once (a hundred-odd bytes decoded): cheaper than cutting three fields out
     of it by tab positions, which the JVM does a byte at a time."""
     first = lines.select(head().alias("head"))

@@ -19,8 +19,8 @@ from pyspark.sql import types as T
 
 from events_manifest import DuplicateStorage, ManifestConfigError
 from events_manifest.dedup import KEY_NAMESPACE, Expiry, Outcome, check_specs
+from events_manifest.handle import ManifestHandle
 from events_manifest.model import UUID_TEXT, from_epoch_seconds, to_epoch_seconds
-from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.udfs import manifest_put, record_hashes
 
 OUTCOME, REASON = "_dedup_outcome", "_dedup_reason"

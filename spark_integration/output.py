@@ -4,7 +4,6 @@ so a failed run leaves no partial output and any Hadoop file system (local, HDFS
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Callable, Sequence
@@ -14,17 +13,24 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_integration.lines import ATOMIC_KIND, BAD_KIND, NO_TYPE, PARTITIONS, SCHEMA_PARTS, SHREDDED_KIND
+from events_manifest.snowplow.shred_output import (
+    ATOMIC_KIND,
+    BAD_KIND,
+    NO_TYPE,
+    PARTITIONS,
+    SCHEMA_PARTS,
+    SHREDDED_KIND,
+)
 
 ATOMIC = "atomic-events"
 SHREDDED = "shredded-types"
 SUMMARY = "_summary.json"
 RUN_MARKER = "_run.json"
-"""Written before the first manifest put, removed when the run has finished: its etl time."""
+"""What earlier versions of the job wrote while a run was under way: still the job's own when found."""
 
 
 def write_outputs(rows: DataFrame, path: str) -> str:
-    """Write output lines (`lines.LINES_SCHEMA`) to `path`, partitioned by kind and type, in one
+    """Write output lines (`shred_output.LINES_SCHEMA`) to `path`, partitioned by kind and type, in one
     job; returns `path`."""
     written = rows.filter(F.col("value").isNotNull()).select(*PARTITIONS, "value")
     written.write.partitionBy(*PARTITIONS).text(path)
@@ -221,7 +227,3 @@ class Staging:
 
     def abort(self) -> None:
         self.storage.delete(self.root)
-
-
-def summary_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, indent=2, sort_keys=False) + "\n"

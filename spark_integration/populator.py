@@ -22,12 +22,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from events_manifest import DuplicateStorage
-from events_manifest.cli import parse_timestamp
+from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
-from events_manifest.model import to_epoch_seconds
+from events_manifest.model import parse_timestamp, to_epoch_seconds
 from spark_integration import enriched
 from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
-from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.session import local_session
 from spark_integration.udfs import manifest_put
 
@@ -82,10 +81,9 @@ def populate(
     handle.open()
     lines = enriched.parse(enriched.load_enriched(spark, input_path), iglu_config)
     since_us = to_epoch_seconds(since) * 1_000_000 if since else None
-    valid = F.size("errors") == 0
     recent = F.lit(True) if since_us is None else F.col("etl_us") >= since_us
     kind = (
-        F.when(~valid, F.lit("invalid"))
+        F.when(~F.col("valid"), F.lit("invalid"))
         .when(~recent, F.lit("before_since"))
         .when(F.col("fingerprint") == "", F.lit("without_fingerprint"))
         .otherwise(F.lit("event"))

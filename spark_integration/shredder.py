@@ -34,20 +34,21 @@ from events_manifest import (
     ManifestUnavailableError,
     __version__,
 )
-from events_manifest.cli import parse_timestamp
 from events_manifest.errors import RunConflictError
+from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
-from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
 from events_manifest.processing import ItemRecord, ProcessingManifest, check_table_name
 from events_manifest.runs import Run
-from spark_integration import enriched, fields, lines, output, udfs
+from events_manifest.snowplow import dedup, parsing, shred_output
+from events_manifest.snowplow.batch import Shred, any_valid
+from events_manifest.snowplow.dedup import Dedup, check_options
+from events_manifest.snowplow.report import render_report
+from events_manifest.snowplow.summary import BUCKETS, ShredSummary
+from spark_integration import enriched, output, udfs
 from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
-from spark_integration.dedup import Dedup, check_options
 from spark_integration.folders import JobFolders
-from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.report import render_report
 from spark_integration.session import local_session
-from spark_integration.summary import BUCKETS, ShredSummary
 
 log = logging.getLogger(__name__)
 
@@ -143,11 +144,11 @@ def earliest_etl(
     while candidate is not None:
         of_second = lines.filter(enriched.line_etl_second() == candidate).select("line")
         first = [row.line for row in of_second.take(CHECKED_FIRST)]  # read in the JVM, checked here
-        found = udfs.any_valid(first, iglu)
+        found = any_valid(first, iglu)
         if not found and len(first) == CHECKED_FIRST:  # all invalid so far: check every line, in Spark
             found = bool(enriched.parse(of_second, iglu).filter("valid").select("valid").take(1))
         if found:
-            micros = fields.epoch_micros(pa.array([f"{candidate}.0".encode()], pa.binary()))[0].as_py()
+            micros = parsing.epoch_micros(pa.array([f"{candidate}.0".encode()], pa.binary()))[0].as_py()
             return from_epoch_seconds(micros // 1_000_000)
         later = enriched.batch_keys(lines).filter(F.col("etl_second") > candidate)
         candidate = later.agg(F.min("etl_second")).first()[0]  # type: ignore[index]
@@ -160,10 +161,10 @@ class LinePlan:
     (checks, decisions, output lines) on two paths."""
 
     input_path: str | list[str]
-    shred: udfs.Shred
+    shred: Shred
 
     def unshared(self, spark: SparkSession, shared_keys: DataFrame) -> DataFrame:
-        """Output lines (`lines.LINES_SCHEMA`) of the lines whose id is on no other line (not among
+        """Output lines (`shred_output.LINES_SCHEMA`) of the lines whose id is on no other line (not among
         `shared_keys`, see `BatchScan`): each batch decided where it is read, no shuffle."""
         read = enriched.with_keys(enriched.load_enriched(spark, self.input_path), shared_keys, among=False)
         return udfs.shred_lines(read, self.shred)
@@ -188,7 +189,7 @@ def line_plan(
     iglu: ResolverConfig | None = None,
 ) -> LinePlan:
     decide = Dedup(manifest, to_epoch_seconds(etl_time), synthetic, random_ids, cross_batch_synthetic)
-    return LinePlan(input_path, udfs.Shred(decide, failure_tstamp, iglu))
+    return LinePlan(input_path, Shred(decide, failure_tstamp, iglu))
 
 
 def output_lines(
@@ -203,7 +204,7 @@ def output_lines(
     random_ids: bool = False,
     cross_batch_synthetic: bool = False,
 ) -> DataFrame:
-    """Every line a run writes, and a row per batch's counts: `lines.LINES_SCHEMA`.
+    """Every line a run writes, and a row per batch's counts: `shred_output.LINES_SCHEMA`.
 
     With `shared_keys` (see `BatchScan`), a line whose id is on no other line is decided where it
     is read, and only the others are shuffled; without, every line is shuffled. Both give the
@@ -388,15 +389,15 @@ def _shred_claimed(
             clock.lap("validate, dedup, manifest, write")
             summary = ShredSummary(
                 input_lines=scan.lines,
-                kept_events=_count(counts, lines.KEPT),
-                bad_rows=_count(counts, lines.BAD) + _count(counts, lines.MANIFEST_ERROR),
-                manifest_errors=_count(counts, lines.MANIFEST_ERROR),
-                in_batch_duplicates=_count(counts, lines.IN_BATCH),
-                cross_batch_duplicates=_count(counts, lines.CROSS_BATCH),
+                kept_events=_count(counts, dedup.KEPT),
+                bad_rows=_count(counts, dedup.BAD) + _count(counts, dedup.MANIFEST_ERROR),
+                manifest_errors=_count(counts, dedup.MANIFEST_ERROR),
+                in_batch_duplicates=_count(counts, dedup.IN_BATCH),
+                cross_batch_duplicates=_count(counts, dedup.CROSS_BATCH),
                 synthetic_duplicates=_count(counts, "synthetic"),
                 cross_batch_synthetic_duplicates=_count(counts, "synthetic_across"),
                 entities=_entity_counts(counts["entities"]),
-                events_per_event_id={name: _count(counts, lines.BUCKET_COUNTS[name]) for name in BUCKETS},
+                events_per_event_id={name: _count(counts, shred_output.BUCKET_COUNTS[name]) for name in BUCKETS},
                 etl_time=_text(etl),
                 manifest=handle.describe() if handle else None,
                 input_path=input_path if isinstance(input_path, str) else ",".join(input_path),
@@ -487,7 +488,7 @@ def _write_lines(
     if first_failure is not None:  # not the others' interruption it caused
         raise first_failure
     results = [future.result() for future in futures]
-    counts: dict[str, Any] = {name: sum(c[name] or 0 for _, c in results) for name in lines.COUNTS}
+    counts: dict[str, Any] = {name: sum(c[name] or 0 for _, c in results) for name in shred_output.COUNTS}
     counts["entities"] = [group for _, c in results for group in c["entities"] or ()]
     return [path for path, _ in results], counts
 
@@ -496,8 +497,8 @@ def _counts() -> list[Column]:
     """The summary's counts, taken by Spark while the outputs are written (no pass of their own):
     the sums of the batches' count rows, and the lines of each shredded type."""
     shredded = F.struct("type", "lines")
-    entities = F.collect_list(F.when(F.col("kind") == lines.SHREDDED_KIND, shredded)).alias("entities")
-    return [*(F.sum(name).alias(name) for name in lines.COUNTS), entities]
+    entities = F.collect_list(F.when(F.col("kind") == shred_output.SHREDDED_KIND, shredded)).alias("entities")
+    return [*(F.sum(name).alias(name) for name in shred_output.COUNTS), entities]
 
 
 def _count(counts: dict[str, Any], name: str) -> int:

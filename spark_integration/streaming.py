@@ -17,9 +17,9 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from events_manifest import DuplicateStorage
 from events_manifest.dedup import Expiry
+from events_manifest.handle import ManifestHandle
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration.generic_dedup import DedupResult, deduplicate
-from spark_integration.manifest_handle import ManifestHandle
 from spark_integration.output import Storage, join
 
 ETL_FOLDER = "events_manifest_etl"

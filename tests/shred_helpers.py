@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from spark_integration.fields import FIELD_NAMES
+from events_manifest.snowplow.fields import FIELD_NAMES
 
 INDEX = {name: i for i, name in enumerate(FIELD_NAMES)}
 CONTEXTS_URI = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
+from events_manifest.snowplow.generator import BatchSpec, write_batches
 from spark_integration import shred
-from spark_integration.generator import BatchSpec, write_batches
 from tests.shred_helpers import atomic, line, read_bad, read_output
 
 pytestmark = pytest.mark.spark

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from events_manifest.snowplow.fields import ATOMIC_AFTER, FIELD_NAMES
 from events_manifest.testing.servers import LocalServer
-from spark_integration.fields import ATOMIC_AFTER, FIELD_NAMES
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, uuid5
 from tests.test_safety import shredder
 

@@ -14,8 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from spark_integration import enriched, fields, truncation
-from spark_integration.fields import FIELDS, INVALID_UTF8, MIN_FIELDS, UUID_PATTERN, split_and_check
+from events_manifest.snowplow import fields, parsing, truncation
+from events_manifest.snowplow.bad_rows import INVALID_UTF8
+from events_manifest.snowplow.fields import FIELDS, MIN_FIELDS
+from events_manifest.snowplow.parsing import UUID_PATTERN, split_and_check
+from spark_integration import enriched
 from tests.shred_helpers import line
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -52,13 +55,13 @@ def test_timestamps_need_a_fraction_and_a_real_calendar(spark: Any) -> None:
     ]
     texts += ["", "2026-11-01", "2026-11-01T06:00:00.000", " 2026-11-01 06:00:00.0", "2026-1-01 06:00:00.0"]
     texts += ["\uff12\uff10\uff12\uff16-11-01 06:00:00.0", "2026-11-01 06:00:00.\uff11"]
-    by_arrow = fields.epoch_micros(pa.array(texts).view(pa.binary())).to_pylist()
+    by_arrow = parsing.epoch_micros(pa.array(texts).view(pa.binary())).to_pylist()
     assert by_arrow == [_calendar(text) for text in texts]
     assert 1_000 < sum(value is not None for value in by_arrow) < len(texts) / 4
     frame = spark.createDataFrame([(t,) for t in texts], "text string")
-    shaped = [row[0] for row in frame.select(F.col("text").rlike(fields.TSTAMP_PATTERN)).collect()]
+    shaped = [row[0] for row in frame.select(F.col("text").rlike(parsing.TSTAMP_PATTERN)).collect()]
     assert all(shaped[i] for i, micros in enumerate(by_arrow) if micros is not None)
-    assert fields.epoch_micros(pa.array([b"2026-11-01 06:00:00"])).to_pylist() == [None], "no fraction: invalid"
+    assert parsing.epoch_micros(pa.array([b"2026-11-01 06:00:00"])).to_pylist() == [None], "no fraction: invalid"
 
 
 def test_patterns_end_at_the_end_of_the_text_for_java_and_re2(spark: Any) -> None:

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from spark_integration import lines
-from spark_integration.udfs import ENTITY_TYPE
+from events_manifest.snowplow import bad_rows, dedup, shred_output
+from events_manifest.snowplow.batch import ENTITY
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
@@ -40,7 +40,7 @@ def test_bad_rows_are_the_json_spark_writes(spark: Any) -> None:
         F.lit("2026-11-23T08:00:00.000Z").alias("failure_tstamp"),
     )
     by_spark = [row[0] for row in frame.select(F.to_json(document)).collect()]
-    by_python = [lines.bad_row(line, messages, "2026-11-23T08:00:00.000Z") for line, messages in samples]
+    by_python = [bad_rows.bad_row(line, messages, "2026-11-23T08:00:00.000Z") for line, messages in samples]
     assert by_python == by_spark
 
 
@@ -56,7 +56,7 @@ def _events(**columns: list[Any]) -> dict[str, pa.Array]:
         "collector_tstamp": pa.string(),
         "atomic_before": pa.string(),
         "atomic_after": pa.string(),
-        "entities": pa.list_(pa.struct([(field.name, pa.string()) for field in ENTITY_TYPE.fields])),
+        "entities": pa.list_(ENTITY),
         "line": pa.string(),
         "errors": pa.list_(pa.string()),
     }
@@ -67,12 +67,12 @@ def _events(**columns: list[Any]) -> dict[str, pa.Array]:
 def _rows(events: dict[str, pa.Array]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows of lines `output_lines` gives, and its count row (the last): each row of lines is
     followed by the null row of the line break after it, which the write leaves out."""
-    batches = lines.output_lines(events, "T")
-    assert all(batch.schema == lines.LINES_SCHEMA for batch in batches)
+    batches = shred_output.output_lines(events, "T")
+    assert all(batch.schema == shred_output.LINES_SCHEMA for batch in batches)
     *rows, counts = pa.Table.from_batches(batches).to_pylist()
     written, breaks = rows[::2], rows[1::2]
     assert all(row["value"] is not None and row["lines"] > 0 for row in written)
-    no_line = {"kind": None, "type": None, "value": None, "lines": 0} | dict.fromkeys(lines.COUNTS)
+    no_line = {"kind": None, "type": None, "value": None, "lines": 0} | dict.fromkeys(shred_output.COUNTS)
     assert breaks == [no_line] * len(written)
     return written, counts
 
@@ -80,7 +80,7 @@ def _rows(events: dict[str, pa.Array]) -> tuple[list[dict[str, Any]], dict[str, 
 def test_each_kind_of_event_gives_its_rows() -> None:
     web_page = {"vendor": "com.acme", "name": "page", "format": "jsonschema", "version": "1-0-0", "data": '{"a":1}'}
     events = _events(
-        status=[lines.KEPT, lines.KEPT, lines.IN_BATCH, lines.BAD],
+        status=[dedup.KEPT, dedup.KEPT, dedup.IN_BATCH, dedup.BAD],
         event_id=[A, B, B, None],
         new_event_id=[A, "new-id", None, None],
         synthetic=[False, True, None, None],
@@ -95,10 +95,10 @@ def test_each_kind_of_event_gives_its_rows() -> None:
     )
     groups, counts = _rows(events)  # the batch's counts come last, with no line
     assert (counts["kind"], counts["value"], counts["lines"]) == (None, None, 0)
-    assert {name: counts[name] for name in lines.COUNTS if counts[name]} == {
-        lines.KEPT: 2,
-        lines.IN_BATCH: 1,
-        lines.BAD: 1,
+    assert {name: counts[name] for name in shred_output.COUNTS if counts[name]} == {
+        dedup.KEPT: 2,
+        dedup.IN_BATCH: 1,
+        dedup.BAD: 1,
         "synthetic": 1,
         "ids_1": 1,
         "ids_2": 1,
@@ -120,15 +120,15 @@ def test_each_kind_of_event_gives_its_rows() -> None:
         ("shredded", "com.acme/page/jsonschema/1-0-0", shredded_page, 1),
         ("shredded", "com.snowplowanalytics.snowplow/duplicate/jsonschema/1-0-0", shredded_duplicate, 1),
     ]
-    assert all(g[name] is None for g in groups for name in lines.COUNTS)
+    assert all(g[name] is None for g in groups for name in shred_output.COUNTS)
 
 
 def test_a_batch_with_no_line_to_write_gives_its_counts_only() -> None:
-    events = _events(status=[lines.CROSS_BATCH], event_id=[A], id_events=[1], id_first=[True])
-    assert pa.Table.from_batches(lines.output_lines(events, "T")).to_pylist() == [
+    events = _events(status=[dedup.CROSS_BATCH], event_id=[A], id_events=[1], id_first=[True])
+    assert pa.Table.from_batches(shred_output.output_lines(events, "T")).to_pylist() == [
         {"kind": None, "type": None, "value": None, "lines": 0}
-        | dict.fromkeys(lines.COUNTS, 0)
-        | {lines.CROSS_BATCH: 1, "ids_1": 1}
+        | dict.fromkeys(shred_output.COUNTS, 0)
+        | {dedup.CROSS_BATCH: 1, "ids_1": 1}
     ]
 
 
@@ -136,7 +136,7 @@ def test_many_lines_of_one_place_come_in_rows_of_about_chunk_bytes() -> None:
     """Every line once, in order, each row's lines under `CHUNK_BYTES` but for its last one."""
     atomic = [f"app\t{n:06d}\t" + "x" * (n % 700) for n in range(3000)]
     events = _events(
-        status=[lines.KEPT] * len(atomic),
+        status=[dedup.KEPT] * len(atomic),
         new_event_id=[A] * len(atomic),
         atomic_before=atomic,
         atomic_after=["end"] * len(atomic),
@@ -149,4 +149,4 @@ def test_many_lines_of_one_place_come_in_rows_of_about_chunk_bytes() -> None:
     assert [row["lines"] for row in rows] == [row["value"].count("\n") + 1 for row in rows]
     for row in rows:
         *others, _ = row["value"].encode().split(b"\n")
-        assert sum(map(len, others)) < lines.CHUNK_BYTES
+        assert sum(map(len, others)) < shred_output.CHUNK_BYTES

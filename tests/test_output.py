@@ -66,7 +66,8 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
     import pyarrow as pa
     import pytest
 
-    from spark_integration import lines, shredder
+    from events_manifest.snowplow import shred_output
+    from spark_integration import shredder
 
     batches_done = tmp_path / "done"
     batches_done.mkdir()
@@ -75,7 +76,7 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
         for batch in batches:
             time.sleep(0.5)
             (batches_done / str(time.monotonic_ns())).touch()
-            yield pa.RecordBatch.from_pylist([], lines.LINES_SCHEMA)
+            yield pa.RecordBatch.from_pylist([], shred_output.LINES_SCHEMA)
             del batch
 
     def failing() -> Any:

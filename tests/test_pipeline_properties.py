@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from events_manifest.backends.sqlite import SqliteManifest
+from events_manifest.handle import ManifestHandle
+from events_manifest.snowplow.shred_output import COUNTS
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
 from spark_integration import shred, shredder
-from spark_integration.lines import COUNTS
-from spark_integration.manifest_handle import ManifestHandle
 from tests.shred_helpers import read_bad, read_output, write_input
 
 pytestmark = pytest.mark.spark

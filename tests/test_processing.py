@@ -53,7 +53,7 @@ def test_a_failed_item_is_taken_again_and_a_released_one_too(table: ProcessingMa
 
 
 def test_a_table_name_is_checked(manifest: DuplicateStorage) -> None:
-    with pytest.raises(ManifestConfigError, match=r"table \[a b\] is not a valid table name"):
+    with pytest.raises(ManifestConfigError, match=r"\[a b\] is not a valid DynamoDB table name"):
         manifest.processing_manifest("a b")
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from spark_integration.sdj import Entity, compact_entities, entities_of, read_rows
+from events_manifest.snowplow.sdj import Entity, compact_entities, entities_of, read_rows
 from tests.shred_helpers import contexts, sdj, unstruct
 
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"

@@ -11,10 +11,12 @@ import attrs
 import pytest
 
 from events_manifest import SqliteManifest
-from spark_integration import lines, shred
-from spark_integration.fields import INVALID_UTF8
-from spark_integration.manifest_handle import ManifestHandle
-from spark_integration.summary import ShredSummary
+from events_manifest.handle import ManifestHandle
+from events_manifest.snowplow import dedup, shred_output
+from events_manifest.snowplow.bad_rows import INVALID_UTF8
+from events_manifest.snowplow.generator import sample_batches
+from events_manifest.snowplow.summary import ShredSummary
+from spark_integration import shred
 from tests.shred_helpers import (
     atomic,
     contexts,
@@ -344,9 +346,9 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
     """The job shuffles only the ids on more than one line and decides the others where they are
     read; with every line shuffled (no shared keys), every output line and count is the same,
     with or without a manifest, and the manifest holds the same."""
-    from spark_integration import demo, shredder
+    from spark_integration import shredder
 
-    source = str(demo.sample_batches()[0])
+    source = str(sample_batches()[0])
     scan = shredder.scan_batch(spark, source)
     try:
         assert 0 < scan.shared_count < scan.lines
@@ -357,11 +359,11 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
             groups = shredder.output_lines(spark, source, etl, manifest, "T", shared_keys=shared_keys).collect()
             written = [(g.kind, g.type, text) for g in groups if g.value is not None for text in g.value.split("\n")]
             assert len(written) == sum(g.lines for g in groups)
-            return sorted(written), {name: sum(g[name] or 0 for g in groups) for name in lines.COUNTS}
+            return sorted(written), {name: sum(g[name] or 0 for g in groups) for name in shred_output.COUNTS}
 
         fast = rows(None, scan.shared_keys)
         assert fast == rows(None, None)
-        assert fast[1][lines.IN_BATCH] > 0
+        assert fast[1][dedup.IN_BATCH] > 0
         assert sum(kind == "shredded" for kind, *_ in fast[0]) > scan.lines
 
         # with a manifest: unshared lines put where they are read, or every line after the shuffle

@@ -16,6 +16,7 @@ import pytest
 
 from events_manifest import ManifestRequestError, ManifestThrottledError, ManifestUnavailableError, SqliteManifest
 from events_manifest.model import PutBatch
+from events_manifest.snowplow.generator import sample_batches
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing.servers import free_port
 from spark_integration import EtlMismatchError, OutputExistsError, demo, shred
@@ -289,11 +290,11 @@ def test_runs_under_spark_submit(spark: Any, tmp_path: Path) -> None:
     """`spark-submit .../shredder.py ...`: spark-submit brings the session; the flags are the same."""
     import pyspark
 
+    from events_manifest.snowplow.summary import ShredSummary
     from spark_integration import shredder
-    from spark_integration.summary import ShredSummary
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    args = [str(submit), "--master", "local[2]", shredder.__file__, "--input-folder", str(demo.sample_batches()[0])]
+    args = [str(submit), "--master", "local[2]", shredder.__file__, "--input-folder", str(sample_batches()[0])]
     args += ["--output-folder", str(tmp_path / "out"), "--bad-folder", str(tmp_path / "bad")]
     args += ["--manifest", f"sqlite:///{tmp_path}/m.db"]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}

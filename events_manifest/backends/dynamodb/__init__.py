@@ -1,8 +1,9 @@
 """DynamoDB backend: the manifest, its table administration and client setup."""
 
-from events_manifest.backends.dynamodb.client import ClientOptions, Credentials, make_client
+from events_manifest.backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.backends.dynamodb.manifest import DynamoDbManifest
 from events_manifest.backends.dynamodb.table import Billing, OnDemand, Provisioned, check_table, create_table
+from events_manifest.config import Credentials
 
 __all__ = [
     "Billing",

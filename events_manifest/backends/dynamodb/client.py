@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from botocore.config import Config
 
-from events_manifest.errors import ManifestConfigError
+from events_manifest.config import Credentials, no_region
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -17,17 +17,6 @@ DEFAULT_CONCURRENCY = 32
 
 DEFAULT_MAX_ATTEMPTS = 10
 """botocore's standard retry mode: exponential backoff with full jitter, capped at 20 s a wait."""
-
-
-@attrs.frozen
-class Credentials:
-    """Static AWS credentials; the secret never shows in repr, str or logs."""
-
-    access_key_id: str
-    secret_access_key: str = attrs.field(repr=lambda _: "'***'")
-
-    def __str__(self) -> str:
-        return repr(self)
 
 
 @attrs.frozen
@@ -81,9 +70,7 @@ def make_client(options: ClientOptions) -> DynamoDBClient:
     try:
         return boto3.session.Session().client("dynamodb", **options.client_kwargs())
     except NoRegionError:
-        raise ManifestConfigError(
-            "no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION"
-        ) from None
+        raise no_region() from None
 
 
 def admin_options(options: ClientOptions) -> ClientOptions:

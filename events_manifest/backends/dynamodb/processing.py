@@ -9,13 +9,16 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from events_manifest.backends.dynamodb import operations
 from events_manifest.backends.dynamodb.requests import Page, error_code, manifest_error
-from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
+from events_manifest.backends.dynamodb.table import check_keys
+from events_manifest.errors import ManifestUnavailableError
 from events_manifest.processing import ItemRecord, ProcessingManifest
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import KeySchemaElementTypeDef
 
 KEY = "itemId"
+KEY_SCHEMA: list[KeySchemaElementTypeDef] = [{"AttributeName": KEY, "KeyType": "HASH"}]
 
 
 class DynamoDbProcessingManifest(ProcessingManifest):
@@ -41,7 +44,7 @@ class DynamoDbProcessingManifest(ProcessingManifest):
                     raise
                 self.client.create_table(
                     TableName=self.table,
-                    KeySchema=[{"AttributeName": KEY, "KeyType": "HASH"}],
+                    KeySchema=KEY_SCHEMA,
                     AttributeDefinitions=[{"AttributeName": KEY, "AttributeType": "S"}],
                     BillingMode="PAY_PER_REQUEST",
                 )
@@ -51,13 +54,9 @@ class DynamoDbProcessingManifest(ProcessingManifest):
                 described = self.client.describe_table(TableName=self.table)["Table"]
         except (ClientError, BotoCoreError) as e:
             raise manifest_error(e, self.table) from e
-        types = {a["AttributeName"]: a["AttributeType"] for a in described.get("AttributeDefinitions", [])}
-        keys = [(k["AttributeName"], k["KeyType"], types.get(k["AttributeName"])) for k in described["KeySchema"]]
-        if keys != [(KEY, "HASH", "S")]:
-            raise ManifestConfigError(
-                f"DynamoDB table [{self.table}] has keys {keys}, not a processing table's ({KEY} HASH S): "
-                "choose another --processing-manifest-table"
-            )
+        check_keys(
+            self.table, described, KEY_SCHEMA, "a processing table's", "choose another --processing-manifest-table"
+        )
         if described.get("TableStatus") != "ACTIVE":
             raise ManifestUnavailableError(f"DynamoDB table [{self.table}] is not ACTIVE after {timeout:.0f} s")
 

@@ -16,6 +16,7 @@ from botocore.exceptions import (
     SSLError,
 )
 
+from events_manifest.config import no_region
 from events_manifest.errors import (
     ManifestConfigError,
     ManifestError,
@@ -236,7 +237,7 @@ def manifest_error(error: Exception, table: str) -> ManifestError:
             "no AWS credentials found: put them in the config's auth or configure the default AWS credential chain"
         )
     if isinstance(error, NoRegionError):
-        return ManifestConfigError("no AWS region given: set awsRegion in the config or region= in the URL")
+        return no_region()
     if isinstance(error, SSLError):
         return ManifestUnavailableError(
             f"DynamoDB table [{table}]: the endpoint's TLS certificate is not trusted ({error}): if it is signed by "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -97,6 +98,20 @@ def enable_ttl(client: DynamoDBClient, name: str) -> None:
         raise manifest_error(e, name) from e
 
 
+def check_keys(
+    name: str, described: Mapping[str, Any], expected: Sequence[Mapping[str, str]], kind: str, advice: str
+) -> None:
+    """Refuse a table (`described` by DescribeTable) whose keys are not `expected`, all strings."""
+    types = {a["AttributeName"]: a["AttributeType"] for a in described.get("AttributeDefinitions", [])}
+    keys = sorted(
+        (k["AttributeName"], k["KeyType"], types.get(k["AttributeName"])) for k in described.get("KeySchema", [])
+    )
+    wanted = sorted((k["AttributeName"], k["KeyType"], "S") for k in expected)
+    if keys != wanted:
+        found, needed = (", ".join(f"{n} {role} {t}" for n, role, t in listed) for listed in (keys, wanted))
+        raise ManifestConfigError(f"DynamoDB table [{name}] has keys ({found}), not {kind} ({needed}): {advice}")
+
+
 def check_table(client: DynamoDBClient, name: str, *, timeout: float = 60.0) -> None:
     """Wait until the table is ACTIVE and has the manifest's key schema.
 
@@ -110,16 +125,7 @@ def check_table(client: DynamoDBClient, name: str, *, timeout: float = 60.0) -> 
             table = client.describe_table(TableName=name)["Table"]
         except (ClientError, BotoCoreError) as e:
             raise manifest_error(e, name) from e
-        types = {a["AttributeName"]: a["AttributeType"] for a in table.get("AttributeDefinitions", [])}
-        keys = sorted(
-            (k["AttributeName"], k["KeyType"], types.get(k["AttributeName"])) for k in table.get("KeySchema", [])
-        )
-        if keys != sorted((k["AttributeName"], k["KeyType"], "S") for k in KEY_SCHEMA):
-            found = ", ".join(f"{n} {kind} {t}" for n, kind, t in keys)
-            raise ManifestConfigError(
-                f"DynamoDB table [{name}] has keys ({found}), not an events manifest's "
-                "(eventId HASH S, fingerprint RANGE S): choose another table"
-            )
+        check_keys(name, table, KEY_SCHEMA, "an events manifest's", "choose another table")
         status = table.get("TableStatus")
         if status == "ACTIVE":
             return

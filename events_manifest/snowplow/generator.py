@@ -5,7 +5,7 @@ contexts; natural duplicates with a long-tail count of copies, synthetic duplica
 other payload), legacy lines with fewer fields, events without fingerprint, a few malformed
 lines, and re-deliveries of the previous batch (cross-batch duplicates).
 
-    python -m spark_integration.generator --events 1000 --batches 2 --out data/
+    python -m events_manifest.snowplow.generator --events 1000 --batches 2 --out data/
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import random
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from importlib import resources
 from pathlib import Path
 
 import attrs
 
-from spark_integration.fields import FIELDS
+from events_manifest.snowplow.fields import FIELDS
 
 CONTEXTS = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"
 UNSTRUCT = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
@@ -265,8 +266,17 @@ def write_batches(folder: Path, *, batches: int, spec: BatchSpec, seed: int, fir
     return paths
 
 
+def sample_batches() -> list[Path]:
+    """The bundled sample batches, `batch-1` and `batch-2` (1,000 events each, duplicates included,
+    the second re-delivering events of the first)."""
+    root = Path(str(resources.files("events_manifest.snowplow") / "sample"))
+    return sorted(p for p in root.iterdir() if p.name.startswith("batch-"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_integration.generator", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m events_manifest.snowplow.generator", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--events", type=int, default=1000, help="original events per batch")
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)

@@ -21,15 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_integration.bad_rows import bad_row
-from spark_integration.summary import BUCKET_BOUNDS
-
-KEPT = "kept"
-BAD = "bad"
-IN_BATCH = "in_batch_duplicate"
-CROSS_BATCH = "cross_batch_duplicate"
-MANIFEST_ERROR = "manifest_error"
-STATUSES = (KEPT, BAD, IN_BATCH, CROSS_BATCH, MANIFEST_ERROR)
+from events_manifest.snowplow.bad_rows import bad_row
+from events_manifest.snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, STATUSES
+from events_manifest.snowplow.summary import BUCKET_BOUNDS
 
 ATOMIC_KIND, SHREDDED_KIND, BAD_KIND = "atomic", "shredded", "bad"
 PARTITIONS = ("kind", "type")

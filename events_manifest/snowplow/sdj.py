@@ -19,12 +19,9 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from spark_integration import bad_rows
+from events_manifest.iglu.keys import parse_parts
+from events_manifest.snowplow import bad_rows
 
-IGLU_URI = re.compile(
-    r"iglu:(?P<vendor>[a-zA-Z0-9_.-]+)/(?P<name>[a-zA-Z0-9_-]+)/(?P<format>[a-zA-Z0-9_-]+)/"
-    r"(?P<version>(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*))"
-)
 CONTEXTS_SCHEMA = re.compile(r"iglu:com\.snowplowanalytics\.snowplow/contexts/jsonschema/1-0-(?:0|[1-9][0-9]*)")
 UNSTRUCT_SCHEMA = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
 MAX_SCHEMA_PARTS = 255 - len("type=") - 3 * len("%2F")
@@ -143,17 +140,17 @@ def _general_envelope(text: str, pos: int, where: str) -> tuple[str, tuple[int, 
 
 def _entity(text: str, pos: int, where: str) -> tuple[Entity, int]:
     schema, (start, stop), end = _envelope(text, pos, where)
-    match = IGLU_URI.fullmatch(schema)
-    if match is None:
+    parts = parse_parts(schema)
+    if parts is None:
         raise InvalidJson(f"{where}: schema [{schema}] is not an Iglu URI iglu:vendor/name/format/M-R-A")
-    if not fits_a_folder(match):
+    if not fits_a_folder(parts):
         raise InvalidJson(
             f"{where}: schema [{schema}] is too long to be written as a folder name (vendor, name, format "
             f"and version hold {MAX_SCHEMA_PARTS} characters at most)"
         )
     if text[start] != "{":
         raise InvalidJson(f"{where}: data of [{schema}] must be a JSON object")
-    return Entity(match["vendor"], match["name"], match["format"], match["version"], text[start:stop]), end
+    return Entity(*parts, text[start:stop]), end
 
 
 def _whole(text: str, end: int) -> None:
@@ -275,15 +272,13 @@ Row = tuple[bytes | None, bytes | None, bytes | None]
 
 @functools.lru_cache(maxsize=4096)  # a batch has few distinct schemas; bounded whatever the input holds
 def _iglu_parts(schema: str) -> IgluParts | None:
-    match = IGLU_URI.fullmatch(schema)
-    if match is None or not fits_a_folder(match):
-        return None
-    return (match[1], match[2], match[3], match[4])
+    parts = parse_parts(schema)
+    return parts if parts is not None and fits_a_folder(parts) else None
 
 
-def fits_a_folder(match: re.Match[str]) -> bool:
+def fits_a_folder(parts: IgluParts) -> bool:
     """Whether an Iglu URI's type can be a folder name (see `MAX_SCHEMA_PARTS`)."""
-    return sum(len(match[part]) for part in ("vendor", "name", "format", "version")) <= MAX_SCHEMA_PARTS
+    return sum(map(len, parts)) <= MAX_SCHEMA_PARTS
 
 
 @functools.lru_cache(maxsize=4096)

@@ -31,10 +31,10 @@ import jsonschema_rs
 
 from events_manifest.config import load_document
 from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
+from events_manifest.iglu.keys import SchemaKey
 
 CONFIG_SCHEMA = re.compile(r"iglu:com\.snowplowanalytics\.iglu/resolver-config/jsonschema/1-0-\d+")
-SCHEMA_URI = re.compile(r"iglu:([a-zA-Z0-9_.-]+)/([a-zA-Z0-9_-]+)/([a-zA-Z0-9_-]+)/([1-9][0-9]*-[0-9]+-[0-9]+)")
-BUNDLED = Path(__file__).parent / "iglu_repository"
+BUNDLED = Path(__file__).parent / "bundled"
 """The embedded repository of the schemas the project's jobs emit, asked after every other."""
 EMBEDDED, HTTP = 1, 100
 """Class priorities, as the reference's client has them: embedded repositories before HTTP ones."""
@@ -42,30 +42,6 @@ EMBEDDED, HTTP = 1, 100
 
 class IgluRepositoryError(ManifestUnavailableError):
     """A repository could not be read after every retry: the run stops, naming it."""
-
-
-@attrs.frozen
-class SchemaKey:
-    """`iglu:VENDOR/NAME/FORMAT/M-R-A`, split."""
-
-    vendor: str
-    name: str
-    format: str
-    version: str
-
-    @classmethod
-    def parse(cls, uri: str) -> SchemaKey | None:
-        """The key of a schema URI, or None if `uri` is not one."""
-        found = SCHEMA_URI.fullmatch(uri) if isinstance(uri, str) else None
-        return cls(*found.groups()) if found else None
-
-    @property
-    def path(self) -> str:
-        return f"schemas/{self.vendor}/{self.name}/{self.format}/{self.version}"
-
-    @property
-    def uri(self) -> str:
-        return f"iglu:{self.vendor}/{self.name}/{self.format}/{self.version}"
 
 
 @attrs.frozen

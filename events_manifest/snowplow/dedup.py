@@ -24,10 +24,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from events_manifest import ManifestConfigError, ManifestError
+from events_manifest.handle import ManifestHandle
 from events_manifest.model import from_epoch_seconds
-from spark_integration import bad_rows
-from spark_integration.lines import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR
-from spark_integration.manifest_handle import ManifestHandle
+from events_manifest.snowplow import bad_rows
+
+KEPT = "kept"
+BAD = "bad"
+IN_BATCH = "in_batch_duplicate"
+CROSS_BATCH = "cross_batch_duplicate"
+MANIFEST_ERROR = "manifest_error"
+STATUSES = (KEPT, BAD, IN_BATCH, CROSS_BATCH, MANIFEST_ERROR)
+"""What becomes of a line: kept, a bad row, a natural duplicate dropped in-batch or across
+batches, or a bad row because its put failed."""
 
 
 def check_options(manifest: object | None, cross_batch_synthetic: bool) -> None:

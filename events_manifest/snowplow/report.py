@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from spark_integration.summary import BUCKETS, ShredSummary
+from events_manifest.snowplow.summary import BUCKETS, ShredSummary
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem;color:#222;max-width:60rem}

@@ -1,0 +1,142 @@
+"""A batch of enriched lines through the engine, as Arrow arrays: checked (fields, JSON columns,
+and with a resolver configuration each entity against its schema), decided (`dedup.Dedup`) and
+turned into the shred job's output lines (`shred_output`).
+
+`Shred` is what a Spark job hands its Arrow batches to (`mapInArrow`); a Python consumer calls it
+on batches of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+
+import attrs
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from events_manifest.iglu import ResolverConfig, SchemaKey, resolver_for
+from events_manifest.snowplow import bad_rows, parsing, shred_output
+from events_manifest.snowplow.dedup import Dedup
+from events_manifest.snowplow.sdj import Found, IgluParts, read_rows
+
+ENTITY = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
+"""An entity of a checked line: its schema's parts and its `data`, byte for byte as received."""
+CHECKED = pa.schema(
+    [
+        *((name, pa.string()) for name in ("event_id", "fingerprint", "collector_tstamp")),
+        *((name, pa.int64()) for name in ("etl_us", "collector_us")),
+        ("errors", pa.list_(pa.string())),
+        ("valid", pa.bool_()),
+        ("entities", pa.list_(ENTITY)),
+        *((name, pa.string()) for name in ("atomic_before", "atomic_after")),
+    ]
+)
+"""What `check` finds of each line; `errors` holds every message, and a line is `valid` when it has
+none (`bad_rows.without_messages`)."""
+
+
+def check(lines: pa.Array, iglu: ResolverConfig | None = None) -> dict[str, pa.Array]:
+    """The columns of `CHECKED` for a batch of lines: their fields, their JSON columns, and with
+    an `iglu` resolver configuration their entities against their schemas."""
+    found = parsing.split_and_check(lines)
+    sdjs = read_rows(*(column.to_pylist() for column in found.json))
+    errors = _errors(len(lines), found.errors, sdjs, _schema_errors(sdjs, iglu) if iglu is not None else {})
+    return {
+        "event_id": found.event_id,
+        "fingerprint": found.fingerprint,
+        "collector_tstamp": found.collector_tstamp,
+        "etl_us": found.etl_us,
+        "collector_us": found.collector_us,
+        "errors": errors,
+        "valid": pa.array(bad_rows.without_messages(errors)),
+        "entities": _entities(sdjs),
+        "atomic_before": found.atomic_before,
+        "atomic_after": found.atomic_after,
+    }
+
+
+def any_valid(texts: list[str], iglu: ResolverConfig | None = None) -> bool:
+    """Whether any of these lines passes every check (`check`)."""
+    return bool(pc.any(check(pa.array(texts, pa.string()), iglu)["valid"]).as_py())
+
+
+def _schema_errors(found: Found, iglu: ResolverConfig) -> dict[int, list[str]]:
+    """Each line's messages for its entities that fail their schemas (none for a valid line)."""
+    resolver = resolver_for(iglu)
+    failing: dict[int, list[str]] = {}
+    start = 0
+    for row, end in enumerate(found.entity_ends):
+        for parts, data in zip(found.parts[start:end], found.data[start:end], strict=True):
+            messages = resolver.validate_data(SchemaKey(*parts), json.loads(data))
+            if messages:
+                failing.setdefault(row, []).extend(messages)
+        start = end
+    return failing
+
+
+def _entities(found: Found) -> pa.ListArray:
+    distinct: dict[IgluParts, int] = {}
+    schema_of = pa.array([distinct.setdefault(iglu, len(distinct)) for iglu in found.parts], pa.int32())
+    parts = zip(*distinct, strict=True) if distinct else [()] * 4
+    columns = [pa.array(part, pa.string()).take(schema_of) for part in parts]
+    data = pa.array(found.data, pa.binary()).cast(pa.string())  # UTF-8 already checked
+    return lists(found.entity_ends, pa.StructArray.from_arrays([*columns, data], fields=list(ENTITY)))
+
+
+def _errors(rows: int, of_fields: dict[int, list[str]], found: Found, of_schemas: dict[int, list[str]]) -> pa.ListArray:
+    """Each line's field messages, then its JSON messages, then its schema messages; Python only
+    for lines that have any."""
+    json_ends = np.array([0, *found.error_ends], dtype=np.int64)
+    counts = np.diff(json_ends)
+    for row, listed in (*of_fields.items(), *of_schemas.items()):
+        counts[row] += len(listed)
+    messages: list[str] = []
+    for row in np.flatnonzero(counts).tolist():
+        messages += of_fields.get(row, ())
+        messages += found.errors[json_ends[row] : json_ends[row + 1]]
+        messages += of_schemas.get(row, ())
+    return lists(np.cumsum(counts).tolist(), pa.array(messages, pa.string()))
+
+
+def lists(ends: list[int], values: pa.Array) -> pa.ListArray:
+    """Row i of the result holds `values[ends[i-1]:ends[i]]`."""
+    return pa.ListArray.from_arrays(pa.array([0, *ends], pa.int32()), values)
+
+
+@attrs.frozen
+class Shred:
+    """The one way lines become the shred job's output lines, whichever path brings them: each
+    batch checked (`check`), decided (`dedup.Dedup`) and written out (`shred_output`)."""
+
+    dedup: Dedup
+    failure_tstamp: str
+    iglu: ResolverConfig | None = None
+
+    def lines_of(self, batch_lines: pa.Array) -> list[pa.RecordBatch]:
+        """The output lines of a batch of input lines holding every line of each of their ids."""
+        checked = check(batch_lines, self.iglu)
+        checked["line"] = batch_lines
+        return shred_output.output_lines(self.dedup.decide(checked), self.failure_tstamp)
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Lines (column `line`) whose id is on no other line of the batch, as they are read."""
+        for batch in batches:
+            yield from self.lines_of(batch.column("line"))
+
+    def grouped(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Lines sorted by `key` (a number per event id), then input order: each batch is decided
+        up to its last key, whose lines go with the next batch, so that every line of an id is
+        decided in one call."""
+        held: pa.RecordBatch | None = None
+        for batch in batches:
+            if held is not None:
+                batch = pa.Table.from_batches([held, batch]).combine_chunks().to_batches()[0]
+            keys = batch.column("key").to_numpy()
+            cut = int(np.searchsorted(keys, keys[-1])) if len(keys) else 0
+            if cut:
+                yield from self.lines_of(batch.column("line").slice(0, cut))
+            held = batch.slice(cut)
+        if held is not None and len(held):
+            yield from self.lines_of(held.column("line"))

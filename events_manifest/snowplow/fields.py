@@ -1,0 +1,175 @@
+"""The 131 fields of an enriched event: their names, order and kinds (docs/enriched-events.md).
+
+The one table every reader of enriched lines uses: the shred job's batch parser (`parsing`), the
+transformer's decoders and its wide-row and Parquet columns.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+KINDS: Final = {
+    "s": "optional string",
+    "S": "required string",
+    "i": "optional integer",
+    "d": "optional double",
+    "b": "optional boolean",
+    "t": "optional timestamp",
+    "T": "required timestamp",
+    "U": "required UUID",
+    "C": "contexts (self-describing JSON)",
+    "E": "unstruct event (self-describing JSON)",
+}
+"""What a field holds, by the code `FIELD_KINDS` gives it."""
+
+_TABLE: Final = (
+    ("app_id", "s"),
+    ("platform", "s"),
+    ("etl_tstamp", "t"),
+    ("collector_tstamp", "T"),
+    ("dvce_created_tstamp", "t"),
+    ("event", "s"),
+    ("event_id", "U"),
+    ("txn_id", "i"),
+    ("name_tracker", "s"),
+    ("v_tracker", "s"),
+    ("v_collector", "S"),
+    ("v_etl", "S"),
+    ("user_id", "s"),
+    ("user_ipaddress", "s"),
+    ("user_fingerprint", "s"),
+    ("domain_userid", "s"),
+    ("domain_sessionidx", "i"),
+    ("network_userid", "s"),
+    ("geo_country", "s"),
+    ("geo_region", "s"),
+    ("geo_city", "s"),
+    ("geo_zipcode", "s"),
+    ("geo_latitude", "d"),
+    ("geo_longitude", "d"),
+    ("geo_region_name", "s"),
+    ("ip_isp", "s"),
+    ("ip_organization", "s"),
+    ("ip_domain", "s"),
+    ("ip_netspeed", "s"),
+    ("page_url", "s"),
+    ("page_title", "s"),
+    ("page_referrer", "s"),
+    ("page_urlscheme", "s"),
+    ("page_urlhost", "s"),
+    ("page_urlport", "i"),
+    ("page_urlpath", "s"),
+    ("page_urlquery", "s"),
+    ("page_urlfragment", "s"),
+    ("refr_urlscheme", "s"),
+    ("refr_urlhost", "s"),
+    ("refr_urlport", "i"),
+    ("refr_urlpath", "s"),
+    ("refr_urlquery", "s"),
+    ("refr_urlfragment", "s"),
+    ("refr_medium", "s"),
+    ("refr_source", "s"),
+    ("refr_term", "s"),
+    ("mkt_medium", "s"),
+    ("mkt_source", "s"),
+    ("mkt_term", "s"),
+    ("mkt_content", "s"),
+    ("mkt_campaign", "s"),
+    ("contexts", "C"),
+    ("se_category", "s"),
+    ("se_action", "s"),
+    ("se_label", "s"),
+    ("se_property", "s"),
+    ("se_value", "d"),
+    ("unstruct_event", "E"),
+    ("tr_orderid", "s"),
+    ("tr_affiliation", "s"),
+    ("tr_total", "d"),
+    ("tr_tax", "d"),
+    ("tr_shipping", "d"),
+    ("tr_city", "s"),
+    ("tr_state", "s"),
+    ("tr_country", "s"),
+    ("ti_orderid", "s"),
+    ("ti_sku", "s"),
+    ("ti_name", "s"),
+    ("ti_category", "s"),
+    ("ti_price", "d"),
+    ("ti_quantity", "i"),
+    ("pp_xoffset_min", "i"),
+    ("pp_xoffset_max", "i"),
+    ("pp_yoffset_min", "i"),
+    ("pp_yoffset_max", "i"),
+    ("useragent", "s"),
+    ("br_name", "s"),
+    ("br_family", "s"),
+    ("br_version", "s"),
+    ("br_type", "s"),
+    ("br_renderengine", "s"),
+    ("br_lang", "s"),
+    ("br_features_pdf", "b"),
+    ("br_features_flash", "b"),
+    ("br_features_java", "b"),
+    ("br_features_director", "b"),
+    ("br_features_quicktime", "b"),
+    ("br_features_realplayer", "b"),
+    ("br_features_windowsmedia", "b"),
+    ("br_features_gears", "b"),
+    ("br_features_silverlight", "b"),
+    ("br_cookies", "b"),
+    ("br_colordepth", "s"),
+    ("br_viewwidth", "i"),
+    ("br_viewheight", "i"),
+    ("os_name", "s"),
+    ("os_family", "s"),
+    ("os_manufacturer", "s"),
+    ("os_timezone", "s"),
+    ("dvce_type", "s"),
+    ("dvce_ismobile", "b"),
+    ("dvce_screenwidth", "i"),
+    ("dvce_screenheight", "i"),
+    ("doc_charset", "s"),
+    ("doc_width", "i"),
+    ("doc_height", "i"),
+    ("tr_currency", "s"),
+    ("tr_total_base", "d"),
+    ("tr_tax_base", "d"),
+    ("tr_shipping_base", "d"),
+    ("ti_currency", "s"),
+    ("ti_price_base", "d"),
+    ("base_currency", "s"),
+    ("geo_timezone", "s"),
+    ("mkt_clickid", "s"),
+    ("mkt_network", "s"),
+    ("etl_tags", "s"),
+    ("dvce_sent_tstamp", "t"),
+    ("refr_domain_userid", "s"),
+    ("refr_dvce_tstamp", "t"),
+    ("derived_contexts", "C"),
+    ("domain_sessionid", "s"),
+    ("derived_tstamp", "t"),
+    ("event_vendor", "s"),
+    ("event_name", "s"),
+    ("event_format", "s"),
+    ("event_version", "s"),
+    ("event_fingerprint", "s"),
+    ("true_tstamp", "t"),
+)
+FIELD_NAMES: Final = tuple(name for name, _ in _TABLE)
+"""The 131 fields, in order."""
+FIELD_KINDS: Final = dict(_TABLE)
+"""Each field's kind (see `KINDS`), by name."""
+FIELDS: Final = len(FIELD_NAMES)
+MIN_FIELDS: Final = 108
+"""Older enrichment wrote 108 to 130 fields; the shred job pads them to 131."""
+INDEX: Final = {name: index for index, name in enumerate(FIELD_NAMES)}
+ETL_TSTAMP, COLLECTOR_TSTAMP, EVENT_ID = 2, 3, 6
+CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS = 52, 58, 122
+EVENT_FINGERPRINT = 129
+JSON_FIELDS: Final = (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS)
+ATOMIC_FIELDS: Final = tuple(i for i in range(FIELDS) if i not in JSON_FIELDS)
+"""The 128 atomic fields: every field but the three JSON ones."""
+ATOMIC_BEFORE: Final = tuple(range(EVENT_ID))
+ATOMIC_AFTER: Final = tuple(i for i in range(EVENT_ID + 1, FIELDS) if i not in JSON_FIELDS)
+"""The atomic-events line's fields before and after event_id: 6 + 1 + 121 = 128."""
+TIMESTAMP_FIELDS: Final = tuple(name for name, kind in _TABLE if kind in "tT")
