@@ -55,7 +55,7 @@ class DynamoDbProcessingManifest(ProcessingManifest):
         except (ClientError, BotoCoreError) as e:
             raise manifest_error(e, self.table) from e
         check_keys(
-            self.table, described, KEY_SCHEMA, "a processing table's", "choose another --processing-manifest-table"
+            self.table, described, [(KEY, "HASH")], "a processing table's", "choose another --processing-manifest-table"
         )
         if described.get("TableStatus") != "ACTIVE":
             raise ManifestUnavailableError(f"DynamoDB table [{self.table}] is not ACTIVE after {timeout:.0f} s")

@@ -26,6 +26,7 @@ ATTRIBUTES = [
     {"AttributeName": "eventId", "AttributeType": "S"},
     {"AttributeName": "fingerprint", "AttributeType": "S"},
 ]
+KEYS = [(key["AttributeName"], key["KeyType"]) for key in KEY_SCHEMA]
 TTL_ATTRIBUTE = "ttl"
 
 
@@ -99,14 +100,14 @@ def enable_ttl(client: DynamoDBClient, name: str) -> None:
 
 
 def check_keys(
-    name: str, described: Mapping[str, Any], expected: Sequence[Mapping[str, str]], kind: str, advice: str
+    name: str, described: Mapping[str, Any], expected: Sequence[tuple[str, str]], kind: str, advice: str
 ) -> None:
     """Refuse a table (`described` by DescribeTable) whose keys are not `expected`, all strings."""
     types = {a["AttributeName"]: a["AttributeType"] for a in described.get("AttributeDefinitions", [])}
     keys = sorted(
         (k["AttributeName"], k["KeyType"], types.get(k["AttributeName"])) for k in described.get("KeySchema", [])
     )
-    wanted = sorted((k["AttributeName"], k["KeyType"], "S") for k in expected)
+    wanted = sorted((key, role, "S") for key, role in expected)
     if keys != wanted:
         found, needed = (", ".join(f"{n} {role} {t}" for n, role, t in listed) for listed in (keys, wanted))
         raise ManifestConfigError(f"DynamoDB table [{name}] has keys ({found}), not {kind} ({needed}): {advice}")
@@ -125,7 +126,7 @@ def check_table(client: DynamoDBClient, name: str, *, timeout: float = 60.0) -> 
             table = client.describe_table(TableName=name)["Table"]
         except (ClientError, BotoCoreError) as e:
             raise manifest_error(e, name) from e
-        check_keys(name, table, KEY_SCHEMA, "an events manifest's", "choose another table")
+        check_keys(name, table, KEYS, "an events manifest's", "choose another table")
         status = table.get("TableStatus")
         if status == "ACTIVE":
             return
