@@ -27,7 +27,7 @@ from events_manifest.backends.dynamodb import operations
 from events_manifest.backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, admin_options, make_client
 from events_manifest.backends.dynamodb.table import check_table, create_table
 from events_manifest.base import DuplicateStorage, not_listable, raise_first
-from events_manifest.errors import ManifestRequestError, ManifestUnavailableError
+from events_manifest.errors import ManifestError, ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import (
     DEFAULT_TTL,
     EventId,
@@ -36,7 +36,6 @@ from events_manifest.model import (
     PutItem,
     check_fingerprint,
     entries_by_id,
-    from_epoch_seconds,
     normalize_event_id,
     to_epoch_seconds,
     ttl_seconds,
@@ -67,7 +66,16 @@ class AsyncEventsManifest(Protocol):
 
     async def runs(self) -> list[Run]: ...
 
-    async def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run: ...
+    async def start_run(
+        self,
+        item: str | None,
+        etl_time: datetime | None = None,
+        *,
+        explicit: bool = False,
+        source: str = "",
+        output: str = "",
+        rerun: bool = False,
+    ) -> Run: ...
 
     async def finish_run(self, run: Run) -> Run: ...
 
@@ -102,18 +110,26 @@ class AsyncManifestBase:
         """`DuplicateStorage.runs`."""
         return sorted(await self._runs(), key=lambda run: run.etl_seconds)
 
-    async def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run:
+    async def start_run(
+        self,
+        item: str | None,
+        etl_time: datetime | None = None,
+        *,
+        explicit: bool = False,
+        source: str = "",
+        output: str = "",
+        rerun: bool = False,
+    ) -> Run:
         """`DuplicateStorage.start_run`: the same decision (`runs.plan`) and heartbeat, awaited."""
-        item = runs.check_item(item)
-        requested = from_epoch_seconds(runs.now_seconds()) if etl_time is None else etl_time
+        start = runs.Start.of(item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun)
         for _ in range(runs.MAX_ATTEMPTS):
-            decided = runs.plan(await self.runs(), item, requested, explicit=explicit, now=runs.now_seconds())
+            decided = start.plan(await self.runs(), runs.now_seconds())
             self._heartbeat().announce(decided.record)
             if await self._swap_run(decided.expected, decided.record):
                 await asyncio.to_thread(self._heartbeat().add, decided.record)
                 return decided.record
             await asyncio.to_thread(self._heartbeat().stop, decided.record)
-        raise runs.lost_race(item or str(requested))
+        raise start.lost_race()
 
     async def finish_run(self, run: Run) -> Run:
         """`DuplicateStorage.finish_run`."""
@@ -125,7 +141,11 @@ class AsyncManifestBase:
 
     async def abandon_run(self, run: Run) -> None:
         """`DuplicateStorage.abandon_run`."""
-        await asyncio.to_thread(self._heartbeat().stop, run)
+        current = await asyncio.to_thread(self._heartbeat().stop, run)
+        try:
+            await self._swap_run(current, runs.failed(current, runs.now_seconds()))
+        except ManifestError as e:
+            runs.log.warning("could not record the %s as failed: %s", current.describe(), e)
 
     def _heartbeat(self) -> Heartbeat:
         """The runs' heartbeat: its thread renews each record with `_swap_run`, run on this loop."""

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 
 from events_manifest import processing, runs
-from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
+from events_manifest.errors import ManifestConfigError, ManifestError, ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import (
     DEFAULT_TTL,
     EventId,
@@ -16,7 +16,6 @@ from events_manifest.model import (
     PutBatch,
     PutItem,
     entries_by_id,
-    from_epoch_seconds,
     normalize_event_id,
     to_epoch_seconds,
     ttl_seconds,
@@ -86,21 +85,31 @@ class DuplicateStorage(abc.ABC):
         """Every run in the manifest's ledger, by etl time (see `events_manifest.runs`)."""
         return sorted(self._runs(), key=lambda run: run.etl_seconds)
 
-    def start_run(self, item: str | None, etl_time: datetime | None = None, *, explicit: bool = False) -> Run:
+    def start_run(
+        self,
+        item: str | None,
+        etl_time: datetime | None = None,
+        *,
+        explicit: bool = False,
+        source: str = "",
+        output: str = "",
+        rerun: bool = False,
+    ) -> Run:
         """Record a run of `item` (an input path or id; None: a run of its own) as started, before
         its first put, and return it: its `etl_time` is the one to put with. `etl_time` is what the
         input asks for (default now); the ledger may hand out another (`runs.plan`), unless `explicit`.
-        Until `finish_run` or `abandon_run`, a thread renews the run's sign of life in the ledger."""
-        item = runs.check_item(item)
-        requested = from_epoch_seconds(runs.now_seconds()) if etl_time is None else etl_time
+        `source` identifies the input the run reads, `output` where it writes; `rerun` runs a finished
+        item again on purpose. Until `finish_run` or `abandon_run`, a thread renews the run's sign
+        of life in the ledger."""
+        start = runs.Start.of(item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun)
         for _ in range(runs.MAX_ATTEMPTS):
-            decided = runs.plan(self.runs(), item, requested, explicit=explicit, now=runs.now_seconds())
+            decided = start.plan(self.runs(), runs.now_seconds())
             self._heartbeat.announce(decided.record)
             if self._swap_run(decided.expected, decided.record):
                 self._heartbeat.add(decided.record)
                 return decided.record
             self._heartbeat.stop(decided.record)
-        raise runs.lost_race(item or str(requested))
+        raise start.lost_race()
 
     def finish_run(self, run: Run) -> Run:
         """Record a started run as finished, once its output is delivered."""
@@ -111,9 +120,15 @@ class DuplicateStorage(abc.ABC):
         return done
 
     def abandon_run(self, run: Run) -> None:
-        """A started run failed: stop renewing it. It stays unfinished in the ledger, so its rerun
-        (or `clean`) deals with the events it stored, and later runs of other items wait for that."""
-        self._heartbeat.stop(run)
+        """A started run failed: stop renewing it and record it as failed. It stays unfinished in
+        the ledger, so its rerun (or `clean`) deals with the events it stored, and later runs of
+        other items wait for that. A store that cannot be reached now leaves it started: it is
+        taken for dead once its sign of life is old (`runs.Run.dead`)."""
+        current = self._heartbeat.stop(run)
+        try:
+            self._swap_run(current, runs.failed(current, runs.now_seconds()))
+        except ManifestError as e:
+            runs.log.warning("could not record the %s as failed: %s", current.describe(), e)
 
     @property
     def _heartbeat(self) -> Heartbeat:

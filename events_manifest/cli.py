@@ -122,8 +122,10 @@ def _dedup(args: argparse.Namespace) -> int:
         Outcome.EXPIRED: args.expired,
         Outcome.ERROR: args.errors,
     }
-    check_paths(args.input, outputs)  # before the manifest is opened (a new SQLite file is a write)
+    check_paths(args.input, outputs, args.manifest)  # before the manifest is opened (a new SQLite file is a write)
     resolver = Resolver.parse(args.iglu_config) if args.iglu_config else None
+    if resolver is not None:
+        resolver.check_reachable()  # an unreachable repository stops the run before it starts
     with manifest_from_url(args.manifest) as manifest:
         counts, etl_time = run(
             manifest,
@@ -136,6 +138,8 @@ def _dedup(args: argparse.Namespace) -> int:
             progress=sys.stderr,
             chunk_size=args.chunk_size,
             resolver=resolver,
+            item=args.item_id,
+            rerun=args.rerun,
         )
     width = max(len(f"{n:,}") for n in counts.values())
     lines = [f"etl time {etl_time:%Y-%m-%d %H:%M:%S}"]
@@ -202,6 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.add_argument("--expiry-period", metavar="DURATION", help="e.g. 1d: older than latest minus this is expired")
     dedup.add_argument("--manifest", required=True, help="memory://, sqlite:///path.db or dynamodb://TABLE?region=R")
     dedup.add_argument("--etl-time", help="the run's etl time (default: a second of its own, from now on)")
+    dedup.add_argument(
+        "--item-id", help="what this run processes, for the run ledger (default: the input file's real path)"
+    )
+    dedup.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run an item the ledger says was delivered again, on purpose: its records come out again",
+    )
     dedup.add_argument(
         "--iglu-config",
         metavar="FILE|JSON|BASE64",

@@ -350,8 +350,10 @@ class _Deduplicator(Generic[M]):
     default a hash of the whole record; `expiry`: an `Expiry`; `item`: what the run reads (a file
     name, a topic partition), so that a rerun of an unfinished run finishes it; `etl_time`: the
     run's etl time (default: handed out by the manifest's ledger; pass the same one to rerun after
-    a crash); `on_disk`: remember the run's pairs in a temporary file instead of memory;
-    `chunk_size`: records per manifest call.
+    a crash); `source`: the identity of the input (its size, a digest), which the ledger keeps to
+    refuse another input under the same item; `output`: where the run writes; `rerun`: run an
+    item the ledger says was delivered again, on purpose; `on_disk`: remember the run's pairs in a
+    temporary file instead of memory; `chunk_size`: records per manifest call.
     """
 
     def __init__(
@@ -363,11 +365,15 @@ class _Deduplicator(Generic[M]):
         expiry: Expiry | None = None,
         item: str | None = None,
         etl_time: datetime | None = None,
+        source: str = "",
+        output: str = "",
+        rerun: bool = False,
         on_disk: bool = False,
         chunk_size: int = 1000,
     ) -> None:
         self.manifest = manifest
         self.item, self._requested = item, etl_time
+        self._source, self._output, self._rerun = source, output, rerun
         self._run = _Run(key, fingerprint, expiry, on_disk, chunk_size)
 
     @property
@@ -392,7 +398,14 @@ class Deduplicator(_Deduplicator[DuplicateStorage]):
     def start(self) -> Run:
         """Record the run in the manifest's ledger (done by `with` and the first classify)."""
         if self._run.ledger is None:
-            self._run.ledger = self.manifest.start_run(self.item, self._requested, explicit=self._requested is not None)
+            self._run.ledger = self.manifest.start_run(
+                self.item,
+                self._requested,
+                explicit=self._requested is not None,
+                source=self._source,
+                output=self._output,
+                rerun=self._rerun,
+            )
         return self._run.ledger
 
     def classify(self, records: Iterable[Any]) -> Iterator[Decision]:
@@ -432,7 +445,12 @@ class AsyncDeduplicator(_Deduplicator[AsyncEventsManifest]):
         """Record the run in the manifest's ledger (done by `async with` and the first classify)."""
         if self._run.ledger is None:
             self._run.ledger = await self.manifest.start_run(
-                self.item, self._requested, explicit=self._requested is not None
+                self.item,
+                self._requested,
+                explicit=self._requested is not None,
+                source=self._source,
+                output=self._output,
+                rerun=self._rerun,
             )
         return self._run.ledger
 

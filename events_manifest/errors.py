@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 class ManifestError(Exception):
     """Base class of every error raised by events-manifest."""
@@ -31,3 +33,20 @@ class RunConflictError(ManifestConfigError):
 class ItemClaimedError(RunConflictError):
     """The item is processed already, or another run is processing it (a processing table's
     refusal): the message says how to release it."""
+
+
+def to_record(error: ManifestError) -> str:
+    """An error as a value that travels in data (from a Spark worker to the driver): its type and
+    message. `from_record` gives it back."""
+    return json.dumps({"type": type(error).__name__, "message": str(error)})
+
+
+def from_record(record: str) -> ManifestError:
+    """The error `to_record` wrote, of its own type (a `ManifestUnavailableError` for a type not
+    known here)."""
+    found = json.loads(record)
+    kind = globals().get(found.get("type"))
+    if not (isinstance(kind, type) and issubclass(kind, ManifestError)):
+        kind = ManifestUnavailableError
+    error: ManifestError = kind(found.get("message", ""))
+    return error

@@ -133,11 +133,29 @@ def _memory(url: str) -> DuplicateStorage:
     return InMemoryManifest(ttl=_Query(url, set()).ttl())
 
 
-def _sqlite(url: str) -> DuplicateStorage:
+def _sqlite_path(url: str) -> str:
     parts = urlsplit(url)
     path = parts.netloc + parts.path
     if not path:
         raise ManifestConfigError(f"manifest URL [{url}] names no file: use sqlite:///abs/path.db")
+    return path
+
+
+def manifest_files(manifest: str | DuplicateStorage | None) -> list[str]:
+    """The local files a manifest keeps its entries in (a SQLite file and its journal files),
+    which the output rule keeps every output away from (`places.check_places`)."""
+    if isinstance(manifest, SqliteManifest):
+        path = str(manifest.path)
+    elif isinstance(manifest, str) and urlsplit(manifest).scheme == "sqlite":
+        path = _sqlite_path(manifest)
+    else:
+        return []
+    path = "/" + path.lstrip("/") if path.startswith("//") else path  # sqlite:////abs: the file /abs
+    return [path, *(path + suffix for suffix in ("-wal", "-shm", "-journal"))]
+
+
+def _sqlite(url: str) -> DuplicateStorage:
+    path = _sqlite_path(url)
     query = _Query(url, {"cache_mib", "durable"})
     return SqliteManifest(
         Path(path), ttl=query.ttl(), cache_mib=query.integer("cache_mib", 64), durable=query.flag("durable")

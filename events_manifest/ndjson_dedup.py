@@ -10,6 +10,7 @@ leaves the files of an earlier one as they were.
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import json
 import os
@@ -21,11 +22,14 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import IO, Any, TextIO
 
-from events_manifest import runs
+from events_manifest import liveness, runs
 from events_manifest.base import DuplicateStorage
 from events_manifest.dedup import Deduplicator, Expiry, Outcome, Unreadable
 from events_manifest.errors import ManifestConfigError, ManifestError
+from events_manifest.factory import manifest_files
 from events_manifest.iglu import Resolver
+from events_manifest.places import Place, check_places
+from events_manifest.storage import Listing, LocalStorage
 
 _PROGRESS_EVERY = 0.5
 FLAGS = {
@@ -43,9 +47,12 @@ class _Line(dict[str, Any]):
     text: str
 
 
-def check_paths(source: str, outputs: Mapping[Outcome, str | None]) -> None:
-    """Refuse, before anything is read or written, an input that cannot be read and an output that
-    would overwrite the input, another output or a folder."""
+def check_paths(
+    source: str, outputs: Mapping[Outcome, str | None], manifest: str | DuplicateStorage | None = None
+) -> None:
+    """Refuse, before anything is read or written, an input that cannot be read, and outputs the
+    output rule refuses (`places.check_places`): one that is not a regular file (a FIFO, a device,
+    a folder), or is (or is a link to) the input, the manifest's file or another output."""
     if source != "-":
         if not os.path.exists(source):
             raise ManifestConfigError(f"input [{source}] does not exist")
@@ -53,22 +60,42 @@ def check_paths(source: str, outputs: Mapping[Outcome, str | None]) -> None:
             raise ManifestConfigError(f"input [{source}] is a folder: give an NDJSON file (or - for stdin)")
         if not os.access(source, os.R_OK):
             raise ManifestConfigError(f"input [{source}] cannot be read (permissions)")
-    seen: dict[str, str] = {} if source == "-" else {os.path.realpath(source): "the input"}
-    for outcome, path in outputs.items():
+    written = [Place(FLAGS[outcome], path) for outcome, path in outputs.items() if path is not None and path != "-"]
+    protected = [Place("manifest file", path) for path in manifest_files(manifest)]
+    if source != "-":
+        protected.append(Place("input", source))
+    check_places(LocalStorage(), written, protected)
+
+
+def source_identity(source: str) -> str:
+    """What the run ledger keeps of the input (its name and size), to refuse another input under
+    the same item; nothing for stdin."""
+    return "" if source == "-" else Listing(((source, os.path.getsize(source)),)).identity()
+
+
+def _written_to(outputs: Mapping[Outcome, str | None]) -> str:
+    """Where a run delivers, for the ledger: its unique records' file (stdout: nothing to name)."""
+    unique = outputs.get(Outcome.UNIQUE)
+    return os.path.realpath(unique) if unique is not None and unique != "-" else ""
+
+
+PARTIAL = ".partial"
+
+
+def remove_stale_partials(outputs: Mapping[Outcome, str | None]) -> list[str]:
+    """Remove the temporary files a killed run left beside these outputs (their writer, named in
+    the file's name, is gone); the ones removed."""
+    removed = []
+    for path in outputs.values():
         if path is None or path == "-":
             continue
-        flag = FLAGS[outcome]
-        real = os.path.realpath(path)
-        if real in seen:
-            raise ManifestConfigError(f"{flag} [{path}] is also {seen[real]}: give each output a file of its own")
-        seen[real] = f"the {flag} output"
-        if os.path.isdir(path):
-            raise ManifestConfigError(f"{flag} [{path}] is a folder: give a file name")
-        folder = os.path.dirname(real)
-        if not os.path.isdir(folder):
-            raise ManifestConfigError(f"{flag} [{path}]: folder {folder} does not exist, create it first")
-        if not os.access(folder, os.W_OK):
-            raise ManifestConfigError(f"{flag} [{path}]: folder {folder} is not writable")
+        folder, name = os.path.split(os.path.abspath(path))
+        for found in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.*{PARTIAL}")):
+            owner = os.path.basename(found)[len(name) + 2 : -len(PARTIAL)].rsplit(".", 1)[0].replace("@", ":")
+            if liveness.gone(owner) is True:
+                os.unlink(found)
+                removed.append(found)
+    return removed
 
 
 def _open_in(path: str, stack: contextlib.ExitStack) -> IO[bytes]:
@@ -88,7 +115,8 @@ class _Output:
             self.temporary: str | None = None
             return
         folder, name = os.path.split(os.path.abspath(path))
-        self.temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.partial")
+        owner = liveness.this_process().replace(":", "@")  # so that a later run knows when it is stale
+        self.temporary = os.path.join(folder, f".{name}.{owner}.{uuid.uuid4().hex}{PARTIAL}")
         # os.open with 0o666 gives the file the mode a plain open would (the umask's), unlike mkstemp's 0o600
         handle = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         self.stream = stack.enter_context(os.fdopen(handle, "w", encoding="utf-8", newline="\n"))
@@ -124,6 +152,9 @@ def _parse(lines: IO[bytes], resolver: Resolver | None = None) -> Iterator[_Line
             value = json.loads(text)
         except ValueError as e:
             yield Unreadable(text, f"line {number} is not JSON ({e})")
+            continue
+        except RecursionError:
+            yield Unreadable(text, f"line {number} is nested too deeply to be read")
             continue
         if not isinstance(value, dict):
             yield Unreadable(text, f"line {number} is not a JSON object (got {type(value).__name__})")
@@ -182,16 +213,20 @@ def run(
     progress: TextIO,
     chunk_size: int = 10_000,
     resolver: Resolver | None = None,
+    item: str | None = None,
+    rerun: bool = False,
 ) -> tuple[dict[Outcome, int], datetime]:
     """Dedup the NDJSON `source` into `outputs`; the count per outcome and the run's etl time.
 
     With a `resolver`, every record must be a self-describing JSON that validates against its
     schema; any other is an error record, with what failed.
 
-    The run is recorded in the manifest's ledger under the input's real path, so running the same
-    command again after a failure finishes it (same etl time) instead of losing its records.
+    The run is recorded in the manifest's ledger under `item` (default: the input's real path), so
+    running the same command again after a failure finishes it (same etl time) instead of losing
+    its records; a finished item is refused unless `rerun`.
     """
-    check_paths(source, outputs)
+    check_paths(source, outputs, manifest)
+    remove_stale_partials(outputs)
     display = _Progress(progress)
     with contextlib.ExitStack() as stack:
         lines = _open_in(source, stack)
@@ -201,8 +236,11 @@ def run(
             key=key,
             fingerprint=fingerprint,
             expiry=expiry,
-            item=None if source == "-" else os.path.realpath(source),
+            item=item or (None if source == "-" else os.path.realpath(source)),
             etl_time=etl_time,
+            source=source_identity(source),
+            output=_written_to(outputs),
+            rerun=rerun,
             on_disk=True,
             chunk_size=chunk_size,
         )
@@ -221,14 +259,14 @@ def run(
                 out.publish()
         except (OSError, EOFError, zlib.error, ManifestError) as e:
             dedup.close(finished=False)
-            rerun = (
+            again = (
                 "run the same command again"
-                if source != "-"
+                if source != "-" or item
                 else f"rerun with --etl-time '{runs.text(run.etl_seconds)}'"
             )
             raise RunFailedError(
                 f"{e}\nThe run stopped after it started (etl time {runs.text(run.etl_seconds)}); no output file was "
-                f"replaced. To finish it, {rerun}"
+                f"replaced. To finish it, {again}"
             ) from e
         except BaseException:
             dedup.close(finished=False)

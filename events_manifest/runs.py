@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 
@@ -24,7 +24,11 @@ from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 
 STARTED = "started"
+FAILED = "failed"
 FINISHED = "finished"
+FUTURE_SECONDS = 86400
+"""How far past now an explicit etl time may be: a typo'd year would count every later run's
+events as new (their etl times all before it)."""
 MAX_ATTEMPTS = 20
 """How often `start` re-reads the ledger when concurrent runs keep taking the etl time it chose."""
 BEAT_SECONDS = 60
@@ -37,8 +41,10 @@ log = logging.getLogger(__name__)
 @attrs.frozen
 class Run:
     """One run in the ledger: its etl time (whole epoch seconds, the ledger's key), what it
-    processed (`item`: an input folder, a file, an id), its state, wall-clock times, the process
-    that runs it (`owner`, `host:pid`) and its last sign of life."""
+    processed (`item`: an input folder, a file, an id), its state (started, failed or finished),
+    wall-clock times, the process that runs it (`owner`, `host:pid`), its last sign of life, the
+    identity of the input it read (`source`: its files and sizes, see `storage.Listing`) and where
+    it wrote (`output`)."""
 
     etl_seconds: int
     item: str
@@ -47,6 +53,8 @@ class Run:
     finished_seconds: int | None = None
     owner: str = ""
     alive_seconds: int | None = None
+    source: str = ""
+    output: str = ""
 
     @property
     def etl_time(self) -> datetime:
@@ -60,10 +68,13 @@ class Run:
         return f"run of [{self.item}] with etl time {text(self.etl_seconds)} ({self.state})"
 
     def dead(self, now: int) -> bool:
-        """Whether an unfinished run has stopped: its process is gone (same host), it stopped
-        renewing its record in this process, or no sign of life for `LEASE_SECONDS` (another host)."""
+        """Whether an unfinished run has stopped: it failed, its process is gone (same host), it
+        stopped renewing its record in this process, or no sign of life for `LEASE_SECONDS` (another
+        host)."""
         if self.finished:
             return False
+        if self.state == FAILED:
+            return True
         if self.owner == liveness.this_process():
             return (self.etl_seconds, self.item) not in Heartbeat.beating()
         gone = liveness.gone(self.owner)
@@ -90,23 +101,44 @@ class Plan:
     record: Run
 
 
-def plan(runs: Sequence[Run], item: str | None, requested: datetime, *, explicit: bool, now: int) -> Plan:
-    """The ledger record a new run of `item` writes, given every record the ledger holds.
+def plan(
+    runs: Sequence[Run],
+    item: str | None,
+    requested: datetime,
+    *,
+    explicit: bool,
+    now: int,
+    source: str = "",
+    output: str = "",
+    rerun: bool = False,
+) -> Plan:
+    """The ledger record a new run of `item` writes, given every record the ledger holds. `source`
+    is the identity of the input it reads (empty: unknown), `output` where it writes.
 
     A run without an item is one of its own, or, with an `explicit` etl time another run holds, a
     rerun of that run.
 
+    - An `explicit` etl time more than `FUTURE_SECONDS` ahead of now is refused.
     - An unfinished run of the same item that has died is finished by this one: it takes that
       run's etl time, so the manifest accepts the events it stored (with `explicit`, another etl
-      time is refused). One still running is waited for: two at once would both keep its events.
+      time is refused), provided it reads the same input. One still running is waited for: two at
+      once would both keep its events.
     - A dead, unfinished run of another item is refused: its stored events would be dropped here as
       duplicates and never delivered. The message says how to rerun it or clean it.
-    - A finished run of the same item at the requested etl time is rerun (its output remade).
+    - A finished run of the same item is refused (its events were delivered; a second delivery
+      would double them), unless `rerun` says it is on purpose: then it takes that run's etl time
+      (or the `explicit` one), so the manifest gives its events again, provided it reads the same
+      input.
     - Otherwise the run takes the first second from the requested etl time on that no other item's
       run holds, so runs never take each other's entries for a rerun's; an `explicit` etl time is
       taken as it is, or refused if another item's run holds it.
     """
     wanted = to_epoch_seconds(requested)
+    if explicit and wanted > now + FUTURE_SECONDS:
+        raise ManifestConfigError(
+            f"etl time {text(wanted)} is more than a day ahead of now ({text(now)} UTC): every later run's events "
+            "would be taken for new ones. Check --etl-time (etl_time) for a typo"
+        )
     by_etl = {run.etl_seconds: run for run in runs}
     if item is None:
         item = by_etl[wanted].item if explicit and wanted in by_etl else f"run {uuid.uuid4()}"
@@ -119,8 +151,16 @@ def plan(runs: Sequence[Run], item: str | None, requested: datetime, *, explicit
         raise RunConflictError(_abandoned_message(abandoned, now))
     if len(unfinished) > 1 or (unfinished and explicit and unfinished[0].etl_seconds != wanted):
         raise RunConflictError(_unfinished_message(item, unfinished, wanted if explicit else None))
+    delivered = [run for run in runs if run.item == item and run.finished]
+    for earlier in [*unfinished, *delivered[-1:]]:
+        if source and earlier.source and source != earlier.source:
+            raise RunConflictError(_other_input_message(earlier, source))
     if unfinished:
         etl = unfinished[0].etl_seconds
+    elif delivered and not rerun:
+        raise RunConflictError(_delivered_message(delivered[-1]))
+    elif delivered and not explicit:
+        etl = delivered[-1].etl_seconds
     elif explicit and wanted in by_etl and by_etl[wanted].item != item:
         raise RunConflictError(
             f"etl time {text(wanted)} belongs to the {by_etl[wanted].describe()}: two runs sharing an etl time "
@@ -131,7 +171,42 @@ def plan(runs: Sequence[Run], item: str | None, requested: datetime, *, explicit
         etl = wanted
         while not explicit and etl in by_etl and by_etl[etl].item != item:
             etl += 1
-    return Plan(by_etl.get(etl), Run(etl, item, STARTED, now, owner=liveness.this_process(), alive_seconds=now))
+    record = Run(
+        etl, item, STARTED, now, owner=liveness.this_process(), alive_seconds=now, source=source, output=output
+    )
+    return Plan(by_etl.get(etl), record)
+
+
+@attrs.frozen
+class Start:
+    """What a new run asks of the ledger (see `plan`): the same for the sync and async manifests."""
+
+    item: str | None
+    requested: datetime
+    explicit: bool = False
+    source: str = ""
+    output: str = ""
+    rerun: bool = False
+
+    @classmethod
+    def of(cls, item: str | None, etl_time: datetime | None, **options: Any) -> Start:
+        requested = from_epoch_seconds(now_seconds()) if etl_time is None else etl_time
+        return cls(check_item(item), requested, **options)
+
+    def plan(self, runs: Sequence[Run], now: int) -> Plan:
+        return plan(
+            runs,
+            self.item,
+            self.requested,
+            explicit=self.explicit,
+            now=now,
+            source=self.source,
+            output=self.output,
+            rerun=self.rerun,
+        )
+
+    def lost_race(self) -> ManifestUnavailableError:
+        return lost_race(self.item or str(self.requested))
 
 
 def _since(run: Run, now: int) -> str:
@@ -154,6 +229,25 @@ def _abandoned_message(abandoned: list[Run], now: int) -> str:
         "manifest holds the events it stored, and this run would drop them as duplicates, so they would never "
         f"be delivered. Rerun it first (the same input, or --item-id '{run.item}'), or, if its output was "
         f"thrown away, remove its entries with `events-manifest clean --etl-time '{text(run.etl_seconds)}'`"
+    )
+
+
+def _delivered_message(run: Run) -> str:
+    wrote = f" into {run.output}" if run.output else ""
+    finished = f", finished {text(run.finished_seconds)} UTC" if run.finished_seconds is not None else ""
+    return (
+        f"[{run.item}] was delivered already, by the run with etl time {text(run.etl_seconds)}{wrote}{finished}: "
+        "running it again would deliver its events a second time. Nothing was done. To run it again on purpose "
+        "(its events come out again, under the same etl time), pass --rerun (rerun=True)"
+    )
+
+
+def _other_input_message(run: Run, source: str) -> str:
+    return (
+        f"[{run.item}] names another input than the {run.describe()}, which read {run.source} (this input: "
+        f"{source}): reusing an item for another input would mix up their events. Give this input an item of "
+        f"its own (--item-id); to replace the earlier run, remove its entries first with `events-manifest clean "
+        f"--etl-time '{text(run.etl_seconds)}'`"
     )
 
 
@@ -281,6 +375,11 @@ def swap_in(records: dict[K, V], key: K, expected: V | None, new: V | None) -> b
 
 def finished(run: Run, now: int) -> Run:
     return attrs.evolve(run, state=FINISHED, finished_seconds=now)
+
+
+def failed(run: Run, now: int) -> Run:
+    """A run that stopped on an error: unfinished (its rerun finishes it), and dead at once."""
+    return attrs.evolve(run, state=FAILED, alive_seconds=now)
 
 
 def lost_race(item: str) -> ManifestUnavailableError:

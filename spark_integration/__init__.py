@@ -5,8 +5,8 @@ package reads, groups and writes with Spark and hands Arrow batches to the core'
 
 from __future__ import annotations
 
+from events_manifest.folders import FolderClaimedError, InputMissingError, OutputExistsError
 from events_manifest.snowplow.summary import ShredSummary
-from spark_integration.folders import FolderClaimedError, InputMissingError, OutputExistsError
 from spark_integration.generic_dedup import DedupResult, deduplicate
 from spark_integration.populator import PopulateSummary, populate
 from spark_integration.session import local_session

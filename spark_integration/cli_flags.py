@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
+from events_manifest.job import one_line
 
 
 def add_manifest_flags(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -34,18 +36,38 @@ def manifest_of(args: argparse.Namespace) -> str | DuplicateStorage | None:
     return manifest
 
 
-def run_job(prog: str, job: Callable[[], int]) -> int:
-    """Run a job's main body; a bad flag, config or input, or a Spark job that failed on its input
-    (a corrupt gzip file, an unreadable file), is one line on stderr and exit 1."""
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    """`--master` and `--verbose`, which every job takes."""
+    parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show Spark's warnings and, on an error, where it happened"
+    )
+
+
+def run_job(prog: str, job: Callable[[], int], *, verbose: bool = False) -> int:
+    """Run a job's main body: any error (a bad flag, config or input, a Spark job that failed on
+    its input, one this code did not foresee) is one line on stderr and exit 1, and with `verbose`
+    the stack trace before it."""
     try:
         return job()
-    except ManifestError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-    except AnalysisException as e:
-        print(f"{prog}: error: {str(e).splitlines()[0]}", file=sys.stderr)
-    except (Py4JJavaError, PySparkException) as e:
-        print(f"{prog}: error: {spark_failure(e)}; nothing was written", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if verbose:
+            traceback.print_exc()
+        print(f"{prog}: error: {_one_line(e)}", file=sys.stderr)
     return 1
+
+
+def _one_line(error: Exception) -> str:
+    if isinstance(error, ManifestError):
+        return str(error)
+    if isinstance(error, AnalysisException):
+        return str(error).splitlines()[0]
+    if isinstance(error, Py4JJavaError | PySparkException):
+        return f"{spark_failure(error)}; nothing was written"
+    return f"{one_line(error)} (an unexpected error: --verbose shows where it happened)"
 
 
 def _last_words(text: str) -> str:

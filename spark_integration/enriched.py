@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow.fields import COLLECTOR_TSTAMP, ETL_TSTAMP, EVENT_ID
 from events_manifest.snowplow.parsing import TSTAMP_PATTERN, UUID_PATTERN
+from spark_integration.storage import HadoopStorage
 from spark_integration.udfs import checked_lines
 
 
@@ -22,7 +23,9 @@ def load_enriched(spark: SparkSession, path: str | list[str]) -> DataFrame:
     Columns: `line`, `file`, `position` (byte offset of the split, then the row within it): the
     order of (file, position) is the order of lines in the files whatever the partitioning.
     """
-    return spark.read.text(path).select(
+    storage = HadoopStorage(spark)
+    paths = [storage.absolute(p) for p in ([path] if isinstance(path, str) else path)]
+    return spark.read.text(paths).select(
         F.col("value").alias("line"),
         F.input_file_name().alias("file"),
         F.struct(F.input_file_block_start().alias("block"), F.monotonically_increasing_id().alias("row")).alias(

@@ -1,32 +1,30 @@
-"""The shred job's outputs (docs/shred-job.md), staged and then moved into place through Hadoop's FileSystem,
-so a failed run leaves no partial output and any Hadoop file system (local, HDFS, S3A) works.
+"""The shred job's outputs (docs/shred-job.md): written by Spark under a staging folder, then moved
+into place through Hadoop's FileSystem (`storage.HadoopStorage`), so a failed run leaves no partial
+output and any Hadoop file system (local, HDFS, S3A) works.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from events_manifest.folders import STAGING_PREFIX
 from events_manifest.snowplow.shred_output import (
+    ATOMIC,
     ATOMIC_KIND,
     BAD_KIND,
     NO_TYPE,
     PARTITIONS,
     SCHEMA_PARTS,
+    SHREDDED,
     SHREDDED_KIND,
 )
-
-ATOMIC = "atomic-events"
-SHREDDED = "shredded-types"
-SUMMARY = "_summary.json"
-RUN_MARKER = "_run.json"
-"""What earlier versions of the job wrote while a run was under way: still the job's own when found."""
+from events_manifest.storage import join
+from spark_integration.storage import HadoopStorage
 
 
 def write_outputs(rows: DataFrame, path: str) -> str:
@@ -70,139 +68,12 @@ def type_folder(staged_name: str) -> str:
     return "/".join(f"{name}={part}" for name, part in zip(SCHEMA_PARTS, parts, strict=True))
 
 
-class Storage:
-    """Hadoop FileSystem operations on the driver, for whatever file system a path names."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        jvm: Any = spark._jvm
-        self._jvm = jvm
-        self._conf: Any = spark._jsc.hadoopConfiguration()
-        self._path: Any = jvm.org.apache.hadoop.fs.Path  # looked up once: py4j asks the JVM a name at a time
-
-    def _fs(self, path: str) -> tuple[Any, Any]:
-        p = self._path(path)
-        return p.getFileSystem(self._conf), p
-
-    def qualify(self, path: str) -> str:
-        """The path with its file system and absolute (`file:/abs/out`), without a trailing slash."""
-        fs, p = self._fs(path)
-        return _no_slash(str(fs.makeQualified(p).toString()))
-
-    def matches(self, path: str) -> bool:
-        """Whether a path (or glob) names at least one file or folder."""
-        fs, p = self._fs(path)
-        found = fs.globStatus(p)
-        return found is not None and len(found) > 0
-
-    def working_folders(self) -> list[str]:
-        """The default file system's working folder (the current folder, locally) and its ancestors."""
-        fs, p = self._fs(".")
-        folders, at = [], fs.makeQualified(p)
-        while at is not None:
-            folders.append(_no_slash(str(at.toString())))
-            at = at.getParent()
-        return folders
-
-    def create_new(self, path: str, text: str) -> bool:
-        """Create a file that must not exist yet, atomically; False if it exists. Locally an
-        exclusive create of the OS; elsewhere the file system's create without overwrite (atomic
-        on HDFS; object stores have no such guarantee)."""
-        fs, p = self._fs(path)
-        fs.mkdirs(p.getParent())
-        if str(fs.getScheme()) == "file":
-            try:
-                handle = os.open(str(p.toUri().getPath()), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                return False
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(text)
-            return True
-        try:
-            stream = fs.create(p, False)
-        except Exception as e:  # py4j's error for FileAlreadyExistsException
-            if "FileAlreadyExistsException" in str(e):
-                return False
-            raise
-        try:
-            stream.write(bytearray(text.encode("utf-8")))
-        finally:
-            stream.close()
-        return True
-
-    def exists(self, path: str) -> bool:
-        fs, p = self._fs(path)
-        return bool(fs.exists(p))
-
-    def children(self, path: str) -> list[str]:
-        fs, p = self._fs(path)
-        if not fs.exists(p):
-            return []
-        return sorted(str(status.getPath().getName()) for status in fs.listStatus(p))
-
-    def delete(self, path: str) -> None:
-        fs, p = self._fs(path)
-        fs.delete(p, True)
-
-    def mkdirs(self, path: str) -> None:
-        fs, p = self._fs(path)
-        fs.mkdirs(p)
-
-    def move(self, source: str, target: str) -> None:
-        """Rename within a file system; copy then delete across two. Makes the target's folder."""
-        fs, src = self._fs(source)
-        target_fs, dst = self._fs(target)
-        target_fs.mkdirs(dst.getParent())
-        if fs.equals(target_fs):  # Hadoop's cache holds one instance per file system
-            moved = fs.rename(src, dst)
-        else:
-            moved = self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, src, target_fs, dst, True, self._conf)
-        if not moved:
-            raise OSError(f"could not move {source} to {target}")
-
-    def _is_folder(self, path: str) -> bool:
-        fs, p = self._fs(path)
-        return bool(fs.getFileStatus(p).isDirectory())
-
-    def merge(self, source: str, target: str) -> None:
-        """`move`, but a folder whose target exists already is merged into it, child by child."""
-        if self.exists(target) and self._is_folder(source):
-            for child in self.children(source):
-                self.merge(join(source, child), join(target, child))
-        else:
-            self.move(source, target)
-
-    def write_text(self, path: str, text: str) -> None:
-        fs, p = self._fs(path)
-        stream = fs.create(p, True)
-        try:
-            stream.write(bytearray(text.encode("utf-8")))
-        finally:
-            stream.close()
-
-    def read_text(self, path: str) -> str:
-        fs, p = self._fs(path)
-        stream = fs.open(p)
-        reader = self._jvm.java.io.BufferedReader(self._jvm.java.io.InputStreamReader(stream, "UTF-8"))
-        try:
-            return "\n".join(iter(reader.readLine, None))
-        finally:
-            reader.close()
-
-
-def _no_slash(path: str) -> str:
-    return path if path.endswith(":/") else path.rstrip("/")
-
-
-def join(folder: str, *names: str) -> str:
-    return "/".join([folder.rstrip("/"), *names])
-
-
 class Staging:
     """Outputs written under a hidden folder of the output folder, then moved into place together."""
 
-    def __init__(self, storage: Storage, folder: str) -> None:
+    def __init__(self, storage: HadoopStorage, folder: str) -> None:
         self.storage = storage
-        self.root = join(folder, f".staging-{uuid.uuid4().hex[:12]}")
+        self.root = join(storage.absolute(folder), f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}")
 
     def path(self, name: str) -> str:
         return join(self.root, name)

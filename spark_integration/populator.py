@@ -26,7 +26,7 @@ from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import parse_timestamp, to_epoch_seconds
 from spark_integration import enriched
-from spark_integration.cli_flags import add_manifest_flags, manifest_of, run_job
+from spark_integration.cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
 from spark_integration.session import local_session
 from spark_integration.udfs import manifest_put
 
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--iglu-config", metavar="BASE64", help="Iglu resolver config: skip events whose entities fail their schemas"
     )
-    parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
+    add_common_flags(parser)
     args = parser.parse_args(argv)
 
     def job() -> int:
@@ -136,11 +136,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert manifest is not None  # the flags are required
         since = parse_timestamp(args.since) if args.since else None
         iglu = ResolverConfig.parse(args.iglu_config, flag="--iglu-config") if args.iglu_config else None
-        summary = populate(local_session(args.master), args.input_folder, manifest, since=since, iglu_config=iglu)
+        summary = populate(
+            local_session(args.master, verbose=args.verbose), args.input_folder, manifest, since=since, iglu_config=iglu
+        )
         print(summary.table())
         return 0 if summary.failed == 0 else 1
 
-    return run_job("populator", job)
+    return run_job("populator", job, verbose=args.verbose)
 
 
 if __name__ == "__main__":

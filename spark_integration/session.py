@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -21,12 +22,19 @@ DEFAULTS = {
 }
 
 
-def local_session(master: str = "local[2]", app_name: str = "events-manifest", **conf: str) -> SparkSession:
+QUIET_LOG = Path(__file__).with_name("log4j2.properties")
+"""Spark's log off on the console: the jobs say what went wrong in one line of their own."""
+
+
+def local_session(
+    master: str = "local[2]", app_name: str = "events-manifest", *, verbose: bool = False, **conf: str
+) -> SparkSession:
     """The active session if there is one (spark-submit, a notebook), else a new local one.
 
     A new local session runs its Python workers on this interpreter (Spark would take `python3`
     from PATH, which is not a virtual environment's unless it is activated), unless the user chose
     one (`PYSPARK_PYTHON`, `spark.pyspark.python`); under spark-submit the user's settings stand.
+    Its log is silent (`QUIET_LOG`) unless `verbose`, which shows Spark's warnings.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -34,6 +42,8 @@ def local_session(master: str = "local[2]", app_name: str = "events-manifest", *
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
     settings = {**DEFAULTS, **conf}
+    if not verbose:
+        settings.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{QUIET_LOG}")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, which brings its own master
         builder = builder.master(master)
         if "PYSPARK_PYTHON" not in os.environ and "spark.pyspark.python" not in settings:
@@ -41,5 +51,6 @@ def local_session(master: str = "local[2]", app_name: str = "events-manifest", *
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if verbose:
+        spark.sparkContext.setLogLevel("WARN")
     return spark

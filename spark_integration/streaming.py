@@ -19,8 +19,9 @@ from events_manifest import DuplicateStorage
 from events_manifest.dedup import Expiry
 from events_manifest.handle import ManifestHandle
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from events_manifest.storage import join
 from spark_integration.generic_dedup import DedupResult, deduplicate
-from spark_integration.output import Storage, join
+from spark_integration.storage import HadoopStorage
 
 ETL_FOLDER = "events_manifest_etl"
 KEPT_ETL_FILES = 100
@@ -34,7 +35,7 @@ class BatchClock:
     """
 
     def __init__(self, spark: SparkSession, checkpoint: str) -> None:
-        self.storage = Storage(spark)
+        self.storage = HadoopStorage(spark)
         self.folder = join(checkpoint, ETL_FOLDER)
 
     def etl_time(self, batch_id: int) -> datetime:

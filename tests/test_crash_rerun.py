@@ -1,18 +1,17 @@
-"""The shred job's process killed (SIGKILL, JVM included) at random points of the manifest writes
-and of the output writes; a rerun of the same input gives the complete output of an unbroken run,
-and so does a rerun of a grown input into a new folder.
+"""The shred job's process killed (SIGKILL, JVM and workers included) at named steps of its run (see
+`events_manifest.steps`): while its puts are stored, and in the middle of its commit, the earlier
+output deleted and its own not yet in place. A rerun of the same input gives the complete output of
+an unbroken run; another input is refused until the killed run is cleaned.
 
-More kills than the suite's two: `EVENTS_MANIFEST_KILLS=20 pytest tests/test_crash_rerun.py`.
+Every step, not only the suite's two: `EVENTS_MANIFEST_KILLS=all pytest tests/test_crash_rerun.py`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,115 +22,110 @@ from typing import Any
 
 import pytest
 
+from events_manifest import SqliteManifest, steps
 from events_manifest.snowplow.generator import BatchSpec, write_batches
 from spark_integration import shred
+from tests.commands import env, events_manifest, shredder
 from tests.shred_helpers import atomic, line, read_bad, read_output
 
 pytestmark = pytest.mark.spark
 
-KILLS = int(os.environ.get("EVENTS_MANIFEST_KILLS", "2"))
-PHASES = ["manifest writes", "output writes"]
+STEPS = ["started", "puts", "staged", "committing", "committed"]
+KILLED_AT = STEPS if os.environ.get("EVENTS_MANIFEST_KILLS") == "all" else ["puts", "committing"]
 
 
 @pytest.fixture(scope="module")
 def batch(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any]]:
-    """A batch big enough to be killed in the middle of, and the output of an unbroken run."""
+    """A generated batch (duplicates of every kind, bad lines), and the output of an unbroken run."""
     folder = tmp_path_factory.mktemp("crash")
-    spec = BatchSpec(events=20_000, bot_copies=20)
+    spec = BatchSpec(events=2_000, bot_copies=20)
     source = str(write_batches(folder, batches=1, spec=spec, seed=7, first_etl=datetime(2026, 11, 1, 6))[0])
     summary = shred(spark, source, str(folder / "out"), str(folder / "bad"), manifest=f"sqlite:///{folder}/m.db")
     return source, {"out": read_output(folder / "out"), "bad": read_bad(folder / "bad"), "counts": summary.counts()}
 
 
-def _staging(out: Path) -> bool:
-    return out.exists() and any(child.name.startswith(".staging-") for child in out.iterdir())
-
-
-def _stored(db: Path) -> int:
+def killed_at(step: str, cwd: Path, *args: str) -> None:
+    """Run the shred job as a process of its own, stopped at `step` (it signals through a file),
+    then kill its whole process group: the JVM and its Python workers too."""
+    signal_file = cwd / f"reached-{step}"
+    child = {**env(), steps.STOP_AT: step, steps.SIGNAL: str(signal_file)}
+    command = [sys.executable, "-m", "spark_integration.shredder", *args]
+    process = subprocess.Popen(
+        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
-            return int(connection.execute("SELECT count(*) FROM events_manifest").fetchone()[0])
-    except sqlite3.OperationalError:  # not created yet
-        return 0
-
-
-def _kill(command: list[str], out: Path, db: Path, phase: str, delay: float) -> str:
-    """Start the job, wait for `phase` to begin (the first put stored, or the staging folder made),
-    kill the whole process group (the JVM too) `delay` seconds later; say what was interrupted."""
-    started = (lambda: _stored(db) > 0) if phase == "manifest writes" else (lambda: _staging(out))
-    # the suite's `spark` fixture has put the project on PYTHONPATH, which the job inherits
-    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while not started() and process.poll() is None:
-            time.sleep(0.005)
-        time.sleep(delay)
-        finished = process.poll() is not None
+        while not signal_file.exists():  # the event: the run is at `step`, waiting to be killed
+            assert process.poll() is None, f"the run ended before {step}: {process.stderr.read()[-3000:]}"  # type: ignore[union-attr]
+            time.sleep(0.05)
         os.killpg(process.pid, signal.SIGKILL)
     finally:
         process.wait()
-    if finished:
-        return "nothing (finished first)"
-    if _staging(out):
-        return "output writes"
-    return "manifest writes or the counts after them" if _stored(db) else "before the manifest writes"
+        process.stderr.close()  # type: ignore[union-attr]
 
 
-def _shredder(*args: str) -> list[str]:
-    return [sys.executable, "-m", "spark_integration.shredder", *args]
-
-
-@pytest.mark.parametrize("attempt", range(KILLS))
+@pytest.mark.parametrize("step", KILLED_AT)
 def test_a_killed_run_rerun_gives_the_complete_output(
-    spark: Any, batch: tuple[str, dict[str, Any]], tmp_path: Path, attempt: int
+    spark: Any, batch: tuple[str, dict[str, Any]], tmp_path: Path, step: str
 ) -> None:
     source, unbroken = batch
-    manifest = f"sqlite:///{tmp_path}/m.db"
-    out, bad = tmp_path / "out", tmp_path / "bad"
-    command = _shredder("--input-folder", source, "--output-folder", str(out), "--bad-folder", str(bad))
-    command += ["--manifest", manifest]
-    phase = PHASES[attempt % 2]
-    delay = random.Random(attempt).uniform(0, 3.0 if phase == "manifest writes" else 1.5)
-    interrupted = _kill(command, out, tmp_path / "m.db", phase, delay)
-    print(f"kill {attempt}: aimed at {phase}, interrupted {interrupted}, {_stored(tmp_path / 'm.db')} puts stored")
+    flags = ["--input-folder", source, "--output-folder", "out", "--bad-folder", "bad", "--manifest", "sqlite:///"]
+    flags[-1] += str(tmp_path / "m.db")
+    if step in ("committing", "committed"):  # the killed run replaces an earlier one's output, on purpose
+        assert shredder(tmp_path, *flags).returncode == 0
+        flags += ["--overwrite", "--rerun"]
+    killed_at(step, tmp_path, *flags)
 
-    rerun = shred(spark, source, str(out), str(bad), manifest=manifest, overwrite=True)
-    assert read_output(out) == unbroken["out"]
-    assert read_bad(bad) == unbroken["bad"]
-    assert rerun.counts() == unbroken["counts"]
-    assert not any(p.name.startswith(".staging-") for p in [*out.iterdir(), *bad.iterdir()])
+    rerun = shredder(tmp_path, *flags, "--overwrite")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert read_output(tmp_path / "out") == unbroken["out"]
+    assert read_bad(tmp_path / "bad") == unbroken["bad"]
+    assert (
+        json.loads((tmp_path / "out" / "_summary.json").read_text())["kept_events"]
+        == dict(unbroken["counts"])["kept events"]
+    )
+    assert not any(p.name.startswith((".staging-", "_claim")) for p in [*(tmp_path / "out").iterdir()])
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        assert [run.state for run in manifest.runs()] == ["finished"]
 
 
-def test_a_killed_run_is_finished_by_a_rerun_of_changed_input_into_a_new_folder(
-    batch: tuple[str, dict[str, Any]], tmp_path: Path
+def test_a_killed_run_is_not_finished_by_another_input(
+    spark: Any, batch: tuple[str, dict[str, Any]], tmp_path: Path
 ) -> None:
-    """Killed during its puts; the input then gains a line of an earlier etl_tstamp and the rerun
-    goes to a new output folder: the ledger, not the folder, says the killed run is unfinished, so
-    the rerun takes its etl time and delivers its events instead of dropping them as duplicates."""
+    """Killed during its puts; the input then gains a line and the rerun goes to a new output
+    folder: the ledger knows the killed run read other files and refuses (its stored events and the
+    grown input's would be mixed up). Once the killed run is cleaned, the grown input is delivered
+    whole: no event of the killed run is dropped as a duplicate."""
     source, unbroken = batch
     inputs = tmp_path / "in"
     shutil.copytree(source, inputs)
-    db, manifest = tmp_path / "m.db", f"sqlite:///{tmp_path}/m.db"
-    killed = _shredder("--input-folder", str(inputs), "--output-folder", str(tmp_path / "out"))
-    interrupted = _kill([*killed, "--bad-folder", str(tmp_path / "bad"), "--manifest", manifest], tmp_path / "out", db,
-                        "manifest writes", delay=0)  # fmt: skip
-    assert interrupted in ("manifest writes or the counts after them", "output writes") and _stored(db) > 0
-
-    def rerun(*flags: str) -> subprocess.CompletedProcess[str]:
-        command = _shredder("--input-folder", str(inputs), "--output-folder", str(tmp_path / "out2"))
-        command += ["--bad-folder", str(tmp_path / "bad2"), "--manifest", manifest, *flags]
-        return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-
-    refused = rerun("--etl-time", "2026-11-01 05:00:00")
-    assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert "Finish it with --etl-time '2026-11-01 06:" in refused.stderr
-    assert not (tmp_path / "out2").exists() and not (tmp_path / "bad2").exists()
+    db = f"sqlite:///{tmp_path}/m.db"
+    killed_at(
+        "puts", tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad", "--manifest", db
+    )
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        [killed] = manifest.runs()
+        assert not killed.finished and manifest.lookup(*_first_pair(manifest)) is not None, "its puts were stored"
 
     late = line(str(uuid.uuid4()), "FP", etl="2026-11-01 05:00:00.000")
     (inputs / "late.tsv").write_text(late + "\n")
-    done = rerun()
+    flags = ["--input-folder", "in", "--output-folder", "out2", "--bad-folder", "bad2", "--manifest", db]
+    refused = shredder(tmp_path, *flags)
+    assert refused.returncode == 1 and "names another input than the run of" in refused.stderr
+    assert f"events-manifest clean --etl-time '{killed.etl_time:%Y-%m-%d %H:%M:%S}'" in refused.stderr
+    assert not (tmp_path / "out2").exists() and not (tmp_path / "bad2").exists()
+
+    cleaned = events_manifest(tmp_path, "clean", "--etl-time", f"{killed.etl_time:%Y-%m-%d %H:%M:%S}", "--manifest", db)
+    assert cleaned.returncode == 0, cleaned.stderr
+    done = shredder(tmp_path, *flags)
     assert done.returncode == 0, done.stderr[-3000:]
-    expected = {**unbroken["out"], "atomic-events": sorted([*unbroken["out"]["atomic-events"], atomic(late)])}
-    assert read_output(tmp_path / "out2") == expected, "every event of the killed run is delivered"
+    shred(spark, str(inputs), str(tmp_path / "fresh"), str(tmp_path / "fresh-bad"), manifest=f"{db}-fresh")
+    assert read_output(tmp_path / "out2") == read_output(tmp_path / "fresh"), "as a run on an empty manifest: whole"
+    assert atomic(late) in read_output(tmp_path / "out2")["atomic-events"]
     assert read_bad(tmp_path / "bad2") == unbroken["bad"]
     summary = json.loads((tmp_path / "out2" / "_summary.json").read_text())
-    assert summary["cross_batch_duplicates"] == 0 and summary["etl_time"].startswith("2026-11-01 06:")
+    assert summary["cross_batch_duplicates"] == 0 and summary["etl_time"] == "2026-11-01 05:00:00"
+
+
+def _first_pair(manifest: SqliteManifest) -> tuple[str, str]:
+    row = manifest._connection().execute("SELECT event_id, fingerprint FROM events_manifest LIMIT 1").fetchone()
+    return row[0], row[1]

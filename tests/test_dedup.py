@@ -62,7 +62,9 @@ def test_later_runs_see_earlier_ones_and_a_rerun_is_accepted(backend: Backend) -
         first = [d.outcome for d in dedup.classify(RECORDS[:4])]
         with pytest.raises(RunConflictError, match="is still running"):
             Deduplicator(manifest, **key, etl_time=ETL).start()  # not while the first one runs
-    with Deduplicator(manifest, **key, etl_time=ETL) as dedup:
+    with pytest.raises(RunConflictError, match="was delivered already"):
+        Deduplicator(manifest, **key, etl_time=ETL).start()  # not by mistake once it has finished
+    with Deduplicator(manifest, **key, etl_time=ETL, rerun=True) as dedup:
         rerun = [d.outcome for d in dedup.classify(RECORDS[:4])]
     later = Deduplicator(manifest, **key, etl_time=ETL + timedelta(hours=1))
     assert first == rerun == [U, D, D, U]  # by fingerprint `total`, record 3 is a copy of record 1
@@ -198,7 +200,7 @@ def test_cli_sorts_every_line_into_one_output(tmp_path: Path, capsys: pytest.Cap
     report = capsys.readouterr().out
     assert "unique     4" in report and "error      4" in report and "etl time 2026-11-01 06:00:00" in report
 
-    assert main(args) == 0  # a rerun with the same etl time gives the same outputs
+    assert main([*args, "--rerun"]) == 0  # a rerun on purpose, with the same etl time, gives the same outputs
     assert {name: path.read_text(encoding="utf-8").splitlines() for name, path in outs.items()} == written
 
 

@@ -1,5 +1,5 @@
-"""The shred job gives the reference's output: handmade batches run through the command line
-(`python -m spark_integration.shredder`, a subprocess), then the files on disk read back.
+"""The shred job gives the reference's output: handmade batches run through its command line (in
+this process, on the suite's Spark session), then the files on disk read back.
 
 Batch 1 stores X/fpA and W/fpA; batch 2 holds X/fpA again, X/fpB, W/fpB and one case of every
 field rule (docs/reference-differences.md lists where the job deliberately differs).
@@ -20,8 +20,8 @@ import pytest
 
 from events_manifest.snowplow.fields import ATOMIC_AFTER, FIELD_NAMES
 from events_manifest.testing.servers import LocalServer
+from tests.commands import shredder
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, uuid5
-from tests.test_safety import shredder
 
 X = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 W = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
@@ -77,7 +77,7 @@ def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Batch 1, then batch 2 twice on copies of the manifest: plain, and with cross-batch synthetic."""
     root = tmp_path_factory.mktemp("fidelity")
     batch_1 = _write(root / "in-1", {"a.tsv": f"{line(X, 'fpA', ETL_1)}\n{line(W, 'fpA', ETL_1)}\n".encode()})
@@ -186,7 +186,7 @@ def test_the_batch_etl_time_comes_from_valid_lines_only(runs: Path) -> None:
     assert [row[0] for row in stored] == seconds
 
 
-def test_configs_are_read_as_the_reference_reads_them(tmp_path: Path, dynalite: LocalServer) -> None:
+def test_configs_are_read_as_the_reference_reads_them(spark: Any, tmp_path: Path, dynalite: LocalServer) -> None:
     """A `1-0-1` config given as URL-safe base64 without padding, broken over lines."""
     for name in (f"dedup{'~' * n}" for n in range(8)):
         config = {

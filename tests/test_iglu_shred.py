@@ -1,4 +1,4 @@
-"""The shred job with `--iglu-config`, run as a user runs it: every entity validated against its
+"""The shred job with `--iglu-config`, run as a user types it: every entity validated against its
 schema from an embedded repository; failures are bad rows; an unreachable repository stops the
 run before anything is written."""
 
@@ -7,17 +7,21 @@ from __future__ import annotations
 import base64
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.commands import error_line, in_process, shredder
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, unstruct, write_input
-from tests.test_safety import _env, error_line, shredder
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True)
+def _session(spark: Any) -> None:
+    """The jobs' command lines run on the suite's Spark session."""
+
 
 A, B, C, D = (f"{n}6ef3124-b53a-4b13-a233-0088f79dcbcb" for n in "abcd")
 CHECKOUT = "iglu:com.acme/checkout/jsonschema/1-0-0"
@@ -100,13 +104,13 @@ def test_an_unreachable_repository_stops_the_run_before_anything_is_written(tmp_
 def test_the_populator_skips_events_whose_entities_fail_as_the_job_does(tmp_path: Path, repository: Path) -> None:
     """`python -m spark_integration.populator --iglu-config`: only the valid event is stored."""
     from events_manifest import SqliteManifest
+    from spark_integration.populator import main
 
     valid = line(A, "FP", contexts=contexts(sdj(CHECKOUT, '{"total":2}')))
     invalid = line(B, "FP", contexts=contexts(sdj(CHECKOUT, '{"total":"two"}')))
     write_input(tmp_path / "archive", [valid, invalid])
-    command = [sys.executable, "-m", "spark_integration.populator", "--input-folder", "archive",
-               "--manifest", f"sqlite:///{tmp_path}/m.db", "--iglu-config", resolver(repository)]  # fmt: skip
-    done = subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300, check=False)
+    done = in_process(main, tmp_path, "--input-folder", "archive", "--manifest", f"sqlite:///{tmp_path}/m.db",
+                      "--iglu-config", resolver(repository))  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(r"invalid \(skipped\) +1\n", done.stdout), done.stdout
     with SqliteManifest(tmp_path / "m.db") as store:

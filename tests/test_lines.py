@@ -72,7 +72,9 @@ def _rows(events: dict[str, pa.Array]) -> tuple[list[dict[str, Any]], dict[str, 
     *rows, counts = pa.Table.from_batches(batches).to_pylist()
     written, breaks = rows[::2], rows[1::2]
     assert all(row["value"] is not None and row["lines"] > 0 for row in written)
-    no_line = {"kind": None, "type": None, "value": None, "lines": 0} | dict.fromkeys(shred_output.COUNTS)
+    no_line = {"kind": None, "type": None, "value": None, "lines": 0, "failure": None} | dict.fromkeys(
+        shred_output.COUNTS
+    )
     assert breaks == [no_line] * len(written)
     return written, counts
 
@@ -126,7 +128,7 @@ def test_each_kind_of_event_gives_its_rows() -> None:
 def test_a_batch_with_no_line_to_write_gives_its_counts_only() -> None:
     events = _events(status=[dedup.CROSS_BATCH], event_id=[A], id_events=[1], id_first=[True])
     assert pa.Table.from_batches(shred_output.output_lines(events, "T")).to_pylist() == [
-        {"kind": None, "type": None, "value": None, "lines": 0}
+        {"kind": None, "type": None, "value": None, "lines": 0, "failure": None}
         | dict.fromkeys(shred_output.COUNTS, 0)
         | {dedup.CROSS_BATCH: 1, "ids_1": 1}
     ]

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_integration import output
+from spark_integration.storage import HadoopStorage
 
 
 def _stage(root: Path, files: dict[str, str]) -> None:
@@ -24,7 +25,7 @@ def test_type_folders_are_laid_out_as_vendor_name_format_version() -> None:
 def test_lines_staged_by_two_jobs_merge_into_one_layout(spark: Any, tmp_path: Path) -> None:
     out, bad = tmp_path / "out", tmp_path / "bad"
     bad.mkdir()
-    staging = output.Staging(output.Storage(spark), str(out))
+    staging = output.Staging(HadoopStorage(spark), str(out))
     first, second = Path(staging.path("first")), Path(staging.path("second"))
     page = "type=com.acme%2Fpage%2Fjsonschema%2F1-0-0"
     _stage(
@@ -67,7 +68,7 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
     import pytest
 
     from events_manifest.snowplow import shred_output
-    from spark_integration import shredder
+    from spark_integration import plan, udfs
 
     batches_done = tmp_path / "done"
     batches_done.mkdir()
@@ -83,15 +84,15 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
         time.sleep(1)  # the slow job is running by then
         raise ValueError("the manifest is gone")
 
-    slow_part = spark.range(20, numPartitions=1).mapInArrow(slow, shredder.udfs.LINES_TYPE)
-    staging = output.Staging(output.Storage(spark), str(tmp_path / "out"))
+    slow_part = spark.range(20, numPartitions=1).mapInArrow(slow, udfs.LINES_TYPE)
+    staging = output.Staging(HadoopStorage(spark), str(tmp_path / "out"))
     conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": "1"}
     previous = {key: spark.conf.get(key) for key in conf}
     for key, value in conf.items():
         spark.conf.set(key, value)
     try:
         with pytest.raises(ValueError, match="the manifest is gone"):
-            shredder._write_lines(spark, staging, {"slow": lambda: slow_part, "failing": failing})
+            plan.write_lines(spark, staging, {"slow": lambda: slow_part, "failing": failing})
     finally:
         for key, value in previous.items():
             spark.conf.set(key, value)

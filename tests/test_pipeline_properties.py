@@ -20,7 +20,9 @@ from events_manifest.backends.sqlite import SqliteManifest
 from events_manifest.handle import ManifestHandle
 from events_manifest.snowplow.shred_output import COUNTS
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
-from spark_integration import shred, shredder
+from spark_integration import shred
+from spark_integration.plan import output_lines
+from spark_integration.scan import scan_batch
 from tests.shred_helpers import read_bad, read_output, write_input
 
 pytestmark = pytest.mark.spark
@@ -79,7 +81,12 @@ def test_every_line_is_accounted_for_and_every_event_is_kept_once(
 
     last = len(data.batches) - 1
     rerun = shred(
-        spark, str(folder / f"in-{last}"), str(folder / "rerun"), str(folder / "rerun-bad"), manifest=manifest
+        spark,
+        str(folder / f"in-{last}"),
+        str(folder / "rerun"),
+        str(folder / "rerun-bad"),
+        manifest=manifest,
+        rerun=True,
     )
     assert read_output(folder / "rerun") == read_output(folder / f"out-{last}")
     assert read_bad(folder / "rerun-bad") == read_bad(folder / f"bad-{last}")
@@ -118,15 +125,13 @@ def test_every_path_of_the_job_gives_the_same_bytes(
     stores = {name: folder / f"{name}.db" for name in ("split", "shuffled")}
     for k, lines in enumerate(data.batches):
         source = str(write_input(folder / f"in-{k}", lines))
-        scan = shredder.scan_batch(spark, source)
+        scan = scan_batch(spark, source)
         try:
             etl = scan.etl_time or EPOCH
             written = []
             for name, keys in (("split", scan.shared_keys), ("shuffled", None)):
                 handle = ManifestHandle.of(f"sqlite://{stores[name]}")
-                plan = shredder.output_lines(
-                    spark, source, etl, handle, "T", shared_keys=keys, cross_batch_synthetic=True
-                )
+                plan = output_lines(spark, source, etl, handle, "T", shared_keys=keys, cross_batch_synthetic=True)
                 written.append(_written(plan.collect()))
             assert written[0] == written[1]
         finally:

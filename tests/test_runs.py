@@ -6,7 +6,7 @@ import os
 import socket
 import threading
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -55,7 +55,10 @@ def test_a_rerun_finishes_the_unfinished_run_of_its_item(backend: Backend) -> No
     with pytest.raises(RunConflictError, match=r"Finish it with --etl-time '2026-11-01 06:00:00'"):
         m.start_run("in", ETL + timedelta(hours=1), explicit=True)
     m.finish_run(m.start_run("in", ETL, explicit=True))
-    assert m.start_run("in", ETL + timedelta(hours=1), explicit=True).etl_time == ETL + timedelta(hours=1)
+    with pytest.raises(RunConflictError, match=r"\[in\] was delivered already, by the run with etl time 2026-11-01 06"):
+        m.start_run("in", ETL + timedelta(hours=1), explicit=True)
+    again = m.start_run("in", ETL + timedelta(hours=1), explicit=True, rerun=True)
+    assert again.etl_time == ETL + timedelta(hours=1), "a rerun on purpose, at the etl time asked for"
 
 
 def test_an_explicit_etl_time_of_another_item_is_refused(backend: Backend) -> None:
@@ -63,7 +66,41 @@ def test_an_explicit_etl_time_of_another_item_is_refused(backend: Backend) -> No
     m.finish_run(m.start_run("a", ETL))
     with pytest.raises(RunConflictError, match=r"belongs to the run of \[a\]"):
         m.start_run("b", ETL, explicit=True)
-    assert m.start_run(None, ETL, explicit=True).item == "a", "a run without item reruns the run of that etl time"
+    with pytest.raises(RunConflictError, match=r"\[a\] was delivered already"):
+        m.start_run(None, ETL, explicit=True)
+    rerun = m.start_run(None, ETL, explicit=True, rerun=True)
+    assert rerun.item == "a", "a run without item, on purpose, reruns the run of that etl time"
+
+
+def test_a_delivered_item_is_run_again_only_on_purpose_and_on_the_same_input(backend: Backend) -> None:
+    m = backend.make()
+    first = m.finish_run(m.start_run("in", ETL, source="2 files, 10 bytes", output="file:/out"))
+    assert (first.source, first.output) == ("2 files, 10 bytes", "file:/out"), "the ledger keeps both"
+    with pytest.raises(RunConflictError, match=r"by the run with etl time 2026-11-01 06:00:00 into file:/out"):
+        m.start_run("in", ETL + timedelta(hours=1), source="2 files, 10 bytes", output="file:/out2")
+    with pytest.raises(RunConflictError, match=r"names another input .* which read 2 files, 10 bytes .*--item-id"):
+        m.start_run("in", ETL, source="3 files, 12 bytes", rerun=True)
+    rerun = m.start_run("in", ETL + timedelta(hours=1), source="2 files, 10 bytes", rerun=True)
+    assert rerun.etl_time == ETL, "a rerun takes the delivered run's etl time: its events come out again"
+    assert m.put(ID, "FP", ETL) and m.put(ID, "FP", rerun.etl_time)
+
+
+def test_a_killed_item_is_not_finished_by_another_input(backend: Backend) -> None:
+    m = backend.make()
+    killed = m.start_run("batch-9", ETL, source="1 files, 5 bytes")
+    m.abandon_run(killed)
+    assert [run.state for run in m.runs()] == [runs.FAILED], "the ledger says it failed, not that it runs"
+    with pytest.raises(RunConflictError, match=r"\[batch-9\] names another input than the run of \[batch-9\]"):
+        m.start_run("batch-9", ETL + timedelta(hours=1), source="9 files, 99 bytes")
+    assert m.start_run("batch-9", ETL + timedelta(hours=1), source="1 files, 5 bytes").etl_time == ETL
+
+
+def test_an_etl_time_far_ahead_of_now_is_refused(backend: Backend) -> None:
+    m = backend.make()
+    with pytest.raises(ManifestConfigError, match=r"etl time 3026-01-01 00:00:00 is more than a day ahead of now"):
+        m.start_run("in", datetime(3026, 1, 1), explicit=True)
+    assert m.runs() == []
+    assert m.start_run("in", datetime.now(UTC) + timedelta(hours=12), explicit=True).item == "in", "a day is allowed"
 
 
 def test_clean_removes_one_runs_entries_and_record(backend: Backend) -> None:

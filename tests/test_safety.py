@@ -1,5 +1,6 @@
-"""Nothing lost, whatever is typed: the command lines run as a user runs them (a subprocess), then
-the files on disk checked: nothing deleted that was not the job's, nothing doubled, nothing lost."""
+"""Nothing lost, whatever is typed: the command lines run as a user types them (in this process,
+on the suite's Spark session; a process of its own where the process is the point), then the files
+on disk checked: nothing deleted that was not the job's, nothing doubled, nothing lost."""
 
 from __future__ import annotations
 
@@ -17,35 +18,12 @@ import pytest
 
 from events_manifest.backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.testing import LocalServer
+from tests.commands import env, error_line, events_manifest, shredder
 from tests.conftest import unique_table
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-
-
-def shredder(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "spark_integration.shredder", *args]
-    return subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300, check=False)
-
-
-def events_manifest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "events_manifest", *args]
-    return subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120, check=False)
-
-
-def error_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The one line a refused run prints (Spark's own start-up warnings aside)."""
-    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
-    ours = [x for x in done.stderr.splitlines() if x.startswith("shredder: error:")]
-    assert len(ours) == 1, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr
-    return ours[0]
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -62,6 +40,11 @@ def batch(tmp_path: Path) -> Path:
 
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True)
+def _session(spark: Any) -> None:
+    """The shred job's command line runs on the suite's Spark session."""
 
 
 def test_no_flag_combination_deletes_what_is_not_the_jobs(batch: Path) -> None:
@@ -119,7 +102,7 @@ def test_a_second_run_into_a_folder_being_written_is_refused_at_once(tmp_path: P
     first = subprocess.Popen(
         [*command, "--output-folder", "out", "--bad-folder", "bad", "--manifest", f"sqlite:///{tmp_path}/m.db"],
         cwd=tmp_path,
-        env=_env(),
+        env=env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -197,6 +180,7 @@ def test_a_table_with_the_right_key_names_but_wrong_types_is_refused(tmp_path: P
     assert f"DynamoDB table [{table}] has keys (eventId HASH S, fingerprint RANGE N)" in message
     assert "choose another table" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"], "refused before any folder is made"
+    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.1})  # dynalite: CREATING at first
     assert client.scan(TableName=table)["Count"] == 0, "and before any put"
 
 
@@ -336,11 +320,11 @@ def test_a_virtual_environment_need_not_be_activated(tmp_path: Path) -> None:
     write_input(tmp_path / "in", [line(A, "FP")])
     venv_bin = str(Path(sys.executable).parent)
     path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
-    env = {k: v for k, v in _env().items() if k not in {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"}}
+    child = {k: v for k, v in env().items() if k not in {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"}}
     command = [sys.executable, "-m", "spark_integration.shredder", "--input-folder", "in"]
     command += ["--output-folder", "out", "--bad-folder", "bad"]
     done = subprocess.run(
-        command, cwd=tmp_path, env={**env, "PATH": path}, capture_output=True, text=True, timeout=300, check=False
+        command, cwd=tmp_path, env={**child, "PATH": path}, capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(read_output(tmp_path / "out")["atomic-events"]) == 1

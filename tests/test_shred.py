@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import pytest
 
-from events_manifest import SqliteManifest
+from events_manifest import RunConflictError, SqliteManifest
 from events_manifest.handle import ManifestHandle
 from events_manifest.snowplow import dedup, shred_output
 from events_manifest.snowplow.bad_rows import INVALID_UTF8
@@ -222,7 +222,12 @@ def test_rerun_of_the_same_input_gives_identical_output(spark: Any, tmp_path: Pa
     manifest = f"sqlite://{tmp_path}/manifest.db"
     first = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest)
     before = read_output(tmp_path / "out"), read_bad(tmp_path / "bad")
-    second = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest, overwrite=True)
+    with pytest.raises(RunConflictError, match=r"was delivered already, by the run with etl time 2026-11-01 06:00:00"):
+        shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest, overwrite=True)
+    assert (read_output(tmp_path / "out"), read_bad(tmp_path / "bad")) == before, "refused: nothing replaced"
+    second = shred(
+        spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest, overwrite=True, rerun=True
+    )
     assert (read_output(tmp_path / "out"), read_bad(tmp_path / "bad")) == before
     assert first == second
     assert second.cross_batch_duplicates == 0
@@ -311,9 +316,16 @@ def test_cross_batch_synthetic_duplicates(spark: Any, tmp_path: Path) -> None:
 
     def shred_batch(lines: list[str], name: str, **options: Any) -> tuple[ShredSummary, dict[str, list[str]]]:
         source = write_input(tmp_path / f"in-{name}", lines)
-        item = name.removesuffix("-rerun")  # a rerun is a run of the same item (the ledger's)
+        item = name.removesuffix("-rerun")  # a rerun is a run of the same item (the ledger's), on purpose
+        rerun = name.endswith("-rerun")
         summary = shred(
-            spark, str(source), str(tmp_path / name), str(tmp_path / f"{name}-bad"), item_id=item, **options
+            spark,
+            str(source),
+            str(tmp_path / name),
+            str(tmp_path / f"{name}-bad"),
+            item_id=item,
+            rerun=rerun,
+            **options,
         )
         return summary, read_output(tmp_path / name)
 
@@ -346,17 +358,18 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
     """The job shuffles only the ids on more than one line and decides the others where they are
     read; with every line shuffled (no shared keys), every output line and count is the same,
     with or without a manifest, and the manifest holds the same."""
-    from spark_integration import shredder
+    from spark_integration import enriched, plan
+    from spark_integration.scan import scan_batch
 
     source = str(sample_batches()[0])
-    scan = shredder.scan_batch(spark, source)
+    scan = scan_batch(spark, source)
     try:
         assert 0 < scan.shared_count < scan.lines
         etl = scan.etl_time
         assert etl is not None
 
         def rows(manifest: ManifestHandle | None, shared_keys: Any) -> tuple[list[tuple[str, ...]], dict[str, int]]:
-            groups = shredder.output_lines(spark, source, etl, manifest, "T", shared_keys=shared_keys).collect()
+            groups = plan.output_lines(spark, source, etl, manifest, "T", shared_keys=shared_keys).collect()
             written = [(g.kind, g.type, text) for g in groups if g.value is not None for text in g.value.split("\n")]
             assert len(written) == sum(g.lines for g in groups)
             return sorted(written), {name: sum(g[name] or 0 for g in groups) for name in shred_output.COUNTS}
@@ -370,7 +383,7 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
         stores = [tmp_path / "early.db", tmp_path / "late.db"]
         early, late = (ManifestHandle.of(f"sqlite://{store}") for store in stores)
         assert rows(early, scan.shared_keys) == rows(late, None)
-        valid = shredder.validate(spark, source).filter("valid")
+        valid = enriched.parse(enriched.load_enriched(spark, source)).filter("valid")
         ids = [r.event_id for r in valid.select("event_id").distinct().collect()]
         contents = []
         for store in stores:
@@ -386,18 +399,18 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
 def test_many_shared_ids_are_joined_without_broadcast(spark: Any, tmp_path: Path, monkeypatch: Any) -> None:
     """Past `BROADCAST_KEYS` shared ids (and with Spark's own broadcast off) the lines are joined
     with them by a shuffle: same output."""
-    from spark_integration import shredder
+    from spark_integration import scan
 
     batch = [line(A, "FP1"), line(A, "FP1"), line(A, "FP2"), line(B, "FP1"), line(C, "FP1"), line(C, "FP1")]
     broadcast = run(spark, tmp_path / "broadcast", batch)
-    monkeypatch.setattr(shredder, "BROADCAST_KEYS", 0)
+    monkeypatch.setattr(scan, "BROADCAST_KEYS", 0)
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     try:
         joined = run(spark, tmp_path / "joined", batch)
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
     assert broadcast[1:] == joined[1:]
-    assert attrs.evolve(broadcast[0], seconds=0, phase_seconds={}, output_path="", bad_path="", input_path="") == (
-        attrs.evolve(joined[0], seconds=0, phase_seconds={}, output_path="", bad_path="", input_path="")
+    assert attrs.evolve(broadcast[0], seconds=0, output_path="", bad_path="", input_path="") == (
+        attrs.evolve(joined[0], seconds=0, output_path="", bad_path="", input_path="")
     )
     assert joined[0].in_batch_duplicates == 2 and joined[0].synthetic_duplicates == 2

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from events_manifest import ManifestRequestError, ManifestThrottledError, ManifestUnavailableError, SqliteManifest
+from events_manifest import (
+    ManifestRequestError,
+    ManifestThrottledError,
+    ManifestUnavailableError,
+    RunConflictError,
+    SqliteManifest,
+)
 from events_manifest.model import PutBatch
 from events_manifest.snowplow.generator import sample_batches
 from events_manifest.testing import FaultProxy, LocalServer
@@ -249,9 +255,10 @@ class FailingAfterPuts(SqliteManifest):
         raise ManifestUnavailableError("the store went away after writing")
 
 
-def test_rerun_after_a_failed_run_with_changed_input_finishes_it(spark: Any, tmp_path: Path) -> None:
-    """The input gained a line of an earlier etl_tstamp, the rerun goes to a new output folder: the
-    ledger still hands it the failed run's etl time, so the failed run's event is kept."""
+def test_a_failed_run_is_not_finished_by_a_changed_input(spark: Any, tmp_path: Path) -> None:
+    """The input gained a line of an earlier etl_tstamp after its run failed: the ledger knows the
+    failed run read other files, and refuses to let the changed input finish it (its events would be
+    mixed up with the failed run's). Once the failed run is cleaned, the changed input runs whole."""
     store = tmp_path / "m.db"
     first = [line(A, "FP", etl="2026-11-01 06:00:00.000")]
     with pytest.raises(ManifestUnavailableError, match="went away"):
@@ -271,9 +278,15 @@ def test_rerun_after_a_failed_run_with_changed_input_finishes_it(spark: Any, tmp
         EtlMismatchError, match=r"Finish it with --etl-time '2026-11-01 06:00:00', not 2026-11-01 05:00"
     ):
         shred(spark, changed, out, bad, manifest=f"sqlite://{store}", etl_time=datetime(2026, 11, 1, 5))
+    with pytest.raises(
+        RunConflictError, match=r"names another input than the run of .* \(failed\), which read 1 files"
+    ):
+        shred(spark, changed, out, bad, manifest=f"sqlite://{store}")
+    assert not (tmp_path / "o2").exists(), "refused before any folder"
+    with SqliteManifest(store) as manifest:
+        manifest.clean(datetime(2026, 11, 1, 6))
     summary = shred(spark, changed, out, bad, manifest=f"sqlite://{store}")
     assert (summary.kept_events, summary.cross_batch_duplicates) == (2, 0), "the failed run's event is kept"
-    assert summary.etl_time == "2026-11-01 06:00:00"
     assert [run.state for run in SqliteManifest(store).runs()] == ["finished"]
 
 

@@ -23,9 +23,9 @@ from events_manifest.processing import ItemRecord, ProcessingManifest
 from events_manifest.runs import Run
 
 APPLICATION_ID = 0x45564D46  # "EVMF": marks a file as an events manifest
-SCHEMA_VERSION = 3
-"""1: the entries; 2: and the run ledger; 3: and each run's owner and sign of life (an older file
-gains what it lacks when opened)."""
+SCHEMA_VERSION = 4
+"""1: the entries; 2: and the run ledger; 3: and each run's owner and sign of life; 4: and the
+input each run read and where it wrote (an older file gains what it lacks when opened)."""
 T = TypeVar("T")
 PAGE_SIZE = 16384
 """For new files: batches of random ids touch fewer, larger pages (30% faster than 4 KiB)."""
@@ -48,11 +48,26 @@ CREATE TABLE IF NOT EXISTS events_manifest_runs (
     started_at  INTEGER NOT NULL,
     finished_at INTEGER,
     owner       TEXT    NOT NULL DEFAULT '',
-    alive_at    INTEGER
+    alive_at    INTEGER,
+    source      TEXT    NOT NULL DEFAULT '',
+    output      TEXT    NOT NULL DEFAULT ''
 )
 """
 
-_RUNS = "SELECT etl_time, item, state, started_at, finished_at, owner, alive_at FROM events_manifest_runs"
+_RUNS = (
+    "SELECT etl_time, item, state, started_at, finished_at, owner, alive_at, source, output FROM events_manifest_runs"
+)
+_UPGRADES = {
+    2: (
+        "ALTER TABLE events_manifest_runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE events_manifest_runs ADD COLUMN alive_at INTEGER",
+    ),
+    3: (
+        "ALTER TABLE events_manifest_runs ADD COLUMN source TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE events_manifest_runs ADD COLUMN output TEXT NOT NULL DEFAULT ''",
+    ),
+}
+"""What a file of each older schema version lacks (version 1 has no ledger: it is created whole)."""
 
 # The manifest contract (docs/manifest.md) in one statement: insert, or overwrite a rerun or an expired entry.
 _PUT = """
@@ -175,9 +190,9 @@ class SqliteManifest(DuplicateStorage):
                         f"[{self.path}] was written by a newer events-manifest (schema {version}): upgrade the library"
                     )
                 if version < SCHEMA_VERSION:
-                    if version == 2:
-                        conn.execute("ALTER TABLE events_manifest_runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
-                        conn.execute("ALTER TABLE events_manifest_runs ADD COLUMN alive_at INTEGER")
+                    for older in range(version, SCHEMA_VERSION) if version >= 2 else ():
+                        for statement in _UPGRADES[older]:
+                            conn.execute(statement)
                     conn.execute(_CREATE_RUNS)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
@@ -258,7 +273,7 @@ class SqliteManifest(DuplicateStorage):
             return False
         conn.execute("DELETE FROM events_manifest_runs WHERE etl_time = ?", (etl,))
         if new is not None:
-            conn.execute("INSERT INTO events_manifest_runs VALUES (?, ?, ?, ?, ?, ?, ?)", attrs.astuple(new))
+            conn.execute(f"INSERT INTO events_manifest_runs VALUES ({', '.join('?' * 9)})", attrs.astuple(new))
         return True
 
     def _delete_entries(self, etl_seconds: int) -> int:

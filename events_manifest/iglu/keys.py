@@ -1,9 +1,9 @@
 """Iglu schema keys (`iglu:VENDOR/NAME/FORMAT/M-R-A`): the one parser of the whole code base.
 
 Vendor, name, format and version are checked against the Iglu grammar before any URL or path is
-built from them: vendor `[a-zA-Z0-9-_.]+` (and not `.` or `..`, which would be path segments),
-name and format `[a-zA-Z0-9-_]+`, version `MODEL-REVISION-ADDITION` with a model of 1 or more and
-no leading zeros.
+built from them: vendor `[a-zA-Z0-9-_.]+`, name and format `[a-zA-Z0-9-_]+`, version
+`MODEL-REVISION-ADDITION` with a model of 1 or more and no leading zeros. A vendor of only dots is
+valid Iglu but would be a path segment (`.`, `..`): `path_safe` says whether a key can name a file.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _PATH_SEGMENTS = {".", ".."}
 
 def _check(instance: SchemaKey, attribute: attrs.Attribute[str], value: str) -> None:
     pattern = _VERSION if attribute.name == "version" else _PARTS[attribute.name]
-    if not isinstance(value, str) or not pattern.fullmatch(value) or value in _PATH_SEGMENTS:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
         raise ValueError(f"[{value}] is not an Iglu schema {attribute.name}")
 
 
@@ -56,6 +56,11 @@ class SchemaKey:
         return int(self.version.split("-")[2])
 
     @property
+    def path_safe(self) -> bool:
+        """Whether every part can be a path segment (a vendor `.` or `..` cannot)."""
+        return self.vendor not in _PATH_SEGMENTS
+
+    @property
     def path(self) -> str:
         """Where a static repository holds the schema, below its root."""
         return f"schemas/{self.vendor}/{self.name}/{self.format}/{self.version}"
@@ -72,6 +77,6 @@ class SchemaKey:
 def parse_parts(uri: str) -> tuple[str, str, str, str] | None:
     """The vendor, name, format and version of a schema URI, or None if it is not one."""
     match = SCHEMA_URI.fullmatch(uri)
-    if match is None or match["vendor"] in _PATH_SEGMENTS:
+    if match is None:
         return None
     return match["vendor"], match["name"], match["format"], match["version"]

@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from events_manifest import steps
+from events_manifest.errors import ManifestError
 from events_manifest.iglu import ResolverConfig, SchemaKey, resolver_for
 from events_manifest.snowplow import bad_rows, parsing, shred_output
 from events_manifest.snowplow.dedup import Dedup
@@ -118,25 +120,44 @@ class Shred:
         """The output lines of a batch of input lines holding every line of each of their ids."""
         checked = check(batch_lines, self.iglu)
         checked["line"] = batch_lines
-        return shred_output.output_lines(self.dedup.decide(checked), self.failure_tstamp)
+        decided = self.dedup.decide(checked)
+        steps.reached("puts")
+        return shred_output.output_lines(decided, self.failure_tstamp)
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Lines (column `line`) whose id is on no other line of the batch, as they are read."""
-        for batch in batches:
-            yield from self.lines_of(batch.column("line"))
+        return self._until_failed(batch.column("line") for batch in batches)
 
     def grouped(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Lines sorted by `key` (a number per event id), then input order: each batch is decided
         up to its last key, whose lines go with the next batch, so that every line of an id is
         decided in one call."""
-        held: pa.RecordBatch | None = None
-        for batch in batches:
-            if held is not None:
-                batch = pa.Table.from_batches([held, batch]).combine_chunks().to_batches()[0]
-            keys = batch.column("key").to_numpy()
-            cut = int(np.searchsorted(keys, keys[-1])) if len(keys) else 0
-            if cut:
-                yield from self.lines_of(batch.column("line").slice(0, cut))
-            held = batch.slice(cut)
-        if held is not None and len(held):
-            yield from self.lines_of(held.column("line"))
+        return self._until_failed(_by_whole_keys(batches))
+
+    def _until_failed(self, pieces: Iterator[pa.Array]) -> Iterator[pa.RecordBatch]:
+        """The output lines of each piece, until the manifest fails as a whole: then one failure
+        row (`shred_output.failed`), and the rest of the input is read through, not decided."""
+        for lines in pieces:
+            try:
+                output = self.lines_of(lines)
+            except ManifestError as e:
+                yield shred_output.failed(e)
+                for _ in pieces:
+                    pass
+                return
+            yield from output
+
+
+def _by_whole_keys(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Array]:
+    """The lines of batches sorted by `key`, cut so that all the lines of a key are in one piece."""
+    held: pa.RecordBatch | None = None
+    for batch in batches:
+        if held is not None:
+            batch = pa.Table.from_batches([held, batch]).combine_chunks().to_batches()[0]
+        keys = batch.column("key").to_numpy()
+        cut = int(np.searchsorted(keys, keys[-1])) if len(keys) else 0
+        if cut:
+            yield batch.column("line").slice(0, cut)
+        held = batch.slice(cut)
+    if held is not None and len(held):
+        yield held.column("line")

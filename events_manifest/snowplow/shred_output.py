@@ -21,9 +21,32 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from events_manifest.errors import ManifestError, to_record
+from events_manifest.folders import Layout
 from events_manifest.snowplow.bad_rows import bad_row
 from events_manifest.snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, STATUSES
-from events_manifest.snowplow.summary import BUCKET_BOUNDS
+from events_manifest.snowplow.summary import BUCKET_BOUNDS, BUCKET_COUNTS
+
+ATOMIC = "atomic-events"
+SHREDDED = "shredded-types"
+SUMMARY = "_summary.json"
+MARKER = "_shred.json"
+_RUN_MARKER = "_run.json"
+"""What earlier versions of the job wrote while a run was under way: still the job's own when found."""
+
+
+def _owned(role: str, name: str) -> bool:
+    if name == _RUN_MARKER:
+        return True
+    if role == "output":
+        return name in {ATOMIC, SHREDDED, SUMMARY}
+    return name == "_SUCCESS" or name.startswith("part-")
+
+
+LAYOUT = Layout("shred job", MARKER, _owned, {"output": SUMMARY})
+"""The shred job's folders: the output folder holds `atomic-events/`, `shredded-types/` and the
+run's summary, the bad folder the bad rows' `part-*` files; each run marks both (`_shred.json`),
+and an output folder from before markers is known by its summary."""
 
 ATOMIC_KIND, SHREDDED_KIND, BAD_KIND = "atomic", "shredded", "bad"
 PARTITIONS = ("kind", "type")
@@ -40,8 +63,6 @@ CHUNK_BYTES = 256 * 1024
 """About how much text one row of grouped lines holds: large enough that the JVM handles few
 rows, small enough that none is a humongous object to its garbage collector."""
 
-BUCKET_COUNTS = {name: "ids_" + name.replace("-", "_").replace(">", "over_") for name, _, _ in BUCKET_BOUNDS}
-"""The count of event ids per bucket of the summary's distribution, by bucket name."""
 COUNTS = (*STATUSES, "synthetic", "synthetic_across", *BUCKET_COUNTS.values())
 """What a count row counts: events per status, re-identified events (and of them those of an id
 an earlier batch had), and event ids per number of valid events."""
@@ -52,10 +73,20 @@ LINES_SCHEMA = pa.schema(
         ("value", pa.string()),
         ("lines", pa.int64()),
         *((name, pa.int64()) for name in COUNTS),
+        ("failure", pa.string()),
     ]
 )
 """A group of output lines (`PARTITIONS` say where they go, `value` holds them joined by line
-breaks, `lines` counts them), or, with a null `value`, the `COUNTS` of a batch."""
+breaks, `lines` counts them); with a null `value`, the `COUNTS` of a batch, or the `failure` that
+stopped a batch (`failed`)."""
+
+
+def failed(error: ManifestError) -> pa.RecordBatch:
+    """The row that tells the driver a batch could not be decided: the manifest failed as a whole
+    (`errors.to_record`). The run fails with that error, and writes nothing."""
+    row = {name: [None] for name in LINES_SCHEMA.names} | {"lines": [0], "failure": [to_record(error)]}
+    return pa.RecordBatch.from_pydict(row, LINES_SCHEMA)
+
 
 DECIDED_COLUMNS = (
     "status",
@@ -133,6 +164,7 @@ def _grouped(places: list[tuple[str, str]], values: pa.Array, group_ends: np.nda
             value,
             pa.array(counted),
             *(pa.nulls(2 * rows, pa.int64()) for _ in COUNTS),
+            pa.nulls(2 * rows, pa.string()),
         ],
         schema=LINES_SCHEMA,
     )

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
+from events_manifest.snowplow.dedup import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR
+
 BUCKET_BOUNDS = (("1", 1, 1), ("2", 2, 2), ("3-10", 3, 10), ("11-100", 11, 100), (">100", 101, None))
 """Events per event id, as grouped in the distribution: name, least, most."""
 BUCKETS = tuple(name for name, _, _ in BUCKET_BOUNDS)
+BUCKET_COUNTS = {name: "ids_" + name.replace("-", "_").replace(">", "over_") for name, _, _ in BUCKET_BOUNDS}
+"""The count of event ids per bucket of the distribution, by bucket name."""
 
 
 @attrs.frozen
@@ -31,9 +36,28 @@ class ShredSummary:
     output_path: str
     bad_path: str
     seconds: float = attrs.field(eq=False)
-    phase_seconds: dict[str, float] = attrs.field(factory=dict, eq=False)
     cross_batch_synthetic_duplicates: int = 0
     """Of the synthetic duplicates, those re-identified because an earlier batch had their id."""
+
+    @classmethod
+    def of(
+        cls, input_lines: int, counts: Mapping[str, int], entities: Mapping[str, int], **places: Any
+    ) -> ShredSummary:
+        """A run's summary from the counts its lines' batches gave (`shred_output.COUNTS`) and its
+        entity lines per type; `places` are its etl time, manifest, paths and seconds."""
+        return cls(
+            input_lines=input_lines,
+            kept_events=counts[KEPT],
+            bad_rows=counts[BAD] + counts[MANIFEST_ERROR],
+            manifest_errors=counts[MANIFEST_ERROR],
+            in_batch_duplicates=counts[IN_BATCH],
+            cross_batch_duplicates=counts[CROSS_BATCH],
+            synthetic_duplicates=counts["synthetic"],
+            cross_batch_synthetic_duplicates=counts["synthetic_across"],
+            entities=dict(entities),
+            events_per_event_id={name: counts[BUCKET_COUNTS[name]] for name in BUCKETS},
+            **places,
+        )
 
     @property
     def balanced(self) -> bool:

@@ -102,6 +102,8 @@ def runs_from_page(page: dict[str, Any]) -> tuple[list[Run], dict[str, Any] | No
             int(item["finishedAt"]["N"]) if "finishedAt" in item else None,
             item["owner"]["S"] if "owner" in item else "",
             int(item["aliveAt"]["N"]) if "aliveAt" in item else None,
+            item["source"]["S"] if "source" in item else "",
+            item["output"]["S"] if "output" in item else "",
         )
         for item in page.get("Items", [])
     ]
@@ -145,6 +147,9 @@ def swap_run_request(table: str, expected: Run | None, new: Run | None) -> tuple
         item["finishedAt"] = {"N": str(new.finished_seconds)}
     if new.alive_seconds is not None:
         item["aliveAt"] = {"N": str(new.alive_seconds)}
+    for name in ("source", "output"):  # DynamoDB-compatible servers may refuse an empty string
+        if getattr(new, name):
+            item[name] = {"S": getattr(new, name)}
     return "PutItem", {**request, "Item": item}
 
 

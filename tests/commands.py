@@ -1,0 +1,64 @@
+"""The project's commands run as a user types them: in this process, on the suite's one Spark
+session, where the rule is the point (which flags are refused, what a rerun writes, which line is
+a bad row); as a process of their own where the process is (a kill, a race, an interpreter).
+
+Both return what the user sees (exit status, stdout, stderr) and run in a given folder, so that
+relative paths mean what they mean on a command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def env() -> dict[str, str]:
+    """This environment, with the project importable by a child process."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+def in_process(main: Callable[[Sequence[str]], int], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`main(args)` run in `cwd`, its exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:  # argparse's usage errors
+            code = e.code if isinstance(e.code, int) else 2
+    return subprocess.CompletedProcess(["main", *args], code, out.getvalue(), err.getvalue())
+
+
+def process(module: str, cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`python -m module args` in `cwd`, a process of its own."""
+    command = [sys.executable, "-m", module, *args]
+    return subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def shredder(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The shred job's command line, in this process (the `spark` fixture must be active)."""
+    from spark_integration.shredder import main
+
+    return in_process(main, cwd, *args)
+
+
+def events_manifest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The `events-manifest` command line, in this process."""
+    from events_manifest.cli import main
+
+    return in_process(main, cwd, *args)
+
+
+def error_line(done: subprocess.CompletedProcess[str], prog: str = "shredder") -> str:
+    """The one line a refused run prints (Spark's own start-up warnings aside)."""
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    ours = [x for x in done.stderr.splitlines() if x.startswith(f"{prog}: error:")]
+    assert len(ours) == 1, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    return ours[0]
