@@ -149,9 +149,10 @@ class DuplicateStorage(abc.ABC):
                 self._swap_run(run, None)
         return removed
 
-    def processing_manifest(self, table: str) -> ProcessingManifest:
-        """The processing table `table` in this manifest's store (created if missing): which items
-        runs have processed (see `events_manifest.processing`). Optional for a backend."""
+    def processing_manifest(self, table: str, *, create: bool = True) -> ProcessingManifest:
+        """The processing table `table` in this manifest's store (created if missing, unless not
+        `create`): which items runs have processed (see `events_manifest.processing`). Optional
+        for a backend."""
         raise processing.no_processing_table(self)
 
     def _runs(self) -> Iterable[Run]:

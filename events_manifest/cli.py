@@ -64,7 +64,7 @@ def _field_list(text: str) -> list[str]:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    with manifest_from_url(args.manifest) as manifest:
+    with manifest_from_url(args.manifest, read_only=True) as manifest:
         found = manifest.runs()
     if not found:
         print("no runs recorded")
@@ -88,8 +88,8 @@ def _clean(args: argparse.Namespace) -> int:
 
 
 def _processing_list(args: argparse.Namespace) -> int:
-    with manifest_from_url(args.manifest) as manifest:
-        found = manifest.processing_manifest(args.table).items()
+    with manifest_from_url(args.manifest, read_only=True) as manifest:
+        found = manifest.processing_manifest(args.table, create=False).items()
     if not found:
         print(f"no items in processing table {args.table}")
     for record in found:
@@ -100,7 +100,7 @@ def _processing_list(args: argparse.Namespace) -> int:
 
 def _processing_release(args: argparse.Namespace) -> int:
     with manifest_from_url(args.manifest) as manifest:
-        released = manifest.processing_manifest(args.table).release(args.item)
+        released = manifest.processing_manifest(args.table, create=False).release(args.item)
     if released is None:
         raise ManifestConfigError(f"processing table {args.table} holds no item [{args.item}]: nothing was released")
     print(f"released: {released.describe()}; a run may take it again")

@@ -41,7 +41,7 @@ def parse_duration(text: str, what: str = "duration") -> timedelta:
     return timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
 
 
-def manifest_from_url(url: str) -> DuplicateStorage:
+def manifest_from_url(url: str, *, read_only: bool = False) -> DuplicateStorage:
     """Open the manifest a URL names.
 
     - `memory://`
@@ -49,13 +49,15 @@ def manifest_from_url(url: str) -> DuplicateStorage:
     - `dynamodb://TABLE?region=R&endpoint=http://127.0.0.1:PORT&create=true&concurrency=32`
 
     Every scheme takes `ttl=180d`. Other schemes come from the `events_manifest.backends`
-    entry-point group.
+    entry-point group. `read_only` opens it to look, never to create: a SQLite file that is not
+    there, or a DynamoDB table, is an error rather than made.
     """
     scheme = urlsplit(url).scheme
     if not scheme:
         raise ManifestConfigError(f"manifest URL [{url}] has no scheme: use {', '.join(known_schemes())}")
-    factory = _BUILTIN.get(scheme) or _plugin(scheme)
-    return factory(url)
+    if scheme in _BUILTIN:
+        return _BUILTIN[scheme](url, read_only)
+    return _plugin(scheme)(url)
 
 
 def known_schemes() -> list[str]:
@@ -129,7 +131,7 @@ class _Query:
         return value in {"true", "1", "yes"}
 
 
-def _memory(url: str) -> DuplicateStorage:
+def _memory(url: str, read_only: bool) -> DuplicateStorage:
     return InMemoryManifest(ttl=_Query(url, set()).ttl())
 
 
@@ -138,7 +140,7 @@ def _sqlite_path(url: str) -> str:
     path = parts.netloc + parts.path
     if not path:
         raise ManifestConfigError(f"manifest URL [{url}] names no file: use sqlite:///abs/path.db")
-    return path
+    return "/" + path.lstrip("/") if path.startswith("//") else path  # sqlite:////abs: the file /abs
 
 
 def manifest_files(manifest: str | DuplicateStorage | None) -> list[str]:
@@ -150,15 +152,18 @@ def manifest_files(manifest: str | DuplicateStorage | None) -> list[str]:
         path = _sqlite_path(manifest)
     else:
         return []
-    path = "/" + path.lstrip("/") if path.startswith("//") else path  # sqlite:////abs: the file /abs
     return [path, *(path + suffix for suffix in ("-wal", "-shm", "-journal"))]
 
 
-def _sqlite(url: str) -> DuplicateStorage:
+def _sqlite(url: str, read_only: bool) -> DuplicateStorage:
     path = _sqlite_path(url)
     query = _Query(url, {"cache_mib", "durable"})
     return SqliteManifest(
-        Path(path), ttl=query.ttl(), cache_mib=query.integer("cache_mib", 64), durable=query.flag("durable")
+        Path(path),
+        ttl=query.ttl(),
+        cache_mib=query.integer("cache_mib", 64),
+        durable=query.flag("durable"),
+        read_only=read_only,
     )
 
 
@@ -181,12 +186,16 @@ def dynamodb_url_parts(url: str) -> tuple[str, ClientOptions, bool, timedelta, i
     return table, options, query.flag("create"), query.ttl(), concurrency
 
 
-def _dynamodb(url: str) -> DuplicateStorage:
+def _dynamodb(url: str, read_only: bool) -> DuplicateStorage:
     table, options, create, ttl, concurrency = dynamodb_url_parts(url)
-    return _open_dynamodb(options, table, create, ttl=ttl, concurrency=concurrency)
+    return _open_dynamodb(options, table, create and not read_only, ttl=ttl, concurrency=concurrency)
 
 
-_BUILTIN: dict[str, BackendFactory] = {"memory": _memory, "sqlite": _sqlite, "dynamodb": _dynamodb}
+_BUILTIN: dict[str, Callable[[str, bool], DuplicateStorage]] = {
+    "memory": _memory,
+    "sqlite": _sqlite,
+    "dynamodb": _dynamodb,
+}
 
 
 def _plugin(scheme: str) -> BackendFactory:

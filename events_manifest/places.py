@@ -72,12 +72,13 @@ def check_places(storage: Storage, outputs: Sequence[Place], protected: Sequence
             raise ManifestConfigError(
                 f"{out.role} [{out.shown}] holds the {other.role} [{other.shown}]: give a folder apart from it"
             )
+    for out in outputs:
+        if not out.folder and storage.kind(out.shown) is None:
+            _check_folder_of(storage, out)
 
 
 def _check_kind(storage: Storage, out: Place) -> None:
     found = storage.kind(out.shown)
-    if found is None and not out.folder:
-        _check_folder_of(storage, out)
     if found is None or found == (FOLDER if out.folder else FILE):
         return
     if out.folder:

@@ -1,18 +1,39 @@
 """PySpark glue on the events manifest's core: the shred job, generic DataFrame and streaming
 dedup, the manifest populator. Every rule they apply is the core's (`events_manifest`); this
 package reads, groups and writes with Spark and hands Arrow batches to the core's engine.
+
+Names are imported on first use: `python -m spark_integration.shredder` then runs the module
+once, not a copy the package imported first.
 """
 
 from __future__ import annotations
 
-from events_manifest.folders import FolderClaimedError, InputMissingError, OutputExistsError
-from events_manifest.snowplow.summary import ShredSummary
-from spark_integration.generic_dedup import DedupResult, deduplicate
-from spark_integration.populator import PopulateSummary, populate
-from spark_integration.session import local_session
-from spark_integration.shredder import EtlMismatchError, shred
-from spark_integration.streaming import deduplicate_stream
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from events_manifest.folders import FolderClaimedError, InputMissingError, OutputExistsError
+    from events_manifest.snowplow.summary import ShredSummary
+    from spark_integration.generic_dedup import DedupResult, deduplicate
+    from spark_integration.populator import PopulateSummary, populate
+    from spark_integration.session import local_session
+    from spark_integration.shredder import EtlMismatchError, shred
+    from spark_integration.streaming import deduplicate_stream
+
+_EXPORTS = {
+    "DedupResult": "spark_integration.generic_dedup",
+    "EtlMismatchError": "spark_integration.shredder",
+    "FolderClaimedError": "events_manifest.folders",
+    "InputMissingError": "events_manifest.folders",
+    "OutputExistsError": "events_manifest.folders",
+    "PopulateSummary": "spark_integration.populator",
+    "ShredSummary": "events_manifest.snowplow.summary",
+    "deduplicate": "spark_integration.generic_dedup",
+    "deduplicate_stream": "spark_integration.streaming",
+    "local_session": "spark_integration.session",
+    "populate": "spark_integration.populator",
+    "shred": "spark_integration.shredder",
+}
 __all__ = [
     "DedupResult",
     "EtlMismatchError",
@@ -27,3 +48,9 @@ __all__ = [
     "populate",
     "shred",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'spark_integration' has no attribute {name!r}")
+    return getattr(import_module(_EXPORTS[name]), name)

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from events_manifest import runs
 from events_manifest.base import DuplicateStorage
-from events_manifest.errors import ManifestRequestError
+from events_manifest.errors import ManifestConfigError, ManifestRequestError
 from events_manifest.model import (
     DEFAULT_TTL,
     EventId,
@@ -70,8 +70,10 @@ class InMemoryManifest(DuplicateStorage):
             etl = self._entries.get(key)
         return None if etl is None else ManifestEntry(*key, etl, etl + self._ttl_seconds)
 
-    def processing_manifest(self, table: str) -> ProcessingManifest:
+    def processing_manifest(self, table: str, *, create: bool = True) -> ProcessingManifest:
         with self._lock:
+            if not create and table not in self._processing:
+                raise ManifestConfigError(f"the manifest holds no processing table {table}")
             return self._processing.setdefault(table, InMemoryProcessingManifest(table))
 
     def _runs(self) -> list[Run]:

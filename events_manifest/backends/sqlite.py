@@ -57,6 +57,21 @@ CREATE TABLE IF NOT EXISTS events_manifest_runs (
 _RUNS = (
     "SELECT etl_time, item, state, started_at, finished_at, owner, alive_at, source, output FROM events_manifest_runs"
 )
+_LAYOUT = {
+    "events_manifest": ("event_id", "fingerprint", "etl_time", "ttl"),
+    "events_manifest_runs": (
+        "etl_time",
+        "item",
+        "state",
+        "started_at",
+        "finished_at",
+        "owner",
+        "alive_at",
+        "source",
+        "output",
+    ),
+}
+"""The columns of each table of a manifest file, in order."""
 _UPGRADES = {
     2: (
         "ALTER TABLE events_manifest_runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
@@ -89,7 +104,8 @@ class SqliteManifest(DuplicateStorage):
     `busy_timeout` bounds how long a put waits for another process's transaction;
     `cache_mib` is the page cache per connection (large batches of random ids need it).
     A committed batch survives a crash of the process; with `durable` it also survives a power
-    loss (synchronous=FULL, slower; see docs/benchmarks.md).
+    loss (synchronous=FULL, slower; see docs/benchmarks.md). With `read_only` nothing is written,
+    not even a new file: a path without a manifest is an error.
     Picklable: a copy sent to another process opens its own connection.
     """
 
@@ -101,12 +117,14 @@ class SqliteManifest(DuplicateStorage):
         busy_timeout: timedelta = timedelta(seconds=60),
         cache_mib: int = 64,
         durable: bool = False,
+        read_only: bool = False,
     ) -> None:
         super().__init__(ttl=ttl)
         self.path = Path(path)
         self._busy_timeout = busy_timeout
         self._cache_mib = cache_mib
         self._durable = durable
+        self.read_only = read_only
         self._lock = threading.Lock()
         self._conn = self._open()
         self._pid = os.getpid()
@@ -127,6 +145,7 @@ class SqliteManifest(DuplicateStorage):
             "busy_timeout": self._busy_timeout,
             "cache_mib": self._cache_mib,
             "durable": self._durable,
+            "read_only": self.read_only,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -140,9 +159,12 @@ class SqliteManifest(DuplicateStorage):
             raise ManifestConfigError(
                 f"SQLite manifest path [{self.path}]: folder {self.path.parent} does not exist, create it first"
             )
+        if self.read_only and not self.path.is_file():
+            raise ManifestUnavailableError(f"no manifest at {self.path}: nothing to read there")
         try:
             conn = sqlite3.connect(
-                self.path,
+                self.path.resolve().as_uri() + "?mode=ro" if self.read_only else self.path,
+                uri=self.read_only,
                 timeout=self._busy_timeout.total_seconds(),
                 isolation_level=None,
                 check_same_thread=False,
@@ -164,6 +186,9 @@ class SqliteManifest(DuplicateStorage):
     def _prepare(self, conn: sqlite3.Connection) -> None:
         """Check that the file is a manifest, creating the table in a new or empty file."""
         conn.execute(f"PRAGMA cache_size = -{int(self._cache_mib) * 1024}")
+        if self.read_only:
+            self._check_read_only(conn)
+            return
         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # takes effect only in a new, empty file
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -195,6 +220,7 @@ class SqliteManifest(DuplicateStorage):
                             conn.execute(statement)
                     conn.execute(_CREATE_RUNS)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._check_layout(conn)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -202,6 +228,31 @@ class SqliteManifest(DuplicateStorage):
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {'FULL' if self._durable else 'NORMAL'}")
         conn.execute("PRAGMA wal_autocheckpoint = 10000")
+
+    def _check_read_only(self, conn: sqlite3.Connection) -> None:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id != APPLICATION_ID:
+            raise ManifestConfigError(f"[{self.path}] is not an events manifest (application_id {app_id:#x})")
+        if version != SCHEMA_VERSION:
+            advice = "any run on it upgrades it" if version < SCHEMA_VERSION else "upgrade the library"
+            raise ManifestConfigError(
+                f"[{self.path}] is an events manifest of schema {version}, this version reads schema "
+                f"{SCHEMA_VERSION}: {advice}"
+            )
+        self._check_layout(conn)
+
+    def _check_layout(self, conn: sqlite3.Connection) -> None:
+        """Refuse a file whose tables are not the ones this version writes (another tool's, or a
+        file edited by hand), naming what it holds instead of failing on a missing column later."""
+        for table, wanted in _LAYOUT.items():
+            found = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            if found != list(wanted):
+                raise ManifestConfigError(
+                    f"[{self.path}] is a SQLite file of another layout: its table {table} has the columns "
+                    f"({', '.join(found) or 'none'}), an events manifest's has ({', '.join(wanted)}). Choose another "
+                    "path; nothing was written"
+                )
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -255,8 +306,8 @@ class SqliteManifest(DuplicateStorage):
                 found += (ManifestEntry(*row) for row in rows)
         return found
 
-    def processing_manifest(self, table: str) -> ProcessingManifest:
-        return SqliteProcessingManifest(self, table)
+    def processing_manifest(self, table: str, *, create: bool = True) -> ProcessingManifest:
+        return SqliteProcessingManifest(self, table, create=create and not self.read_only)
 
     def _runs(self) -> list[Run]:
         with self._lock:
@@ -286,7 +337,7 @@ class SqliteManifest(DuplicateStorage):
         with self._lock:
             conn = self._connection()
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
                 try:
                     result = work(conn)
                     conn.execute("COMMIT")
@@ -309,11 +360,17 @@ class SqliteManifest(DuplicateStorage):
 class SqliteProcessingManifest(ProcessingManifest):
     """A processing table in the manifest's SQLite file (created if missing)."""
 
-    def __init__(self, manifest: SqliteManifest, table: str) -> None:
+    def __init__(self, manifest: SqliteManifest, table: str, *, create: bool = True) -> None:
         super().__init__(table)
         self._manifest = manifest
         self._select = f'SELECT {_ITEM_COLUMNS} FROM "{self.table}"'
-        manifest._transaction(lambda conn: conn.execute(_CREATE_ITEMS.format(table=self.table)))
+        if create:
+            manifest._transaction(lambda conn: conn.execute(_CREATE_ITEMS.format(table=self.table)))
+        else:
+            with manifest._lock:
+                found = manifest._connection().execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,))
+                if found.fetchone() is None:
+                    raise ManifestConfigError(f"the manifest [{manifest.path}] holds no processing table {table}")
 
     def _get(self, item: str) -> ItemRecord | None:
         return self._manifest._transaction(lambda conn: self._get_in(conn, item))

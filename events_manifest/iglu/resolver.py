@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 import attrs
 import jsonschema_rs
+import urllib3
 
 from events_manifest.config import load_document
 from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
@@ -126,25 +126,53 @@ def _repository(item: object, where: str) -> Repository:
     raise ManifestConfigError(f"{where}.connection] must hold http or embedded, got {sorted(connection)}")
 
 
-Fetch = Callable[[Repository, SchemaKey], "dict[str, Any] | None"]
+DEADLINE_SECONDS = float(os.environ.get("EVENTS_MANIFEST_IGLU_DEADLINE_SECONDS", 10.0))
+"""How long one lookup in one HTTP repository may take, every attempt, pause and byte included (10 s
+unless the environment variable `EVENTS_MANIFEST_IGLU_DEADLINE_SECONDS` says otherwise)."""
+MAX_SCHEMA_BYTES = int(os.environ.get("EVENTS_MANIFEST_IGLU_MAX_SCHEMA_BYTES", 1024 * 1024))
+"""The largest schema a repository may answer (1 MiB unless the environment variable
+`EVENTS_MANIFEST_IGLU_MAX_SCHEMA_BYTES` says otherwise)."""
+_REDIRECTS = urllib3.Retry(
+    total=None,
+    connect=0,
+    read=0,
+    status=0,
+    other=0,
+    redirect=3,
+    remove_headers_on_redirect=urllib3.Retry.DEFAULT_REMOVE_HEADERS_ON_REDIRECT | {"apikey"},
+)
+"""Up to 3 redirects, the `apikey` header dropped on a redirect to another host; every other retry
+is the resolver's own, within its deadline."""
 
 
 class Resolver:
     """Schemas by key from a configuration's repositories (plus the bundled one), cached.
 
-    Thread-safe. `attempts` and `timeout` bound how long a failing HTTP repository is tried
-    (with a doubling pause from `backoff` seconds) before `IgluRepositoryError`.
+    Thread-safe. A lookup in an HTTP repository makes at most `attempts` requests of at most
+    `timeout` seconds each (a doubling pause from `backoff` seconds between), and ends within
+    `deadline` seconds whatever the server does (a slow drip of bytes included); then
+    `IgluRepositoryError`. A schema larger than `max_schema_bytes` is refused. Only `iglu:`
+    references (`$ref`) are followed, through the same repositories: no other URL or file is read.
     """
 
     def __init__(
-        self, config: ResolverConfig, *, attempts: int = 3, timeout: float = 5.0, backoff: float = 0.2
+        self,
+        config: ResolverConfig,
+        *,
+        attempts: int = 3,
+        timeout: float = 5.0,
+        backoff: float = 0.2,
+        deadline: float = DEADLINE_SECONDS,
+        max_schema_bytes: int = MAX_SCHEMA_BYTES,
     ) -> None:
         self.config = config
         self.bundled = Repository("events-manifest bundled schemas", 0, (), str(BUNDLED), True)
         self.attempts, self.timeout, self.backoff = max(1, attempts), timeout, backoff
+        self.deadline, self.max_schema_bytes = deadline, max_schema_bytes
         self._cache: OrderedDict[SchemaKey, dict[str, Any] | None] = OrderedDict()
         self._validators: dict[SchemaKey, jsonschema_rs.Draft4Validator | str] = {}
         self._lock = threading.Lock()
+        self._http = urllib3.PoolManager(retries=_REDIRECTS, headers={"Accept": "application/json"})
 
     @classmethod
     def parse(cls, text: str | bytes | Mapping[str, Any], **options: Any) -> Resolver:
@@ -204,49 +232,110 @@ class Resolver:
                 names = ", ".join(r.name for r in self.ordered(key.vendor))
                 validator = f"Schema {key.uri} was not found in any repository ({names})"
             else:
+                refused: list[str] = []
                 try:
-                    validator = jsonschema_rs.Draft4Validator(schema)
+                    validator = jsonschema_rs.Draft4Validator(schema, retriever=self._referenced(refused))
                 except (jsonschema_rs.ValidationError, ValueError) as e:
-                    validator = f"Schema {key.uri} is not a valid JSON Schema: {str(e).splitlines()[0]}"
+                    validator = (
+                        f"Schema {key.uri} refers to [{refused[0]}], which is not read: only iglu: references are "
+                        "followed, through the configured repositories"
+                        if refused
+                        else f"Schema {key.uri} is not a valid JSON Schema: {str(e).splitlines()[0]}"
+                    )
             with self._lock:
                 self._validators[key] = validator
         return validator
 
+    def _referenced(self, refused: list[str]) -> Callable[[str], Any]:
+        """What the validator calls for a `$ref` it cannot resolve inside the schema: an `iglu:`
+        key is looked up here; anything else (a URL, a file) is refused, never read."""
+
+        def retrieve(uri: str) -> Any:
+            key = SchemaKey.parse(uri.split("#", 1)[0])
+            if key is None:
+                refused.append(uri)
+                raise ValueError(f"{uri}: only iglu: references are followed")
+            found = self.lookup(key)
+            if found is None:
+                raise ValueError(f"{uri} was not found in any repository")
+            return found
+
+        return retrieve
+
     def check_reachable(self) -> None:
         """Ask every HTTP repository for a schema no one has: a 404 is an answer, anything else
-        after every retry is `IgluRepositoryError`. For a run to fail before it writes anything."""
+        after every retry is `IgluRepositoryError`; an embedded repository must be a folder. For a
+        run to fail before it writes anything."""
         probe = SchemaKey("events-manifest.probe", "reachable", "jsonschema", "1-0-0")
         for repository in self.config.repositories:
+            if repository.embedded and not Path(repository.location).is_dir():
+                raise IgluRepositoryError(
+                    f"Iglu repository [{repository.name}]: embedded path {repository.location} is not a folder: "
+                    "check --iglu-config; nothing was written"
+                )
             if not repository.embedded:
                 self._fetch(repository, probe)
 
     def _fetch(self, repository: Repository, key: SchemaKey) -> dict[str, Any] | None:
+        if not key.path_safe:
+            return None  # a vendor `.` or `..` names no file of any repository
         if repository.embedded:
-            file = Path(repository.location) / key.path
-            return _schema(file.read_bytes(), repository, key) if file.is_file() else None
-        request = urllib.request.Request(repository.url(key), headers={"Accept": "application/json"})
-        if repository.apikey:
-            request.add_header("apikey", repository.apikey)
-        failure = ""
-        for attempt in range(self.attempts):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+            return self._embedded(repository, key)
+        headers = {"apikey": repository.apikey} if repository.apikey else {}
+        deadline = time.monotonic() + self.deadline
+        failure, attempt = "", 0
+        for attempt in range(1, self.attempts + 1):
+            if attempt > 1:
+                time.sleep(min(self.backoff * 2 ** (attempt - 2), max(deadline - time.monotonic(), 0)))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                failure = f"no answer within the lookup deadline of {self.deadline:g} s"
+                break
+            limit = urllib3.Timeout(connect=min(self.timeout, remaining), read=min(self.timeout, remaining))
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return _schema(response.read(), repository, key)
-            except urllib.error.HTTPError as e:
-                if e.code == 404:
-                    return None
-                failure = f"HTTP {e.code}"
-                if e.code < 500 and e.code != 429:
-                    break
-            except (urllib.error.URLError, OSError) as e:
-                failure = str(getattr(e, "reason", e))
+                response = self._http.request(
+                    "GET", repository.url(key), headers=headers, timeout=limit, preload_content=False
+                )
+                try:
+                    if response.status == 404:
+                        return None
+                    if response.status >= 400:
+                        failure = f"HTTP {response.status}"
+                        if response.status < 500 and response.status != 429:
+                            break
+                        continue
+                    return _schema(self._body(response, deadline, repository, key), repository, key)
+                finally:
+                    response.release_conn()
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                failure = _failure(e)
         raise IgluRepositoryError(
             f"Iglu repository [{repository.name}] ({repository.location}) could not be read for {key.uri} "
-            f"after {attempt + 1} attempts ({failure}): check it is reachable from here, or remove it from "
+            f"after {attempt} attempts ({failure}): check it is reachable from here, or remove it from "
             "--iglu-config; nothing was written"
         )
+
+    def _body(
+        self, response: urllib3.BaseHTTPResponse, deadline: float, repository: Repository, key: SchemaKey
+    ) -> bytes:
+        """The answer's bytes, read until the lookup's deadline and up to the size limit."""
+        body = bytearray()
+        while chunk := response.read1(64 * 1024):
+            body += chunk
+            if len(body) > self.max_schema_bytes:
+                raise _too_large(repository, key, self.max_schema_bytes)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the answer did not end within the lookup deadline of {self.deadline:g} s")
+        return bytes(body)
+
+    def _embedded(self, repository: Repository, key: SchemaKey) -> dict[str, Any] | None:
+        root = Path(repository.location).resolve()
+        file = (root / key.path).resolve()
+        if not file.is_relative_to(root) or not file.is_file():
+            return None
+        if file.stat().st_size > self.max_schema_bytes:
+            raise _too_large(repository, key, self.max_schema_bytes)
+        return _schema(file.read_bytes(), repository, key)
 
 
 @functools.cache
@@ -261,12 +350,32 @@ def _json_path(parts: list[str | int]) -> str:
 
 
 def _schema(body: bytes, repository: Repository, key: SchemaKey) -> dict[str, Any]:
+    reason = "something that is not a JSON Schema"
     try:
         schema = json.loads(body)
     except ValueError:
         schema = None
+    except RecursionError:
+        schema, reason = None, "JSON nested too deeply to be read"
     if not isinstance(schema, dict):
-        raise IgluRepositoryError(
-            f"Iglu repository [{repository.name}] answered {key.uri} with something that is not a JSON Schema"
-        )
+        raise IgluRepositoryError(f"Iglu repository [{repository.name}] answered {key.uri} with {reason}")
     return schema
+
+
+def _failure(error: Exception) -> str:
+    """What went wrong with a request, in a few words."""
+    cause: Any = getattr(error, "reason", None) or error
+    if isinstance(cause, TimeoutError):
+        return str(cause)
+    if isinstance(cause, urllib3.exceptions.TimeoutError):
+        return "timed out"
+    if isinstance(cause, urllib3.exceptions.NewConnectionError):
+        return str(cause).rsplit("new connection: ", 1)[-1]
+    return str(cause)
+
+
+def _too_large(repository: Repository, key: SchemaKey, limit: int) -> IgluRepositoryError:
+    return IgluRepositoryError(
+        f"Iglu repository [{repository.name}] holds {key.uri} in more than {limit:,} bytes, the limit for a schema "
+        "(EVENTS_MANIFEST_IGLU_MAX_SCHEMA_BYTES raises it): nothing was written"
+    )

@@ -145,8 +145,8 @@ class DynamoDbManifest(DuplicateStorage):
         found = self._many([operations.entries_of_id(self.table, event_id) for event_id in event_ids])
         return [entry for entries in found for entry in entries]
 
-    def processing_manifest(self, table: str) -> ProcessingManifest:
-        return DynamoDbProcessingManifest(self.client, table)
+    def processing_manifest(self, table: str, *, create: bool = True) -> ProcessingManifest:
+        return DynamoDbProcessingManifest(self.client, table, create=create)
 
     def _runs(self) -> list[Run]:
         return self._run(operations.runs(self.table))

@@ -10,7 +10,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from events_manifest.backends.dynamodb import operations
 from events_manifest.backends.dynamodb.requests import Page, error_code, manifest_error
 from events_manifest.backends.dynamodb.table import check_keys
-from events_manifest.errors import ManifestUnavailableError
+from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
 from events_manifest.processing import ItemRecord, ProcessingManifest
 
 if TYPE_CHECKING:
@@ -28,13 +28,13 @@ class DynamoDbProcessingManifest(ProcessingManifest):
     `CreateTable` to create it).
     """
 
-    def __init__(self, client: DynamoDBClient, table: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, client: DynamoDBClient, table: str, *, timeout: float = 60.0, create: bool = True) -> None:
         super().__init__(table)
         self.client = client
         self._send = operations.call_with(client)
-        self._ready(timeout)
+        self._ready(timeout, create)
 
-    def _ready(self, timeout: float) -> None:
+    def _ready(self, timeout: float, create: bool) -> None:
         deadline = time.monotonic() + timeout
         try:
             try:
@@ -42,6 +42,8 @@ class DynamoDbProcessingManifest(ProcessingManifest):
             except ClientError as e:
                 if error_code(e) != "ResourceNotFoundException":
                     raise
+                if not create:
+                    raise ManifestConfigError(f"there is no processing table {self.table}") from None
                 self.client.create_table(
                     TableName=self.table,
                     KeySchema=KEY_SCHEMA,
