@@ -81,13 +81,19 @@ def _period(value: timedelta | str) -> timedelta:
 
 @attrs.frozen
 class Expiry:
-    """A record whose `field` is older than the latest value seen so far minus `period` is expired.
+    """A record whose `field` is older than the latest value minus `period` is expired: the latest
+    seen so far in a stream of records (the Python deduplicators), the latest of the whole batch
+    in the Spark dedup (a batch has no order).
 
     Values: datetimes (naive = UTC), ISO 8601 text, or epoch seconds.
     """
 
     field: str
     period: timedelta = attrs.field(converter=_period)
+
+    def expired(self, seconds: float, latest: float) -> bool:
+        """The rule, written once: older than `latest` minus the period."""
+        return seconds < latest - self.period.total_seconds()
 
 
 def key_text(values: Sequence[Any]) -> str:
@@ -159,88 +165,49 @@ def _fields(record: Any, names: Sequence[str], what: str) -> list[Any]:
     return values
 
 
-@attrs.define
-class _Seen:
-    """The pairs seen so far in this run: a set of digests, or a table in a temporary file."""
-
-    on_disk: bool
-    _memory: set[bytes] = attrs.field(factory=set)
-    _db: sqlite3.Connection | None = None
-    _path: str | None = None
-
-    @staticmethod
-    def _digest(event_id: str, fingerprint: str) -> bytes:
-        return hashlib.blake2b(f"{event_id}\x00{fingerprint}".encode(), digest_size=16).digest()
-
-    def add(self, event_id: str, fingerprint: str) -> bool:
-        """Remember a pair; False if it was already there."""
-        digest = self._digest(event_id, fingerprint)
-        if not self.on_disk:
-            if digest in self._memory:
-                return False
-            self._memory.add(digest)
-            return True
-        db = self._open()
-        return db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (digest,)).rowcount == 1
-
-    def forget(self, event_id: str, fingerprint: str) -> None:
-        digest = self._digest(event_id, fingerprint)
-        if self.on_disk:
-            self._open().execute("DELETE FROM seen WHERE k = ?", (digest,))
-        else:
-            self._memory.discard(digest)
-
-    def _open(self) -> sqlite3.Connection:
-        if self._db is None:
-            handle, self._path = tempfile.mkstemp(prefix="events-manifest-seen-", suffix=".db")
-            os.close(handle)
-            self._db = sqlite3.connect(self._path, isolation_level=None)
-            self._db.executescript(
-                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; CREATE TABLE seen (k BLOB PRIMARY KEY) WITHOUT ROWID"
-            )
-        return self._db
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-        if self._path is not None:
-            os.unlink(self._path)
-            self._path = None
-        self._memory.clear()
+REPEATED = "repeated within this run"
+SEEN = "seen by an earlier run"
 
 
-@attrs.define
-class _Chunk:
-    """Records on their way through a run: decided already, or waiting for the manifest."""
-
-    records: list[Any]
-    decisions: list[Decision | None]
-    waiting: list[tuple[int, str, str]]  # (position, event id, fingerprint)
+def manifest_failure(error: Exception) -> str:
+    """The reason of a record whose put failed on its own (after the manifest's retries)."""
+    return f"manifest: {error}"
 
 
-class _Run:
-    """The logic both deduplicators share; they differ only in how they call the manifest."""
+@attrs.frozen
+class Identified:
+    """What a record is to the manifest: its event id and fingerprint, and its expiry value
+    (epoch seconds); or why it cannot be classified (`error`)."""
 
-    def __init__(
-        self,
-        key: KeySpec,
-        fingerprint: KeySpec | None,
-        expiry: Expiry | None,
-        on_disk: bool,
-        chunk_size: int,
-    ) -> None:
-        check_specs(key, fingerprint, "field names (or a function)")
-        if not callable(key) and not key:
+    event_id: str | None = None
+    fingerprint: str | None = None
+    seconds: float | None = None
+    error: str | None = None
+
+
+@attrs.frozen
+class Identify:
+    """How a run turns a record into its `Identified`: `key` and `fingerprint` (field names or
+    functions; the default fingerprint hashes the whole record) and the `expiry` field. The same
+    for the Python deduplicators and the Spark dedup, which calls it on Arrow batches."""
+
+    key: KeySpec
+    fingerprint: KeySpec | None = None
+    expiry: Expiry | None = None
+
+    def __attrs_post_init__(self) -> None:
+        check_specs(self.key, self.fingerprint, "field names (or a function)")
+        if not callable(self.key) and not self.key:
             raise ManifestConfigError("key needs at least one field name")
-        if chunk_size < 1:
-            raise ManifestConfigError(f"chunk_size [{chunk_size}] must be at least 1")
-        self.key, self.fingerprint, self.expiry = key, fingerprint, expiry
-        self.ledger: Run | None = None
-        self.chunk_size = chunk_size
-        self.latest: float | None = None
-        self.counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
-        self.seen = _Seen(on_disk)
+
+    def __call__(self, record: Any) -> Identified:
+        try:
+            event_id, fingerprint = self._pair(record)
+            return Identified(event_id, fingerprint, self._seconds(record))
+        except _Error as e:
+            return Identified(error=str(e))
+        except RecursionError:
+            return Identified(error="record is nested too deeply to be read")
 
     def _pair(self, record: Any) -> tuple[str, str]:
         if isinstance(record, Unreadable):
@@ -270,37 +237,170 @@ class _Run:
             fingerprint = fields_hash(_fields(record, self.fingerprint, "fingerprint"))
         return event_id_of(text), fingerprint
 
-    def _expired(self, record: Any) -> bool:
+    def _seconds(self, record: Any) -> float | None:
         if self.expiry is None:
-            return False
+            return None
         name = self.expiry.field
         if name not in record or record[name] is None:
             raise _Error(f"expiry field [{name}] is missing")
         try:
-            value = to_timestamp(record[name])
+            return to_timestamp(record[name])
         except (ValueError, TypeError, OverflowError):
             raise _Error(
                 f"expiry field [{name}]: [{str(record[name])[:80]}] is not a timestamp "
                 "(ISO 8601 text, epoch seconds or a datetime)"
             ) from None
-        self.latest = value if self.latest is None else max(self.latest, value)
-        return value < self.latest - self.expiry.period.total_seconds()
 
-    def prepare(self, records: list[Any]) -> _Chunk:
+
+class Seen:
+    """The pairs seen so far in a run: a set of digests, or a table in a temporary file
+    (`on_disk`), or, for records that come sorted by pair (`sorted_pairs`), only the last pair."""
+
+    def __init__(self, *, on_disk: bool = False, sorted_pairs: bool = False) -> None:
+        self.on_disk, self.sorted_pairs = on_disk, sorted_pairs
+        self._memory: set[bytes] = set()
+        self._last: bytes | None = None
+        self._db: sqlite3.Connection | None = None
+        self._path: str | None = None
+
+    @staticmethod
+    def _digest(event_id: str, fingerprint: str) -> bytes:
+        return hashlib.blake2b(f"{event_id}\x00{fingerprint}".encode(), digest_size=16).digest()
+
+    def add(self, event_id: str, fingerprint: str) -> bool:
+        """Remember a pair; False if it was already there."""
+        digest = self._digest(event_id, fingerprint)
+        if self.sorted_pairs:
+            new, self._last = digest != self._last, digest
+            return new
+        if not self.on_disk:
+            if digest in self._memory:
+                return False
+            self._memory.add(digest)
+            return True
+        db = self._open()
+        return db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (digest,)).rowcount == 1
+
+    def forget(self, event_id: str, fingerprint: str) -> None:
+        digest = self._digest(event_id, fingerprint)
+        if self.sorted_pairs:
+            self._last = None if self._last == digest else self._last
+        elif self.on_disk:
+            self._open().execute("DELETE FROM seen WHERE k = ?", (digest,))
+        else:
+            self._memory.discard(digest)
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            handle, self._path = tempfile.mkstemp(prefix="events-manifest-seen-", suffix=".db")
+            os.close(handle)
+            self._db = sqlite3.connect(self._path, isolation_level=None)
+            self._db.executescript(
+                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; CREATE TABLE seen (k BLOB PRIMARY KEY) WITHOUT ROWID"
+            )
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._path is not None:
+            os.unlink(self._path)
+            self._path = None
+        self._memory.clear()
+        self._last = None
+
+
+@attrs.define
+class Chunk:
+    """Records on their way through a run: decided already, or waiting for the manifest."""
+
+    records: list[Any]
+    decisions: list[Decision | None]
+    waiting: list[tuple[int, str, str]]  # (position, event id, fingerprint)
+
+    def items(self, etl_time: datetime) -> list[PutItem]:
+        return [(event_id, fingerprint, etl_time) for _, event_id, fingerprint in self.waiting]
+
+
+class Classifier:
+    """The decision of a run, in input order, for identified records: an error stays one; an
+    expired record (`Expiry.expired` against `latest`) is expired; a pair seen before in the run is
+    a duplicate; the others go to the manifest, whose answer makes them unique or duplicates (or
+    errors, when their put failed). `latest` is the latest expiry value seen so far, or fixed for
+    the whole run (the Spark dedup: a batch has no order, its maximum is known before)."""
+
+    def __init__(self, expiry: Expiry | None, seen: Seen, *, latest: float | None = None) -> None:
+        self.expiry, self.seen = expiry, seen
+        self.latest, self._fixed = latest, latest is not None
+        self.counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
+
+    def prepare(self, records: list[Any], identified: Sequence[Identified]) -> Chunk:
         """Decide what needs no manifest (errors, expired, repeats within the run)."""
-        chunk = _Chunk(records, [None] * len(records), [])
-        for position, record in enumerate(records):
-            try:
-                event_id, fingerprint = self._pair(record)
-                if self._expired(record):
-                    chunk.decisions[position] = Decision(Outcome.EXPIRED, record)
-                elif not self.seen.add(event_id, fingerprint):
-                    chunk.decisions[position] = Decision(Outcome.DUPLICATE, record, "repeated within this run")
-                else:
-                    chunk.waiting.append((position, event_id, fingerprint))
-            except _Error as e:
-                chunk.decisions[position] = Decision(Outcome.ERROR, record, str(e))
+        chunk = Chunk(records, [None] * len(records), [])
+        for position, (record, found) in enumerate(zip(records, identified, strict=True)):
+            if found.error is not None or found.event_id is None or found.fingerprint is None:
+                chunk.decisions[position] = Decision(Outcome.ERROR, record, found.error)
+            elif self._expired(found.seconds):
+                chunk.decisions[position] = Decision(Outcome.EXPIRED, record)
+            elif not self.seen.add(found.event_id, found.fingerprint):
+                chunk.decisions[position] = Decision(Outcome.DUPLICATE, record, REPEATED)
+            else:
+                chunk.waiting.append((position, found.event_id, found.fingerprint))
         return chunk
+
+    def _expired(self, seconds: float | None) -> bool:
+        if self.expiry is None or seconds is None:
+            return False
+        if not self._fixed:
+            self.latest = seconds if self.latest is None else max(self.latest, seconds)
+        return self.expiry.expired(seconds, self.latest if self.latest is not None else seconds)
+
+    def finish(self, chunk: Chunk, answers: Sequence[bool | ManifestRequestError]) -> list[Decision]:
+        """Complete the chunk with the manifest's answers, in input order."""
+        for (position, event_id, fingerprint), answer in zip(chunk.waiting, answers, strict=True):
+            record = chunk.records[position]
+            if isinstance(answer, ManifestRequestError):
+                self.seen.forget(event_id, fingerprint)  # a later copy gets its own chance
+                chunk.decisions[position] = Decision(Outcome.ERROR, record, manifest_failure(answer))
+            elif answer:
+                chunk.decisions[position] = Decision(Outcome.UNIQUE, record)
+            else:
+                chunk.decisions[position] = Decision(Outcome.DUPLICATE, record, SEEN)
+        decided = [d for d in chunk.decisions if d is not None]
+        for decision in decided:
+            self.counts[decision.outcome] += 1
+        return decided
+
+
+class _Run:
+    """The state both deduplicators share; they differ only in how they call the manifest."""
+
+    def __init__(
+        self,
+        key: KeySpec,
+        fingerprint: KeySpec | None,
+        expiry: Expiry | None,
+        on_disk: bool,
+        chunk_size: int,
+    ) -> None:
+        if chunk_size < 1:
+            raise ManifestConfigError(f"chunk_size [{chunk_size}] must be at least 1")
+        self.identify = Identify(key, fingerprint, expiry)
+        self.classifier = Classifier(expiry, Seen(on_disk=on_disk))
+        self.ledger: Run | None = None
+        self.chunk_size = chunk_size
+
+    @property
+    def counts(self) -> dict[Outcome, int]:
+        return self.classifier.counts
+
+    @property
+    def seen(self) -> Seen:
+        return self.classifier.seen
+
+    def prepare(self, records: list[Any]) -> Chunk:
+        return self.classifier.prepare(records, [self.identify(record) for record in records])
 
     def started(self) -> Run:
         """The run's ledger record; an error before it started."""
@@ -308,25 +408,11 @@ class _Run:
             raise ManifestConfigError("the run has not started: use `with Deduplicator(...)` or call start()")
         return self.ledger
 
-    def items(self, chunk: _Chunk) -> list[PutItem]:
-        etl_time = self.started().etl_time
-        return [(event_id, fingerprint, etl_time) for _, event_id, fingerprint in chunk.waiting]
+    def items(self, chunk: Chunk) -> list[PutItem]:
+        return chunk.items(self.started().etl_time)
 
-    def finish(self, chunk: _Chunk, answers: list[bool | ManifestRequestError]) -> list[Decision]:
-        """Complete the chunk with the manifest's answers, in input order."""
-        for (position, event_id, fingerprint), answer in zip(chunk.waiting, answers, strict=True):
-            record = chunk.records[position]
-            if isinstance(answer, ManifestRequestError):
-                self.seen.forget(event_id, fingerprint)  # a later copy gets its own chance
-                chunk.decisions[position] = Decision(Outcome.ERROR, record, f"manifest: {answer}")
-            elif answer:
-                chunk.decisions[position] = Decision(Outcome.UNIQUE, record)
-            else:
-                chunk.decisions[position] = Decision(Outcome.DUPLICATE, record, "seen by an earlier run")
-        decided = [d for d in chunk.decisions if d is not None]
-        for decision in decided:
-            self.counts[decision.outcome] += 1
-        return decided
+    def finish(self, chunk: Chunk, answers: list[bool | ManifestRequestError]) -> list[Decision]:
+        return self.classifier.finish(chunk, answers)
 
 
 def _chunks(records: Iterable[Any], size: int) -> Iterator[list[Any]]:

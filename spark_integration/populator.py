@@ -15,20 +15,24 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import attrs
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from events_manifest import DuplicateStorage
+from events_manifest import DuplicateStorage, __version__
 from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
+from events_manifest.job import JobRun
 from events_manifest.model import parse_timestamp, to_epoch_seconds
 from spark_integration import enriched
 from spark_integration.cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
 from spark_integration.session import local_session
+from spark_integration.storage import HadoopStorage
 from spark_integration.udfs import manifest_put
+
+APPLICATION = f"events-manifest populator {__version__}"
 
 
 @attrs.frozen
@@ -75,11 +79,27 @@ def populate(
     are skipped as the shred job would make them bad rows: with `iglu_config`, an entity that
     fails its schema too."""
     started = time.monotonic()
+    inputs = [input_path] if isinstance(input_path, str) else list(input_path)
     if iglu_config is not None:
         Resolver(iglu_config).check_reachable()
     handle = ManifestHandle.of(manifest)
-    handle.open()
-    lines = enriched.parse(enriched.load_enriched(spark, input_path), iglu_config)
+    storage = HadoopStorage(spark)
+    item = "populate " + ",".join(storage.qualify(source) for source in inputs)
+    # a run of the ledger like any other; populating again is harmless (the same puts), so always allowed
+    with JobRun.begin(handle.open(), item, APPLICATION, source=storage.listing(inputs).identity(), rerun=True) as run:
+        run.start(datetime.now(UTC))
+        return _populate(spark, inputs, handle, since, iglu_config, started)
+
+
+def _populate(
+    spark: SparkSession,
+    inputs: list[str],
+    handle: ManifestHandle,
+    since: datetime | None,
+    iglu_config: ResolverConfig | None,
+    started: float,
+) -> PopulateSummary:
+    lines = enriched.parse(enriched.load_enriched(spark, inputs), iglu_config)
     since_us = to_epoch_seconds(since) * 1_000_000 if since else None
     recent = F.lit(True) if since_us is None else F.col("etl_us") >= since_us
     kind = (

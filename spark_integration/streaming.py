@@ -1,9 +1,11 @@
 """Dedup a Structured Streaming DataFrame through the manifest, one micro-batch at a time.
 
-Each micro-batch gets an etl time recorded in the query's checkpoint folder before its first put.
-When Spark replays a batch from the checkpoint (after a crash), the batch reuses that etl time,
-so the manifest accepts its puts as a rerun: nothing lost, and (with an idempotent sink) nothing
-doubled. The manifest remembers across restarts and beyond any watermark, up to its ttl.
+Each micro-batch gets an etl time recorded in the query's checkpoint folder before its first put,
+and is a run of its own in the manifest's ledger (item `stream CHECKPOINT#BATCH`), finished once
+its sink has its rows. When Spark replays a batch from the checkpoint (after a crash), the batch
+reuses that etl time, so the manifest accepts its puts as a rerun: nothing lost, and (with an
+idempotent sink) nothing doubled. The manifest remembers across restarts and beyond any
+watermark, up to its ttl.
 """
 
 from __future__ import annotations
@@ -77,15 +79,12 @@ def deduplicate_stream(
     clock = BatchClock(stream.sparkSession, checkpoint_location)
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
-        result = deduplicate(
-            batch, key, fingerprint=fingerprint, manifest=handle, etl_time=clock.etl_time(batch_id), expiry=expiry
-        )
-        try:
+        etl_time = clock.etl_time(batch_id)
+        item = f"stream {checkpoint_location}#{batch_id}"  # a replayed batch: a rerun, on purpose, same etl time
+        with deduplicate(batch, key, fingerprint, handle, etl_time, expiry, item=item, rerun=True) as result:
             sink(result.unique, batch_id)
             if rejects is not None:
                 rejects(result, batch_id)
-        finally:
-            result.unpersist()
 
     writer = stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint_location)
     if trigger:

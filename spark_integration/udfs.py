@@ -4,8 +4,7 @@
 - `shred_lines` and `shred_grouped`: the two paths of the shred job's lines, lines of ids found once
   as they are read, lines of shared ids after a shuffle, both through the engine's `Shred`: the
   checks, the decisions and every output line in one trip;
-- `manifest_put`: one `try_put_many` call per batch against the manifest;
-- `record_hashes`: the generic dedup's default fingerprint of whole rows.
+- `manifest_put`: one `try_put_many` call per batch against the manifest (the populator).
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from events_manifest.dedup import canonical_hash
 from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow import batch, dedup, shred_output
@@ -73,15 +71,6 @@ def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
 
     udf: UserDefinedFunctionLike = arrow_udf(put, PUT_TYPE)  # type: ignore[call-overload]
     return udf.asNondeterministic()
-
-
-def _record_hashes(rows: pa.Array) -> pa.Array:
-    return pa.array([canonical_hash(row) for row in rows.to_pylist()], pa.string())
-
-
-record_hashes: UserDefinedFunctionLike = arrow_udf(_record_hashes, T.StringType())  # type: ignore[call-overload]
-"""A UDF (struct of a row's columns) -> `events_manifest.dedup.canonical_hash` of the row as a
-dict: the generic dedup's default fingerprint, the plain-Python deduplicator's own."""
 
 
 def shred_lines(batch_lines: DataFrame, shred: Shred) -> DataFrame:

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from events_manifest import SqliteManifest
-from events_manifest.dedup import Deduplicator, Expiry, Outcome
+from events_manifest import RunConflictError, SqliteManifest
+from events_manifest.arrow_dedup import OUTCOME, REASON
+from events_manifest.dedup import REPEATED, SEEN, Deduplicator, Expiry, Outcome
 from spark_integration import deduplicate, populate, shred
-from spark_integration.generic_dedup import OUTCOME
 from tests.shred_helpers import line, write_input
 
 pytestmark = pytest.mark.spark
@@ -47,7 +47,7 @@ def test_four_outcomes_in_batch(spark: Any) -> None:
     assert _sorted(result.duplicates) == [ROWS[1]]
     assert _sorted(result.expired) == [ROWS[3]]
     assert sorted(r["reason"] for r in result.errors.collect()) == [
-        "expiry field [ts] is missing or not a timestamp",
+        "expiry field [ts]: [not a time] is not a timestamp (ISO 8601 text, epoch seconds or a datetime)",
         "key field [order] is null",
     ]
     assert result.counts() == {"unique": 3, "duplicate": 1, "expired": 1, "error": 2}
@@ -68,14 +68,20 @@ def test_bad_arguments_name_the_columns(spark: Any) -> None:
 def test_cross_batch_through_the_manifest_shared_with_plain_python(spark: Any, tmp_path: Path) -> None:
     manifest = f"sqlite:///{tmp_path}/m.db"
     first = spark.createDataFrame([(f"k{n}", n) for n in range(6)], "id string, v long")
-    result = deduplicate(first, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL)
-    assert result.counts()["unique"] == 6
-    rerun = deduplicate(first, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL)
-    assert rerun.counts()["unique"] == 6  # same etl time: a rerun, accepted again
+    with deduplicate(first, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL) as result:
+        assert result.counts()["unique"] == 6
+    assert result.run is not None and result.run.finished, "the run is in the ledger, finished"
+    with pytest.raises(RunConflictError, match="was delivered already"):
+        deduplicate(first, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL)
+    with deduplicate(first, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL, rerun=True) as rerun:
+        assert rerun.counts()["unique"] == 6  # a rerun on purpose, same etl time: accepted again
     later = spark.createDataFrame([("k0", 0), ("k1", 99), ("k9", 9)], "id string, v long")
-    result = deduplicate(later, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL + timedelta(hours=1))
-    assert _sorted(result.unique) == [("k1", 99), ("k9", 9)]
-    assert [r["id"] for r in result.classified.filter(f"{OUTCOME} = 'duplicate'").collect()] == ["k0"]
+    with deduplicate(
+        later, key=["id"], fingerprint=["v"], manifest=manifest, etl_time=ETL + timedelta(hours=1)
+    ) as result:
+        assert _sorted(result.unique) == [("k1", 99), ("k9", 9)]
+        duplicates = result.classified.filter(f"{OUTCOME} = 'duplicate'")
+        assert [(r["id"], r[REASON]) for r in duplicates.collect()] == [("k0", SEEN)]
 
     # plain Python on the same manifest agrees on ids and fingerprints
     with SqliteManifest(tmp_path / "m.db") as store:
@@ -290,10 +296,8 @@ def test_a_spark_job_and_a_python_service_agree_on_one_manifest(spark: Any, tmp_
     url = f"sqlite://{tmp_path}/shared.db"
 
     def by_spark(etl: datetime) -> dict[str, int]:
-        result = deduplicate(df, key=["id"], manifest=url, etl_time=etl)
-        counts = result.counts()
-        result.unpersist()
-        return counts
+        with deduplicate(df, key=["id"], manifest=url, etl_time=etl) as result:
+            return result.counts()
 
     def by_python(etl: datetime) -> dict[str, int]:
         with (
@@ -308,3 +312,47 @@ def test_a_spark_job_and_a_python_service_agree_on_one_manifest(spark: Any, tmp_
     later = runs[1](ETL + timedelta(days=1))
     assert (earlier["unique"], earlier["duplicate"]) == (4, 1), "the first two records are one record"
     assert (later["unique"], later["duplicate"]) == (0, 5), "every record of the second run was stored by the first"
+
+
+@pytest.mark.parametrize("expiry", [None, Expiry("at", "3h")])
+def test_the_spark_dedup_decides_each_record_as_the_python_one(spark: Any, tmp_path: Path, expiry: Any) -> None:
+    """The same records, in the same order, to the Python deduplicator and to the Spark one, each on
+    a manifest holding the same earlier run: the same outcome and reason for every record. (With
+    expiry, the records come latest first, so the latest so far is the batch's latest throughout:
+    the one thing that depends on order.)"""
+    records = [
+        {"id": f"k{n % 7}", "v": n % 3, "at": f"2026-11-01T{23 - n % 5:02d}:00:00", "pad": "x" * (n % 2)}
+        for n in range(60)
+    ]
+    records += [{"id": None, "v": 1, "at": "2026-11-01T20:00:00", "pad": ""}]
+    records += [{"id": "k1", "v": None, "at": "not a time", "pad": ""}]
+    records.sort(key=lambda r: r["at"] if r["at"][0].isdigit() else "", reverse=True)
+    earlier = [{"id": "k3", "v": 1, "at": "2026-11-01T10:00:00", "pad": ""}]
+    decided = {}
+    for engine in ("python", "spark"):
+        store = tmp_path / f"{engine}.db"
+        with (
+            SqliteManifest(store) as manifest,
+            Deduplicator(manifest, key=["id"], fingerprint=["v", "pad"], etl_time=ETL) as run,
+        ):
+            list(run.classify(earlier))
+        later = ETL + timedelta(hours=1)
+        if engine == "python":
+            with (
+                SqliteManifest(store) as manifest,
+                Deduplicator(manifest, key=["id"], fingerprint=["v", "pad"], expiry=expiry, etl_time=later) as run,
+            ):
+                decided[engine] = [(d.outcome.value, d.reason) for d in run.classify(records)]
+        else:
+            df = spark.createDataFrame(records, "id string, v long, at string, pad string").coalesce(1)
+            with deduplicate(
+                df, key=["id"], fingerprint=["v", "pad"], manifest=f"sqlite://{store}", etl_time=later, expiry=expiry
+            ) as result:
+                rows = {
+                    (r["id"], r["v"], r["at"], r["pad"]): (r[OUTCOME], r[REASON]) for r in result.classified.collect()
+                }
+            decided[engine] = [rows[(r["id"], r["v"], r["at"], r["pad"])] for r in records]
+    assert decided["spark"] == decided["python"]
+    reasons = {reason for _, reason in decided["python"]}
+    assert {None, REPEATED, SEEN, "key field [id] is null"} <= reasons
+    assert expiry is None or ("expired", None) in decided["python"]
