@@ -6,7 +6,7 @@ import time
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck", "docs", "resolve"]
+nox.options.sessions = ["tests", "core", "lint", "typecheck", "docs", "resolve"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_external_run = True
 
@@ -16,12 +16,27 @@ def _npm(session: nox.Session) -> None:
     session.run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error", external=True)
 
 
+SUITE = ["-q", "-n", "2", "--durations=10"]
+"""Two test processes on two cores (each with its own Spark session and servers), and the ten
+slowest tests printed at every run, so that a slow test is seen the day it lands."""
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite against real local servers and a local Spark session."""
     session.install("-c", "constraints.txt", "-e", ".[all,test]")
     _npm(session)
-    session.run("pytest", *(session.posargs or ["-q"]))
+    session.run("pytest", *(session.posargs or SUITE))
+
+
+@nox.session
+def core(session: nox.Session) -> None:
+    """The core's tests where pyspark is not installed: the core needs nothing of Spark."""
+    session.install("-c", "constraints.txt", "-e", ".[async,test]")
+    _npm(session)
+    no_spark = "import importlib.util as u; assert u.find_spec('pyspark') is None, 'pyspark is installed'"
+    session.run("python", "-c", no_spark)
+    session.run("pytest", *(session.posargs or [*SUITE, "tests/core"]))
 
 
 @nox.session

@@ -34,13 +34,15 @@ sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 
 import shred_ab  # noqa: E402
 
-from spark_integration import enriched, lines, shredder  # noqa: E402
+from events_manifest.snowplow import shred_output  # noqa: E402
+from spark_integration import enriched, plan  # noqa: E402
+from spark_integration.scan import scan_batch  # noqa: E402
 
 
 def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  # type: ignore[no-untyped-def]
-    scan = shredder.scan_batch(spark, source)
+    scan = scan_batch(spark, source)
     assert scan.etl_time is not None
-    rows = shredder.output_lines(spark, source, scan.etl_time, None, "T", shared_keys=scan.shared_keys)
+    rows = plan.output_lines(spark, source, scan.etl_time, None, "T", shared_keys=scan.shared_keys)
     rows = rows.filter(F.col("value").isNotNull()).persist(StorageLevel.MEMORY_ONLY)
     rows.count()
     text = enriched.load_enriched(spark, source).select("line")
@@ -75,7 +77,7 @@ def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  #
         hadoop.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         hadoop.set("fs.file.impl.disable.cache", "true")
         try:
-            write(*lines.PARTITIONS)
+            write(*shred_output.PARTITIONS)
         finally:
             hadoop.unset("fs.file.impl")
             hadoop.unset("fs.file.impl.disable.cache")
@@ -88,8 +90,8 @@ def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  #
         "and_back": lambda: python(back=True),
         "write_unparted": lambda: write(),
         "write_kind": lambda: write("kind"),
-        "write_parted": lambda: write(*lines.PARTITIONS),
-        "write_concurrent": with_conf(concurrent, lambda: write(*lines.PARTITIONS)),
+        "write_parted": lambda: write(*shred_output.PARTITIONS),
+        "write_concurrent": with_conf(concurrent, lambda: write(*shred_output.PARTITIONS)),
         "write_no_crc": without_crc,
     }
 

@@ -30,7 +30,8 @@ import shred_ab  # noqa: E402
 import shred_job  # noqa: E402
 
 from events_manifest.handle import ManifestHandle  # noqa: E402
-from spark_integration import shred, shredder  # noqa: E402
+from spark_integration import plan, shred  # noqa: E402
+from spark_integration.scan import scan_batch  # noqa: E402
 
 STAGES = ["baseline", "scan", "lines", "lines_put", "job"]
 
@@ -58,15 +59,13 @@ def stage_runner(spark, source: str, work: Path) -> Callable[[str], None]:  # ty
 
 
 def _cut_short(spark, source: str, stage: str, manifest: ManifestHandle | None) -> None:  # type: ignore[no-untyped-def]
-    scan = shredder.scan_batch(spark, source)
+    scan = scan_batch(spark, source)
     try:
         if stage == "scan":
             return
         etl = scan.etl_time
         assert etl is not None
-        rows = shredder.output_lines(
-            spark, source, etl, manifest, "2026-01-01T00:00:00.000Z", shared_keys=scan.shared_keys
-        )
+        rows = plan.output_lines(spark, source, etl, manifest, "2026-01-01T00:00:00.000Z", shared_keys=scan.shared_keys)
         rows.write.format("noop").mode("overwrite").save()
     finally:
         scan.release()

@@ -45,6 +45,8 @@ KeySpec = Sequence[str] | Callable[[Record], Any]
 
 
 class Outcome(enum.StrEnum):
+    """Where a record goes: the first copy of an event, a later copy, too old to decide, or unreadable."""
+
     UNIQUE = "unique"
     DUPLICATE = "duplicate"
     EXPIRED = "expired"

@@ -1,4 +1,5 @@
-"""Getting a manifest to Spark's Python workers: one open manifest per worker process."""
+"""How the engine reaches a manifest: `ManifestHandle` gets one to Spark's Python workers (one open
+manifest per worker process); `InProcess` is a manifest used where it was opened."""
 
 from __future__ import annotations
 
@@ -62,3 +63,20 @@ _NOT_SHARED = (
     "Spark's Python workers are separate processes, so an in-memory manifest would not be shared: "
     "use sqlite:///path/manifest.db, a dynamodb:// URL, or a manifest from init_storage"
 )
+
+
+@attrs.frozen
+class InProcess:
+    """A manifest the engine uses in the process that opened it (a Python consumer's own)."""
+
+    manifest: DuplicateStorage
+
+    def open(self) -> DuplicateStorage:
+        return self.manifest
+
+    def describe(self) -> str:
+        return type(self.manifest).__name__
+
+
+Opener = ManifestHandle | InProcess
+"""What the engine is given to reach its manifest: `open()` returns it, ready for puts."""

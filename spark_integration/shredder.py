@@ -24,7 +24,7 @@ from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.job import JobRun
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
 from events_manifest.places import Place, check_places
-from events_manifest.snowplow import shred_output
+from events_manifest.snowplow import bad_rows, shred_output
 from events_manifest.snowplow.dedup import check_options
 from events_manifest.snowplow.report import render_report
 from events_manifest.snowplow.summary import ShredSummary
@@ -116,12 +116,11 @@ def shred(
         try:
             etl = run.start(etl_time or scan.etl_time or datetime(1970, 1, 1), explicit=etl_time is not None)
             # decide, put, write: the core's engine on every batch, in two concurrent Spark jobs
-            failure_tstamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
             plan = line_plan(
                 inputs,
                 etl,
                 handle,
-                failure_tstamp,
+                bad_rows.failure_tstamp(datetime.now(UTC)),
                 synthetic=synthetic_dedup,
                 random_ids=random_synthetic_ids,
                 cross_batch_synthetic=cross_batch_synthetic,

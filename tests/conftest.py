@@ -35,7 +35,7 @@ for variable in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHA
 
 @pytest.fixture(scope="session")
 def dynalite() -> Iterator[LocalServer]:
-    with start_dynalite(ROOT) as server:
+    with start_dynalite(ROOT, table_ms=20) as server:
         yield server
 
 

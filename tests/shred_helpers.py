@@ -1,13 +1,18 @@
-"""Building enriched lines and reading the shred job's outputs, for the Spark tests."""
+"""Building enriched lines, reading the shred job's outputs, and the oracle of "every event kept
+exactly once" over a sequence of batches."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from events_manifest.snowplow.fields import FIELD_NAMES
+from events_manifest.testing.strategies import Event
 
 INDEX = {name: i for i, name in enumerate(FIELD_NAMES)}
 CONTEXTS_URI = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"
@@ -96,3 +101,40 @@ def read_bad(bad: Path) -> list[dict[str, Any]]:
 
 def uuid5(namespace: str, name: str) -> str:
     return str(uuid.uuid5(uuid.UUID(namespace), name))
+
+
+def _key(event: Event) -> tuple[str, str]:
+    """What makes an event one event: its pair, or for a line without fingerprint the line itself."""
+    return (event.event_id, event.fingerprint or event.marker)
+
+
+@attrs.define
+class KeptOnce:
+    """Checks, batch after batch, that each generated event (`strategies.Event`) is kept exactly
+    once: in the batch it first came in, each copy without fingerprint on its own, under its id or,
+    when other events share that id in the batch, a UUID v5."""
+
+    kept_in: dict[tuple[str, str], list[int]] = attrs.Factory(dict)
+    first_seen: dict[tuple[str, str], int] = attrs.Factory(dict)
+    copies_without_fingerprint: Counter[tuple[str, str]] = attrs.Factory(Counter)
+
+    def batch(self, k: int, events: list[Event], kept: list[tuple[str, str]]) -> None:
+        """Batch `k`'s valid `events` and what it kept: (marker, id loaded under) per kept event."""
+        ids = [new_id for _, new_id in kept]
+        assert len(set(ids)) == len(ids), "two kept events share an event id"
+        by_marker = {e.marker: e for e in events}
+        distinct = {_key(e): e for e in events if e.fingerprint}.values()  # each copy without one is an event
+        events_per_id = Counter(e.event_id for e in [*distinct, *(e for e in events if not e.fingerprint)])
+        for event in events:
+            self.first_seen.setdefault(_key(event), k)
+            if not event.fingerprint:
+                self.copies_without_fingerprint[_key(event)] += 1
+        for marker, new_id in kept:
+            event = by_marker[marker]
+            self.kept_in.setdefault(_key(event), []).append(k)
+            assert new_id == event.event_id or (events_per_id[event.event_id] > 1 and uuid.UUID(new_id).version == 5)
+
+    def check(self) -> None:
+        for key, k in self.first_seen.items():
+            copies = self.copies_without_fingerprint[key]
+            assert sorted(self.kept_in.get(key, [])) == ([k] * copies if copies else [k]), key

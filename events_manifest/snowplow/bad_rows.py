@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -43,19 +44,29 @@ def not_a_timestamp(field: str, value: str) -> str:
     return f"Field [{field}]: [{quoted(value)}] is not in the expected Redshift/Postgres timestamp format"
 
 
-def invalid_json(field: str, text: str, reason: str) -> str:
-    """A JSON column that is not JSON at all."""
-    return f"Field [{field}]: invalid JSON [{text}] with parsing error: {reason}"
+JSON_FIELD_NAMES = {"unstruct_event": "ue_properties", "contexts": "context", "derived_contexts": "derived_contexts"}
+"""How the reference's messages name the JSON columns: by its own event's fields, not the TSV's."""
 
 
-def not_self_describing(field: str, text: str, reason: str) -> str:
+def invalid_json(column: str, text: str, reason: str) -> str:
+    """A JSON column that is not JSON at all (`reason`: the parser's message)."""
+    return f"Field [{JSON_FIELD_NAMES[column]}]: invalid JSON [{text}] with parsing error: {reason}"
+
+
+def not_self_describing(column: str, text: str, reason: str) -> str:
     """A JSON column that is JSON, but not of the self-describing shape its field needs."""
-    return f"Field [{field}]: [{text}] is not self-describing JSON of the expected shape: {reason}"
+    return f"Field [{JSON_FIELD_NAMES[column]}]: [{text}] is not self-describing JSON of the expected shape: {reason}"
 
 
 def manifest_failure(error: Exception) -> str:
     """A valid event whose put failed on its own (after the manifest's retries)."""
-    return f"Manifest: {error}"
+    return f"Cross-batch deduplication unexpected failure: {error}"
+
+
+def failure_tstamp(moment: datetime) -> str:
+    """A bad row's `failure_tstamp`: UTC, milliseconds, `Z` (`2026-11-01T06:00:00.000Z`)."""
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # naive means UTC
+    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def bad_row(line: bytes, messages: list[str], failure_tstamp: str) -> str:

@@ -9,7 +9,7 @@ on batches of its own.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 import attrs
 import numpy as np
@@ -44,7 +44,9 @@ def check(lines: pa.Array, iglu: ResolverConfig | None = None) -> dict[str, pa.A
     an `iglu` resolver configuration their entities against their schemas."""
     found = parsing.split_and_check(lines)
     sdjs = read_rows(*(column.to_pylist() for column in found.json))
-    errors = _errors(len(lines), found.errors, sdjs, _schema_errors(sdjs, iglu) if iglu is not None else {})
+    of_fields = {row: listed for row, listed in found.errors.items() if listed}
+    of_schemas = _schema_errors(sdjs, iglu, skip=of_fields.keys()) if iglu is not None else {}
+    errors = _errors(len(lines), of_fields, sdjs, of_schemas)
     return {
         "event_id": found.event_id,
         "fingerprint": found.fingerprint,
@@ -64,12 +66,16 @@ def any_valid(texts: list[str], iglu: ResolverConfig | None = None) -> bool:
     return bool(pc.any(check(pa.array(texts, pa.string()), iglu)["valid"]).as_py())
 
 
-def _schema_errors(found: Found, iglu: ResolverConfig) -> dict[int, list[str]]:
-    """Each line's messages for its entities that fail their schemas (none for a valid line)."""
+def _schema_errors(found: Found, iglu: ResolverConfig, skip: Collection[int]) -> dict[int, list[str]]:
+    """Each line's messages for its entities that fail their schemas (none for a valid line), but
+    for the lines to `skip` (a field failed: the reference reads no JSON of theirs)."""
     resolver = resolver_for(iglu)
     failing: dict[int, list[str]] = {}
     start = 0
     for row, end in enumerate(found.entity_ends):
+        if row in skip:
+            start = end
+            continue
         for parts, data in zip(found.parts[start:end], found.data[start:end], strict=True):
             messages = resolver.validate_data(SchemaKey(*parts), json.loads(data))
             if messages:
@@ -88,15 +94,19 @@ def _entities(found: Found) -> pa.ListArray:
 
 
 def _errors(rows: int, of_fields: dict[int, list[str]], found: Found, of_schemas: dict[int, list[str]]) -> pa.ListArray:
-    """Each line's field messages, then its JSON messages, then its schema messages; Python only
-    for lines that have any."""
+    """Each line's field messages; for a line without any, its JSON messages then its schema
+    messages (the reference stops at a field's error). Python only for lines that have any."""
     json_ends = np.array([0, *found.error_ends], dtype=np.int64)
     counts = np.diff(json_ends)
-    for row, listed in (*of_fields.items(), *of_schemas.items()):
+    for row, listed in of_fields.items():
+        counts[row] = len(listed)
+    for row, listed in of_schemas.items():
         counts[row] += len(listed)
     messages: list[str] = []
     for row in np.flatnonzero(counts).tolist():
-        messages += of_fields.get(row, ())
+        if row in of_fields:
+            messages += of_fields[row]
+            continue
         messages += found.errors[json_ends[row] : json_ends[row + 1]]
         messages += of_schemas.get(row, ())
     return lists(np.cumsum(counts).tolist(), pa.array(messages, pa.string()))

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from events_manifest import ManifestConfigError, ManifestError
-from events_manifest.handle import ManifestHandle
+from events_manifest.handle import Opener
 from events_manifest.model import from_epoch_seconds
 from events_manifest.snowplow import bad_rows
 
@@ -65,7 +65,7 @@ def earliest_first(*keys: np.ndarray) -> np.ndarray:
 
 
 def put_all(
-    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: np.ndarray, etl_seconds: pa.Array | int
+    handle: Opener, event_ids: pa.Array, fingerprints: pa.Array, wanted: np.ndarray, etl_seconds: pa.Array | int
 ) -> tuple[list[bool | None], list[str | None]]:
     """The cross-batch put of each wanted row (one `try_put_many` call), with the batch's etl time
     or each row's: whether it was accepted, or the message of its failure; None on other rows."""
@@ -86,7 +86,7 @@ def put_all(
 
 
 def stored_by_earlier_batch(
-    handle: ManifestHandle, event_ids: pa.Array, fingerprints: pa.Array, wanted: np.ndarray, etl_seconds: int
+    handle: Opener, event_ids: pa.Array, fingerprints: pa.Array, wanted: np.ndarray, etl_seconds: int
 ) -> np.ndarray:
     """Whether an earlier batch (etl before this one's, entry not expired) stored each wanted row's
     id with another fingerprint: the cross-batch synthetic rule. Entries of later batches are
@@ -108,7 +108,7 @@ class Dedup:
     """How a run decides its lines: its manifest (None: in-batch dedup only), its etl time, and
     its options."""
 
-    manifest: ManifestHandle | None
+    manifest: Opener | None
     etl_seconds: int
     synthetic: bool = True
     random_ids: bool = False

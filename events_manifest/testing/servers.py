@@ -85,11 +85,15 @@ def find_dynalite(project: Path, *, install: bool = True) -> Path:
     return launcher
 
 
-def start_dynalite(project: Path) -> LocalServer:
-    """dynalite (in-memory) from `project`'s node_modules."""
+def start_dynalite(project: Path, *, table_ms: int = 500) -> LocalServer:
+    """dynalite (in-memory) from `project`'s node_modules, on loopback only. A table it creates,
+    deletes or updates stays in that state `table_ms` (DynamoDB's own take seconds; the suite
+    keeps a few milliseconds: every wait is still exercised, none costs half a second)."""
     port = free_port()
     node = shutil.which("node") or "node"
-    return _start("dynalite", [node, str(find_dynalite(project)), "--port", str(port)], port)
+    timings = [f"--{action}TableMs" for action in ("create", "delete", "update")]
+    command = [node, str(find_dynalite(project)), "--host", "127.0.0.1", "--port", str(port)]
+    return _start("dynalite", [*command, *(arg for flag in timings for arg in (flag, str(table_ms)))], port)
 
 
 def start_moto() -> LocalServer:

@@ -149,12 +149,12 @@ def test_a_started_run_renews_its_sign_of_life_until_it_finishes(
     run = m.start_run("in", ETL)
     deadline = time.monotonic() + 20
     while m.runs()[0].alive_seconds == run.alive_seconds and time.monotonic() < deadline:
-        time.sleep(0.02)
+        time.sleep(0.02)  # the heartbeat thread writes no event the test can wait on: poll the ledger
     renewed = m.runs()[0]
     assert renewed.alive_seconds > run.alive_seconds, "the heartbeat renewed the record"  # type: ignore[operator]
     done = m.finish_run(run)  # from the record the ledger holds now, not the one start_run returned
     assert m.runs() == [done] and done.finished
-    time.sleep(0.1)
+    time.sleep(0.1)  # an absence: five beats' time in which no renewal may come
     assert m.runs() == [done], "no renewal after the finish"
 
 

@@ -23,7 +23,7 @@ from events_manifest import ManifestConfigError
 from events_manifest.iglu import IgluRepositoryError, Resolver, ResolverConfig, SchemaKey
 
 ACME = "iglu:com.acme/checkout/jsonschema/1-0-0"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def schema(description: str, required: str = "total") -> dict[str, Any]:
@@ -88,7 +88,7 @@ class Failing(BaseHTTPRequestHandler):
 
 class Slow(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        time.sleep(2)
+        time.sleep(2)  # the behaviour: a server slower than the client's timeout
         with contextlib.suppress(OSError):  # the client gave up long ago
             self.send_error(404)
 

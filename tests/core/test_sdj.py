@@ -105,7 +105,7 @@ def test_json_is_strict(constant: str) -> None:
     column = contexts(sdj(WEB_PAGE, '{"a":' + constant + "}"))
     entities, errors = entities_of(column, None, None)
     assert entities == []
-    assert errors == [f"Field [contexts]: invalid JSON [{column}] with parsing error: {constant} is not a JSON value"]
+    assert errors == [f"Field [context]: invalid JSON [{column}] with parsing error: {constant} is not a JSON value"]
 
 
 def test_messages_name_the_column_unstruct_first_and_quote_the_json() -> None:
@@ -113,9 +113,9 @@ def test_messages_name_the_column_unstruct_first_and_quote_the_json() -> None:
     entities, errors = entities_of("{oops", broken_unstruct, None)
     assert entities == []
     assert errors == [
-        f"Field [unstruct_event]: [{broken_unstruct}] is not self-describing JSON of the expected shape: schema "
+        f"Field [ue_properties]: [{broken_unstruct}] is not self-describing JSON of the expected shape: schema "
         f"[{'x' * 200}] is not iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0",
-        "Field [contexts]: invalid JSON [{oops] with parsing error: Expecting property name enclosed in double "
+        "Field [context]: invalid JSON [{oops] with parsing error: Expecting property name enclosed in double "
         "quotes at character 1",
     ]
 

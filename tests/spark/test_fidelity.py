@@ -39,6 +39,7 @@ ETL_1, ETL_2 = "2026-11-01 06:00:00.000", "2026-11-02 06:00:00.000"
 AGENT = "é" * 600 + "a" * 600  # 1,200 characters, 1,800 bytes
 NAN = contexts(sdj("iglu:com.acme/x/jsonschema/1-0-0", '{"a":NaN}'))
 LONG_ID = "x" * 90
+BOTH = "bc918fc6-7c0e-4a0d-8a1b-efcb0bcbad90"
 
 
 def _batch_2() -> dict[str, bytes]:
@@ -53,6 +54,7 @@ def _batch_2() -> dict[str, bytes]:
         line(N, "fpN", ETL_2, "2026-11-02 05:59:00.123456789"),
         line(BAD_TIME, "fp", "2026-11-02 06:00:00"),
         line(BAD_JSON, "fp", "2026-10-01 00:00:00.000", contexts=NAN),  # earliest etl, but a bad row
+        line(BOTH, "fp", ETL_2, "yesterday", unstruct_event="{"),  # a field error and invalid JSON
         line("", "fp", ETL_2),
         line(LONG_ID, "fp", ETL_2),
     ]
@@ -156,9 +158,17 @@ def test_timestamps_need_a_fraction_of_one_to_nine_digits(runs: Path) -> None:
 def test_json_with_nan_is_invalid(runs: Path) -> None:
     bad = {row["line"].split("\t")[6]: row["errors"] for row in read_bad(runs / "bad-plain")}
     assert [e["message"] for e in bad[BAD_JSON]] == [
-        f"Field [contexts]: invalid JSON [{NAN}] with parsing error: NaN is not a JSON value"
+        f"Field [context]: invalid JSON [{NAN}] with parsing error: NaN is not a JSON value"
     ]
     assert not any("NaN" in text for texts in read_output(runs / "out-plain").values() for text in texts)
+
+
+def test_a_line_with_a_field_error_gets_no_json_error(runs: Path) -> None:
+    """The reference reads no JSON column once a field failed: only the field's message."""
+    bad = {row["line"].split("\t")[6]: row["errors"] for row in read_bad(runs / "bad-plain")}
+    assert [e["message"] for e in bad[BOTH]] == [
+        "Field [collector_tstamp]: [yesterday] is not in the expected Redshift/Postgres timestamp format"
+    ]
 
 
 def test_crlf_and_lone_cr_end_lines_and_no_line_keeps_a_cr(runs: Path) -> None:
@@ -173,7 +183,7 @@ def test_bad_row_messages_quote_the_whole_value_and_null_when_empty(runs: Path) 
     messages = sorted(m["message"] for row in read_bad(runs / "bad-plain") for m in row["errors"])
     assert "Field [event_id]: [null] is not a valid UUID" in messages
     assert f"Field [event_id]: [{LONG_ID}] is not a valid UUID" in messages
-    assert len(messages) == 4
+    assert len(messages) == 5  # with the field error of BOTH, and none of its JSON
 
 
 def test_the_batch_etl_time_comes_from_valid_lines_only(runs: Path) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 BLOCK = re.compile(r"<!-- test( spark)? -->\n```python\n(.*?)```", re.DOTALL)
 """`<!-- test spark -->` examples get the suite's Spark session as `spark`."""
 EXAMPLES = [
@@ -47,3 +48,19 @@ def test_the_contract_is_cited_from_the_project_itself() -> None:
     assert citing == []
     for page in ("manifest.md", "configuration.md", "enriched-events.md", "shred-job.md", "dynamodb.md"):
         assert (DOCS / page).is_file()
+
+
+def test_every_public_name_is_in_the_api_page() -> None:
+    """`__all__` holds what docs/api.md lists, and nothing else: a name users may import is explained."""
+    import events_manifest
+    import events_manifest.snowplow
+
+    listed = set(re.findall(r"`(\w+)`", (DOCS / "api.md").read_text()))
+    modules = [events_manifest, events_manifest.snowplow]
+    if importlib.util.find_spec("pyspark") is not None:
+        import spark_integration
+
+        modules.append(spark_integration)
+    for module in modules:
+        missing = set(module.__all__) - listed
+        assert not missing, f"{module.__name__}: {sorted(missing)} not in docs/api.md"

@@ -75,7 +75,7 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
 
     def slow(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            time.sleep(0.5)
+            time.sleep(0.5)  # the behaviour: a batch that is still running when the other job fails
             (batches_done / str(time.monotonic_ns())).touch()
             yield pa.RecordBatch.from_pylist([], shred_output.LINES_SCHEMA)
             del batch

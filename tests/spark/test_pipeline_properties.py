@@ -23,7 +23,7 @@ from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, en
 from spark_integration import shred
 from spark_integration.plan import output_lines
 from spark_integration.scan import scan_batch
-from tests.shred_helpers import read_bad, read_output, write_input
+from tests.shred_helpers import KeptOnce, read_bad, read_output, write_input
 
 pytestmark = pytest.mark.spark
 
@@ -37,11 +37,6 @@ SLOW = settings(
 EVENT_ID = 6
 
 
-def _key(event: Event) -> tuple[str, str]:
-    """What makes an event one event: its pair, or for a line without fingerprint the line itself."""
-    return (event.event_id, event.fingerprint or event.marker)
-
-
 @SLOW
 @given(data=enriched_batches(batches=3))
 def test_every_line_is_accounted_for_and_every_event_is_kept_once(
@@ -49,9 +44,7 @@ def test_every_line_is_accounted_for_and_every_event_is_kept_once(
 ) -> None:
     folder = tmp_path_factory.mktemp("sequence")
     manifest = f"sqlite:///{folder}/manifest.db"
-    kept_in: dict[tuple[str, str], list[int]] = {}
-    first_seen: dict[tuple[str, str], int] = {}
-    copies_without_fingerprint: Counter[tuple[str, str]] = Counter()
+    kept_once = KeptOnce()
     for k, lines in enumerate(data.batches):
         source = str(write_input(folder / f"in-{k}", lines))
         summary = shred(spark, source, str(folder / f"out-{k}"), str(folder / f"bad-{k}"), manifest=manifest)
@@ -59,25 +52,8 @@ def test_every_line_is_accounted_for_and_every_event_is_kept_once(
         dropped = summary.in_batch_duplicates + summary.cross_batch_duplicates
         assert summary.input_lines == len(lines) == len(atomic) + summary.bad_rows + dropped
         assert sorted(row["line"] for row in read_bad(folder / f"bad-{k}")) == sorted(data.bad[k])
-        ids = [a.split("\t")[EVENT_ID] for a in atomic]
-        assert len(set(ids)) == len(ids), "two kept events share an event id"
-
-        events = {e.marker: e for e in data.events[k]}
-        distinct = {_key(e): e for e in data.events[k] if e.fingerprint}.values()  # each copy without one is an event
-        events_per_id = Counter(e.event_id for e in [*distinct, *(e for e in data.events[k] if not e.fingerprint)])
-        for event in data.events[k]:
-            first_seen.setdefault(_key(event), k)
-            if not event.fingerprint:
-                copies_without_fingerprint[_key(event)] += 1
-        for a in atomic:
-            event = events[a.split("\t")[TXN_ID]]
-            kept_in.setdefault(_key(event), []).append(k)
-            new_id = a.split("\t")[EVENT_ID]
-            assert new_id == event.event_id or (events_per_id[event.event_id] > 1 and uuid.UUID(new_id).version == 5)
-
-    for key, k in first_seen.items():
-        expected = [k] * copies_without_fingerprint[key] if copies_without_fingerprint[key] else [k]
-        assert sorted(kept_in.get(key, [])) == expected, key
+        kept_once.batch(k, data.events[k], [(a.split("\t")[TXN_ID], a.split("\t")[EVENT_ID]) for a in atomic])
+    kept_once.check()
 
     last = len(data.batches) - 1
     rerun = shred(

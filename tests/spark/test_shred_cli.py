@@ -28,8 +28,8 @@ from events_manifest.testing.servers import free_port
 from spark_integration import EtlMismatchError, OutputExistsError, demo, shred
 from spark_integration.shredder import main
 from tests.conftest import unique_table
+from tests.core.test_config import SECRET, V2_CONFIG, with_data
 from tests.shred_helpers import line, read_bad, read_output, write_input
-from tests.test_config import SECRET, V2_CONFIG, with_data
 
 pytestmark = pytest.mark.spark
 
@@ -166,7 +166,8 @@ def test_request_errors_become_bad_rows(spark: Any, tmp_path: Path) -> None:
             "errors": [
                 {
                     "level": "error",
-                    "message": f"Manifest: item for {B} rejected: ItemCollectionSizeLimitExceededException",
+                    "message": "Cross-batch deduplication unexpected failure: "
+                    f"item for {B} rejected: ItemCollectionSizeLimitExceededException",
                 }
             ],
         }

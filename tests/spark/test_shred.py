@@ -260,12 +260,12 @@ def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
             collector_tstamp="2026-13-01 00:00:00.000", etl_tstamp="yesterday"
         ),
         line(B, contexts=UNFINISHED): [
-            f"Field [contexts]: invalid JSON [{UNFINISHED}] with parsing error: Expecting value at character 31"
+            f"Field [context]: invalid JSON [{UNFINISHED}] with parsing error: Expecting value at character 31"
         ],
         line(B, contexts=wrong_contexts, unstruct_event='{"schema":"' + "i" + '"}'): [
-            'Field [unstruct_event]: [{"schema":"i"}] is not self-describing JSON of the expected shape: the '
+            'Field [ue_properties]: [{"schema":"i"}] is not self-describing JSON of the expected shape: the '
             "value must have exactly the properties schema and data (found schema)",
-            f"Field [contexts]: [{wrong_contexts}] is not self-describing JSON of the expected shape: schema "
+            f"Field [context]: [{wrong_contexts}] is not self-describing JSON of the expected shape: schema "
             "[iglu:com.acme/contexts/jsonschema/1-0-0] is not "
             "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-x",
         ],
@@ -274,11 +274,11 @@ def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
             "the expected shape: context 0: schema [not an iglu uri] is not an Iglu URI iglu:vendor/name/format/M-R-A"
         ],
         line(C, unstruct_event=unstruct(sdj(LINK, "[1]"))): [
-            f"Field [unstruct_event]: [{unstruct(sdj(LINK, '[1]'))}] is not self-describing JSON of the expected "
+            f"Field [ue_properties]: [{unstruct(sdj(LINK, '[1]'))}] is not self-describing JSON of the expected "
             f"shape: data: data of [{LINK}] must be a JSON object"
         ],
         line(D, contexts=LISTLESS): [
-            f"Field [contexts]: [{LISTLESS}] is not self-describing JSON of the expected shape: data must be an "
+            f"Field [context]: [{LISTLESS}] is not self-describing JSON of the expected shape: data must be an "
             "array of self-describing JSONs"
         ],
         line("", etl=""): ["Field [event_id]: [null] is not a valid UUID", *not_timestamps(etl_tstamp="null")],
@@ -286,7 +286,7 @@ def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
             collector_tstamp="2026-02-30 00:00:00.000", etl_tstamp="2026-11-01 06:00:00"
         ),
         line(D, contexts=NAN_CONTEXTS): [
-            f"Field [contexts]: invalid JSON [{NAN_CONTEXTS}] with parsing error: NaN is not a JSON value"
+            f"Field [context]: invalid JSON [{NAN_CONTEXTS}] with parsing error: NaN is not a JSON value"
         ],
     }
     summary, out, bad = run(spark, tmp_path, list(lines), manifest=f"sqlite://{tmp_path}/m.db")

@@ -11,7 +11,7 @@ import pytest
 from events_manifest import ManifestError, init_storage, parse_config
 from events_manifest.testing import FaultProxy, LocalServer
 from tests.conftest import unique_table
-from tests.test_config import SECRET, V2_CONFIG, with_data
+from tests.core.test_config import SECRET, V2_CONFIG, with_data
 
 
 def test_secret_absent_from_debug_logs_reprs_and_errors(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.commands import env
-from tests.test_iglu import ACME, Served, config, embedded, http, schema, write_repository
+from tests.core.test_iglu import ACME, Served, config, embedded, http, schema, write_repository
 
 
 def dedup(cwd: Path, resolver: dict[str, Any], records: list[dict[str, Any]], **environment: str) -> Any:
@@ -127,7 +127,7 @@ class Dripping(BaseHTTPRequestHandler):
                 self.wfile.flush()
             except OSError:
                 return
-            time.sleep(0.2)
+            time.sleep(0.2)  # the behaviour: a server that drips its answer
 
 
 def test_a_slow_drip_ends_at_the_lookup_deadline(tmp_path: Path) -> None:
