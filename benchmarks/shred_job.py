@@ -146,8 +146,6 @@ def main() -> int:
             manifest = f"sqlite://{work}/manifest-{round_}.db"
             summary = shred(spark, source, str(work / f"out-{round_}"), str(work / f"bad-{round_}"), manifest=manifest)
             times["shred"].append(time.perf_counter() - started)
-            phases = ", ".join(f"{k} {v:.1f} s" for k, v in summary.phase_seconds.items())
-            print(f"round {round_} shred phases: {phases}")
         print(summary.table())
         for name, runs in times.items():
             print(f"{name:<10}" + "".join(f"{s:>8.1f} s {lines / s:>10,.0f} lines/s" for s in runs))
