@@ -464,6 +464,15 @@ class _Deduplicator(Generic[M]):
         self._source, self._output, self._rerun = source, output, rerun
         self._run = _Run(key, fingerprint, expiry, on_disk, chunk_size)
 
+    def _run_options(self) -> dict[str, Any]:
+        """What `start_run` is told besides the item and etl time, by both twins."""
+        return {
+            "explicit": self._requested is not None,
+            "source": self._source,
+            "output": self._output,
+            "rerun": self._rerun,
+        }
+
     @property
     def run(self) -> Run:
         """The run's record in the manifest's ledger (once started)."""
@@ -486,14 +495,7 @@ class Deduplicator(_Deduplicator[DuplicateStorage]):
     def start(self) -> Run:
         """Record the run in the manifest's ledger (done by `with` and the first classify)."""
         if self._run.ledger is None:
-            self._run.ledger = self.manifest.start_run(
-                self.item,
-                self._requested,
-                explicit=self._requested is not None,
-                source=self._source,
-                output=self._output,
-                rerun=self._rerun,
-            )
+            self._run.ledger = self.manifest.start_run(self.item, self._requested, **self._run_options())
         return self._run.ledger
 
     def classify(self, records: Iterable[Any]) -> Iterator[Decision]:
@@ -532,14 +534,7 @@ class AsyncDeduplicator(_Deduplicator[AsyncEventsManifest]):
     async def start(self) -> Run:
         """Record the run in the manifest's ledger (done by `async with` and the first classify)."""
         if self._run.ledger is None:
-            self._run.ledger = await self.manifest.start_run(
-                self.item,
-                self._requested,
-                explicit=self._requested is not None,
-                source=self._source,
-                output=self._output,
-                rerun=self._rerun,
-            )
+            self._run.ledger = await self.manifest.start_run(self.item, self._requested, **self._run_options())
         return self._run.ledger
 
     async def classify(self, records: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Decision]:
