@@ -14,7 +14,6 @@ import hashlib
 import os
 import stat
 import uuid
-from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import attrs
@@ -242,19 +241,3 @@ def literal_root(path: str) -> str:
         if set("*?[]{}") & set(part):
             return "/".join(parts[:n]) or "/"
     return path
-
-
-def listing_of(storage: Storage, paths: Sequence[str]) -> Listing:
-    """The files directly in each folder (or the file itself), names starting with `_` or `.`
-    left out, as Hadoop's text input reads them: the local counterpart of a Spark listing."""
-    files: list[tuple[str, int]] = []
-    for path in paths:
-        for found in sorted(glob.glob(local_path(storage.qualify(path)) or path)):
-            if os.path.isdir(found):
-                for name in sorted(os.listdir(found)):
-                    full = os.path.join(found, name)
-                    if not name.startswith(("_", ".")) and os.path.isfile(full):
-                        files.append((storage.qualify(full), os.path.getsize(full)))
-            elif os.path.isfile(found):
-                files.append((storage.qualify(found), os.path.getsize(found)))
-    return Listing(tuple(files))

@@ -61,6 +61,14 @@ def check(lines: pa.Array, iglu: ResolverConfig | None = None) -> dict[str, pa.A
     }
 
 
+def decide(lines: pa.Array, dedup: Dedup, iglu: ResolverConfig | None = None) -> dict[str, pa.Array]:
+    """A batch of lines checked (`check`, with the lines themselves as `line`) and decided by `dedup`:
+    every path from lines to decisions, the Spark jobs' and a Python consumer's."""
+    checked = check(lines, iglu)
+    checked["line"] = lines
+    return dedup.decide(checked)
+
+
 def any_valid(texts: list[str], iglu: ResolverConfig | None = None) -> bool:
     """Whether any of these lines passes every check (`check`)."""
     return bool(pc.any(check(pa.array(texts, pa.string()), iglu)["valid"]).as_py())
@@ -128,9 +136,7 @@ class Shred:
 
     def lines_of(self, batch_lines: pa.Array) -> list[pa.RecordBatch]:
         """The output lines of a batch of input lines holding every line of each of their ids."""
-        checked = check(batch_lines, self.iglu)
-        checked["line"] = batch_lines
-        decided = self.dedup.decide(checked)
+        decided = decide(batch_lines, self.dedup, self.iglu)
         steps.reached("puts")
         return shred_output.output_lines(decided, self.failure_tstamp)
 

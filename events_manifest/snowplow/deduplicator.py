@@ -2,7 +2,7 @@
 reader, a Lambda): the shred job's checks and dedup decisions on a batch of lines, one
 `LineDecision` per line.
 
-The rules are the shred job's, through the same engine (`batch.check`, `dedup.Dedup`): a batch is
+The rules are the shred job's, through the same engine (`batch.decide`): a batch is
 what the shred job calls a run, so two copies of an event in one call are in-batch duplicates and
 a copy of an event an earlier call kept is a cross-batch duplicate.
 """
@@ -20,7 +20,7 @@ from events_manifest.handle import InProcess
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
 from events_manifest.snowplow import bad_rows
-from events_manifest.snowplow.batch import check
+from events_manifest.snowplow.batch import decide
 from events_manifest.snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, Dedup
 
 
@@ -84,9 +84,7 @@ class EnrichedDeduplicator:
             random_ids=self.random_ids,
             cross_batch_synthetic=self.cross_batch_synthetic,
         )
-        checked = check(pa.array(texts, pa.string()), self.iglu)
-        checked["line"] = pa.array(texts, pa.string())
-        decided = dedup.decide(checked)
+        decided = decide(pa.array(texts, pa.string()), dedup, self.iglu)
         columns = zip(
             texts,
             decided["status"].to_pylist(),
