@@ -97,7 +97,7 @@ def start_dynalite(project: Path, *, table_ms: int = 500) -> LocalServer:
 
 
 def start_moto() -> LocalServer:
-    """moto's server mode, in a child Python process."""
+    """moto's server mode, in a child Python process, with DynamoDB's atomic conditional writes."""
     port = free_port()
     env_python = os.environ.get("EVENTS_MANIFEST_PYTHON", sys.executable)
-    return _start("moto", [env_python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], port)
+    return _start("moto", [env_python, "-m", "events_manifest.testing.moto_server", str(port)], port)
