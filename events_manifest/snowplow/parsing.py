@@ -88,14 +88,16 @@ class _Spans:
     def start(self, index: int) -> np.ndarray:
         return self.starts if index == 0 else np.minimum(self.end(index - 1) + 1, self.ends)
 
-    def pieces(self, spans: list[tuple[np.ndarray, np.ndarray]], valid: np.ndarray) -> pa.Array:
-        """Each valid line's spans (in order within the line) joined, null on the others."""
+    def pieces(self, spans: list[tuple[np.ndarray, np.ndarray]], valid: np.ndarray, *, marked: bool = False) -> pa.Array:
+        """Each valid line's spans (in order within the line) joined, null on the others. `marked`:
+        a span may also be `truncation.SPLIT_MARK`, placed right after the batch's bytes."""
         bounds = np.stack([bound for span in spans for bound in span], axis=1)  # row: s1 e1 s2 e2 ...
         bounds = np.where(valid[:, None], bounds, self.starts[:, None])
         flat = np.append(bounds.ravel(), bounds[-1, -1] if len(bounds) else 0).astype(self.offsets_type)
         binary = pa.large_binary() if self.offsets_type is np.int64 else pa.binary()
         # the spans and the gaps between them, in one array over the same data, taken without the gaps
-        every = pa.Array.from_buffers(binary, len(flat) - 1, [None, pa.py_buffer(flat), self.data])
+        data = pa.py_buffer(self.data.to_pybytes() + truncation.SPLIT_MARK) if marked else self.data
+        every = pa.Array.from_buffers(binary, len(flat) - 1, [None, pa.py_buffer(flat), data])
         per_line = len(spans)
         if per_line == 1:
             return every.take(pa.array(np.arange(len(valid)) * 2, mask=~valid))
@@ -151,34 +153,48 @@ _LIMITED = tuple(
 )
 """The atomic fields with a length limit, and their limits."""
 
-Gap = tuple[int, np.ndarray, np.ndarray]
-"""Bytes left out of each line's atomic part: after the field of that index, from, until."""
+class Gap(NamedTuple):
+    """Bytes left out of each line's atomic part: after the field of that index, from, until; and
+    the lines whose cut left half a character, where `truncation.SPLIT_MARK` stands in the gap."""
+
+    index: int
+    since: np.ndarray
+    until: np.ndarray
+    marked: np.ndarray | None = None
 
 
 def _cuts(spans: _Spans, readable: np.ndarray) -> list[Gap]:
     """For each atomic field that some line holds past its limit, the tail of it that is left
-    out. A field can only be over its limit in characters if it is in bytes: most lines decode
+    out. A field can only be over its limit in UTF-16 units if it is in bytes: most lines decode
     nothing, and most batches only compare lengths."""
     cuts = []
     for index, limit in _LIMITED:
         start, end = spans.start(index), spans.end(index)
         over = readable & (end - start > limit)
         if over.any():
-            kept = truncation.kept_bytes(spans.pieces([(start, end)], over).view(pa.string()), limit)
-            cuts.append((index, np.where(over, start + kept, end), end))
+            kept, split = truncation.cut(spans.pieces([(start, end)], over), limit)
+            cuts.append(Gap(index, np.where(over, start + kept, end), end, split if split.any() else None))
     return cuts
 
 
 def _atomic(spans: _Spans, shape: np.ndarray, indexes: tuple[int, ...], cuts: list[Gap]) -> pa.Array:
     """The atomic line's fields `indexes` (consecutive but for the JSON fields, left out with the
-    tab before each), each cut where `cuts` say: one slice of the line between gaps. A line of
-    108 to 130 fields is padded to its full width."""
+    tab before each), each cut where `cuts` say: slices of the line between gaps, a split mark in
+    a gap where a cut left half a character. A line of 108 to 130 fields is padded to its full width."""
     first, last = indexes[0], indexes[-1]
-    gaps = [(index, spans.end(index - 1), spans.end(index)) for index in JSON_FIELDS if first < index < last]
-    gaps = sorted([*gaps, *(cut for cut in cuts if first <= cut[0] <= last)], key=lambda gap: gap[0])
-    starts = [spans.start(first), *(until for _, _, until in gaps)]
-    ends = [*(since for _, since, _ in gaps), spans.end(last)]
-    part = spans.pieces(list(zip(starts, ends, strict=True)), shape)
+    gaps = [Gap(index, spans.end(index - 1), spans.end(index)) for index in JSON_FIELDS if first < index < last]
+    gaps = sorted([*gaps, *(gap for gap in cuts if first <= gap.index <= last)], key=lambda gap: gap.index)
+    marked = [gap.marked for gap in gaps if gap.marked is not None]
+    mark = len(spans.data) if marked else None  # where the split mark is, after the batch's bytes
+    pieces, since = [], spans.start(first)
+    for gap in gaps:
+        pieces.append((since, gap.since))
+        if mark is not None:
+            marks = gap.marked if gap.marked is not None else np.zeros(len(shape), bool)
+            pieces.append((np.where(marks, mark, gap.since), np.where(marks, mark + len(truncation.SPLIT_MARK), gap.since)))
+        since = gap.until
+    pieces.append((since, spans.end(last)))
+    part = spans.pieces(pieces, shape, marked=mark is not None)
     present = np.minimum(spans.count, last + 1) - first
     present -= sum((spans.count > index).astype(np.int64) for index in JSON_FIELDS if first < index < last)
     missing = np.where(shape, len(indexes) - present, 0)

@@ -1,13 +1,15 @@
 """Atomic field lengths: before an atomic line is written, each field longer than the reference's
-database column limit is cut to it, in characters (never inside one); fields without a limit are
-left whole. Only the atomic line is cut: dedup and the entities see the fields as received.
+database column limit is cut to it, counted as Java counts a string's length: in UTF-16 code units,
+so a character outside the Basic Multilingual Plane (an emoji) counts two. A cut between the two
+halves of such a character keeps the first half, which the reference's UTF-8 writer writes as `?`.
+Fields without a limit are left whole. Only the atomic line is cut: dedup and the entities see the
+fields as received.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 MAX_LENGTHS: dict[str, int] = {
     "app_id": 255,
@@ -96,8 +98,30 @@ MAX_LENGTHS: dict[str, int] = {
 """The most characters each atomic field may hold, by field name (the reference's column limits)."""
 
 
-def kept_bytes(texts: pa.Array, limit: int) -> np.ndarray:
-    """How many bytes of each text (UTF-8) its first `limit` characters take: where it is cut.
-    0 for a null."""
-    kept: np.ndarray = pc.fill_null(pc.binary_length(pc.utf8_slice_codeunits(texts, 0, limit)), 0).to_numpy()
-    return kept
+SPLIT_MARK = b"?"
+"""What stands for the half character a cut leaves (Java's UTF-8 encoder's replacement)."""
+
+_UNITS = np.zeros(256, np.int64)
+_UNITS[:0x80] = 1  # ASCII
+_UNITS[0xC0:0xF0] = 1  # the lead byte of 2 and 3 byte sequences: one UTF-16 unit
+_UNITS[0xF0:] = 2  # the lead byte of a 4 byte sequence: a surrogate pair
+"""The UTF-16 code units of the character each UTF-8 byte starts (0 for a continuation byte)."""
+
+
+def cut(texts: pa.Array, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where Java's `text.substring(0, limit)` cuts each text (valid UTF-8, binary; a null is
+    empty): how many of its bytes are kept, and whether the cut falls inside a surrogate pair
+    (the kept bytes are then followed by `SPLIT_MARK`)."""
+    _, offsets, data = texts.buffers()
+    offsets_type = np.int64 if pa.types.is_large_binary(texts.type) else np.int32
+    bounds = np.frombuffer(offsets, offsets_type)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
+    first = int(bounds[0]) if len(texts) else 0
+    size = int(bounds[-1]) - first if len(texts) else 0
+    weights = _UNITS[np.frombuffer(data, np.uint8, size, first)] if size else np.zeros(1, np.int64)
+    units = np.cumsum(weights)  # the units up to each byte's character, included
+    starts, ends = bounds[:-1] - first, bounds[1:] - first
+    before = np.append(0, units)[starts]  # the units of the texts before each
+    at = np.minimum(np.searchsorted(units, before + limit, side="right"), ends)  # the first character cut off
+    past = np.minimum(at, len(weights) - 1)
+    split = (at < ends) & (weights[past] == 2) & (units[past] - before == limit + 1)
+    return at - starts, split

@@ -41,7 +41,7 @@ def test_only_the_failing_lines_get_messages_each_line_its_own() -> None:
     assert found.json[0][1].as_py() is None, "no JSON to check on a line of the wrong shape"
 
 
-def test_atomic_fields_are_cut_to_their_limits_in_characters() -> None:
+def test_atomic_fields_are_cut_to_their_limits() -> None:
     agent = "é" * 600 + "a" * 600  # 1,200 characters, 1,800 bytes: cut to 1,000 characters
     title = "€" * 2000  # 2,000 characters of 3 bytes, within page_title's 2,000
     text = line(A, useragent=agent, page_title=title, app_id="a" * 256)
@@ -53,6 +53,33 @@ def test_atomic_fields_are_cut_to_their_limits_in_characters() -> None:
     assert found.atomic_before[0].as_py().split("\t")[0] == "a" * 255
     assert found.atomic_after[1].as_py().split("\t")[names.index("useragent")] == "x" * 1000, "at its limit: whole"
     assert found.json[0][0].as_py() == text.split("\t")[fields.CONTEXTS].encode(), "JSON columns are not cut"
+
+
+def java_substring(text: str, limit: int) -> str:
+    """`text.substring(0, limit)` in Java, written by Java's UTF-8 encoder (a lone half of a
+    surrogate pair becomes `?`): the oracle of the cut."""
+    units = text.encode("utf-16-le")[: 2 * limit].decode("utf-16-le", "surrogatepass")
+    return units.encode("utf-8", "replace").decode()
+
+
+def test_limits_count_utf16_units_as_java_does() -> None:
+    """An emoji counts two; a cut inside one leaves `?` (the reference's writer's half character)."""
+    emoji = "😀"
+    agent = emoji * 600  # 1,200 units: 500 emoji kept
+    title = "a" + emoji * 1500  # 3,001 units over page_title's 2,000: "a", 999 emoji and half of one
+    text = line(A, useragent=agent, page_title=title, geo_country=emoji * 2, app_id="b" * 254 + emoji)
+    found = split_and_check(pa.array([text, line(A, useragent=emoji * 500), line(A)]))
+    names = [fields.FIELD_NAMES[i] for i in fields.ATOMIC_AFTER]
+    after = found.atomic_after[0].as_py().split("\t")
+    assert after[names.index("useragent")] == emoji * 500
+    assert after[names.index("page_title")] == "a" + emoji * 999 + "?"
+    assert after[names.index("geo_country")] == emoji
+    assert found.atomic_before[0].as_py().split("\t")[0] == "b" * 254 + "?"
+    assert found.atomic_after[1].as_py().split("\t")[names.index("useragent")] == emoji * 500, "at its limit"
+    assert found.atomic_after[2].as_py() == "\t".join(line(A).split("\t")[i] for i in fields.ATOMIC_AFTER)
+    assert found.json[0][0].as_py() == text.split("\t")[fields.CONTEXTS].encode(), "JSON columns are not cut"
+    for name, value in [("useragent", agent), ("page_title", title), ("geo_country", emoji * 2)]:
+        assert after[names.index(name)] == java_substring(value, truncation.MAX_LENGTHS[name])
 
 
 _FIELD_TEXT = st.text(st.characters(blacklist_characters="\t\n", blacklist_categories=["Cs"]), max_size=4)
@@ -81,7 +108,7 @@ def test_fields_are_found_as_a_plain_split_finds_them(rows: list[list[str]], ski
             continue
         padded = split + [""] * (FIELDS - len(split))
         cut = [
-            text[: truncation.MAX_LENGTHS.get(name, len(text))]
+            java_substring(text, truncation.MAX_LENGTHS.get(name, 2 * len(text)))
             for text, name in zip(padded, fields.FIELD_NAMES, strict=True)
         ]
         assert found.event_id[row].as_py() == padded[fields.EVENT_ID]
