@@ -16,7 +16,7 @@ def _npm(session: nox.Session) -> None:
     session.run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error", external=True)
 
 
-SUITE = ["-q", "-n", "2", "--durations=10"]
+SUITE = ["-q", "-n", "2", "--dist", "worksteal", "--durations=10"]
 """Two test processes on two cores (each with its own Spark session and servers), and the ten
 slowest tests printed at every run, so that a slow test is seen the day it lands."""
 

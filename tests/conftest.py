@@ -37,6 +37,12 @@ for variable in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHA
     os.environ.pop(variable, None)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests, those that start a job as a process, first (in their order): the
+    workers share the rest and end together."""
+    items.sort(key=lambda item: item.get_closest_marker("process") is None)
+
+
 @pytest.fixture(scope="session")
 def dynalite() -> Iterator[LocalServer]:
     with start_dynalite(ROOT, table_ms=20) as server:
@@ -150,6 +156,6 @@ def spark() -> Iterator[Any]:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     from spark_integration.session import local_session
 
-    session = local_session("local[2]", "events-manifest-tests", **{"spark.sql.shuffle.partitions": "4"})
+    session = local_session("local[2]", "events-manifest-tests", **{"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()

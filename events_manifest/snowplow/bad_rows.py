@@ -63,6 +63,12 @@ def manifest_failure(error: Exception) -> str:
     return f"Cross-batch deduplication unexpected failure: {error}"
 
 
+def unexpected_error(error: Exception) -> str:
+    """A line whose checks failed in a way no rule foresaw: the error, its type and message (the
+    reference writes the Java exception's message; Python's cannot match it)."""
+    return f"Unexpected error while processing the line: {type(error).__name__}: {error}"
+
+
 def failure_tstamp(moment: datetime) -> str:
     """A bad row's `failure_tstamp`: UTC, milliseconds, `Z` (`2026-11-01T06:00:00.000Z`)."""
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # naive means UTC

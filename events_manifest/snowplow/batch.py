@@ -41,7 +41,35 @@ none (`bad_rows.without_messages`)."""
 
 def check(lines: pa.Array, iglu: ResolverConfig | None = None) -> dict[str, pa.Array]:
     """The columns of `CHECKED` for a batch of lines: their fields, their JSON columns, and with
-    an `iglu` resolver configuration their entities against their schemas."""
+    an `iglu` resolver configuration their entities against their schemas.
+
+    One line never fails the batch: where the checks fail in a way no rule foresaw (a bug, not a
+    `ManifestError`), the batch is checked again in halves, down to the lines that fail alone,
+    which become bad rows with the error (`bad_rows.unexpected_error`); the other lines go on."""
+    try:
+        return _check(lines, iglu)
+    except ManifestError:
+        raise
+    except Exception as error:
+        if len(lines) == 1:
+            return _unexpected(lines, error)
+        half = len(lines) // 2
+        parts = [check(lines.slice(0, half), iglu), check(lines.slice(half), iglu)]
+        return {
+            name: pa.concat_arrays([part[name].cast(CHECKED.field(name).type) for part in parts]) for name in parts[0]
+        }
+
+
+def _unexpected(line: pa.Array, error: Exception) -> dict[str, pa.Array]:
+    """The checked columns of one line that failed unforeseen: null fields, that one message."""
+    columns = {field.name: pa.nulls(1, field.type) for field in CHECKED}
+    columns["errors"] = pa.array([[bad_rows.unexpected_error(error)]], CHECKED.field("errors").type)
+    columns["valid"] = pa.array([False])
+    columns["entities"] = pa.array([[]], CHECKED.field("entities").type)
+    return columns
+
+
+def _check(lines: pa.Array, iglu: ResolverConfig | None) -> dict[str, pa.Array]:
     found = parsing.split_and_check(lines)
     sdjs = read_rows(*(column.to_pylist() for column in found.json))
     of_fields = {row: listed for row, listed in found.errors.items() if listed}

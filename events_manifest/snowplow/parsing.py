@@ -88,7 +88,9 @@ class _Spans:
     def start(self, index: int) -> np.ndarray:
         return self.starts if index == 0 else np.minimum(self.end(index - 1) + 1, self.ends)
 
-    def pieces(self, spans: list[tuple[np.ndarray, np.ndarray]], valid: np.ndarray, *, marked: bool = False) -> pa.Array:
+    def pieces(
+        self, spans: list[tuple[np.ndarray, np.ndarray]], valid: np.ndarray, *, marked: bool = False
+    ) -> pa.Array:
         """Each valid line's spans (in order within the line) joined, null on the others. `marked`:
         a span may also be `truncation.SPLIT_MARK`, placed right after the batch's bytes."""
         bounds = np.stack([bound for span in spans for bound in span], axis=1)  # row: s1 e1 s2 e2 ...
@@ -153,11 +155,12 @@ _LIMITED = tuple(
 )
 """The atomic fields with a length limit, and their limits."""
 
+
 class Gap(NamedTuple):
-    """Bytes left out of each line's atomic part: after the field of that index, from, until; and
+    """Bytes left out of each line's atomic part: after the field of index `field`, from, until; and
     the lines whose cut left half a character, where `truncation.SPLIT_MARK` stands in the gap."""
 
-    index: int
+    field: int
     since: np.ndarray
     until: np.ndarray
     marked: np.ndarray | None = None
@@ -183,7 +186,7 @@ def _atomic(spans: _Spans, shape: np.ndarray, indexes: tuple[int, ...], cuts: li
     a gap where a cut left half a character. A line of 108 to 130 fields is padded to its full width."""
     first, last = indexes[0], indexes[-1]
     gaps = [Gap(index, spans.end(index - 1), spans.end(index)) for index in JSON_FIELDS if first < index < last]
-    gaps = sorted([*gaps, *(gap for gap in cuts if first <= gap.index <= last)], key=lambda gap: gap.index)
+    gaps = sorted([*gaps, *(gap for gap in cuts if first <= gap.field <= last)], key=lambda gap: gap.field)
     marked = [gap.marked for gap in gaps if gap.marked is not None]
     mark = len(spans.data) if marked else None  # where the split mark is, after the batch's bytes
     pieces, since = [], spans.start(first)
@@ -191,7 +194,9 @@ def _atomic(spans: _Spans, shape: np.ndarray, indexes: tuple[int, ...], cuts: li
         pieces.append((since, gap.since))
         if mark is not None:
             marks = gap.marked if gap.marked is not None else np.zeros(len(shape), bool)
-            pieces.append((np.where(marks, mark, gap.since), np.where(marks, mark + len(truncation.SPLIT_MARK), gap.since)))
+            pieces.append(
+                (np.where(marks, mark, gap.since), np.where(marks, mark + len(truncation.SPLIT_MARK), gap.since))
+            )
         since = gap.until
     pieces.append((since, spans.end(last)))
     part = spans.pieces(pieces, shape, marked=mark is not None)

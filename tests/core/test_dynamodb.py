@@ -136,7 +136,7 @@ def test_unreachable_endpoint_is_named() -> None:
 
 def test_throttling_is_retried_then_surfaced(server: LocalServer, table: str) -> None:
     items = [(str(uuid.uuid4()), FP, ETL) for _ in range(30)]
-    with FaultProxy(server.endpoint, throttle_rate=0.3, seed=7) as proxy:
+    with FaultProxy(server.endpoint, throttle_rate=0.15, seed=7) as proxy:  # few waits of backoff
         manifest = DynamoDbManifest(client_for(proxy.endpoint, max_attempts=10), table, concurrency=8)
         assert manifest.put_many(items) == [True] * 30
         assert proxy.throttled > 0, "the proxy really throttled some puts"

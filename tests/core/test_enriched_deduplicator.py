@@ -8,15 +8,16 @@ import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from events_manifest import InMemoryManifest, ManifestRequestError, SqliteManifest
+from events_manifest import InMemoryManifest, ManifestRequestError, ManifestUnavailableError, SqliteManifest
 from events_manifest.model import PutBatch
-from events_manifest.snowplow import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR, EnrichedDeduplicator
+from events_manifest.snowplow import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR, EnrichedDeduplicator, batch
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, enriched_batches
-from tests.shred_helpers import KeptOnce, line
+from tests.shred_helpers import KeptOnce, line, sdj, unstruct
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
@@ -105,3 +106,34 @@ def test_every_line_is_decided_once_and_every_event_kept_once(data: Batches) -> 
         )
         assert dedup.decide(lines, etl) == decisions, "a rerun with the batch's etl time decides the same"
     kept_once.check()
+
+
+def test_a_line_that_fails_in_a_way_no_rule_foresaw_is_a_bad_row_and_the_others_go_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bug met by one line (injected here: the JSON reader fails on one value) makes that line a
+    bad row with the error, as the reference does; every other line of its batch is decided as
+    without it. A manifest's failure is not such an error: it stops the batch."""
+    marked = unstruct(sdj("iglu:com.acme/thing/jsonschema/1-0-0", '{"note":"BOOM"}'))
+    lines = [line(str(uuid.uuid4()), f"F{n}", unstruct_event=marked if n == 4 else "") for n in range(7)]
+    expected = EnrichedDeduplicator().decide(lines, ETL)
+    real = batch.read_rows
+
+    def failing(contexts: list[bytes | None], unstructs: list[bytes | None], derived: list[bytes | None]) -> Any:
+        if any(value is not None and b"BOOM" in value for value in unstructs):
+            raise KeyError("boom")
+        return real(contexts, unstructs, derived)
+
+    monkeypatch.setattr(batch, "read_rows", failing)
+    decisions = EnrichedDeduplicator().decide(lines, ETL)
+    assert [d.status for d in decisions] == [KEPT] * 4 + [BAD] + [KEPT] * 2
+    assert decisions[4].errors == ("Unexpected error while processing the line: KeyError: 'boom'",)
+    assert json.loads(decisions[4].bad_row(ETL))["line"] == lines[4]
+    assert decisions[:4] + decisions[5:] == expected[:4] + expected[5:]
+
+    def unavailable(*columns: list[bytes | None]) -> Any:
+        raise ManifestUnavailableError("the store went away")
+
+    monkeypatch.setattr(batch, "read_rows", unavailable)
+    with pytest.raises(ManifestUnavailableError, match="the store went away"):
+        EnrichedDeduplicator().decide(lines, ETL)

@@ -36,7 +36,9 @@ BAD_ID, BAD_TIME, BAD_JSON = (
     ("ab807eb5-6bfd-4fec-b90a-decfbaab9c81"),
 )
 ETL_1, ETL_2 = "2026-11-01 06:00:00.000", "2026-11-02 06:00:00.000"
-AGENT = "é" * 600 + "a" * 600  # 1,200 characters, 1,800 bytes
+EMOJI = "\U0001f600"  # two UTF-16 units, as Java counts a string's length
+AGENT = "é" * 600 + EMOJI * 300  # 1,200 units: cut to 1,000
+TITLE = "a" + EMOJI * 1000  # 2,001 units: cut to 2,000, inside the last emoji kept
 NAN = contexts(sdj("iglu:com.acme/x/jsonschema/1-0-0", '{"a":NaN}'))
 LONG_ID = "x" * 90
 BOTH = "bc918fc6-7c0e-4a0d-8a1b-efcb0bcbad90"
@@ -50,7 +52,7 @@ def _batch_2() -> dict[str, bytes]:
         line(Y, "fpC", ETL_2),
         line(Y, "fpC", ETL_2),
         line(Y, "fpD", ETL_2),
-        line(Z, "fpZ", ETL_2, useragent=AGENT),
+        line(Z, "fpZ", ETL_2, useragent=AGENT, page_title=TITLE),
         line(N, "fpN", ETL_2, "2026-11-02 05:59:00.123456789"),
         line(BAD_TIME, "fp", "2026-11-02 06:00:00"),
         line(BAD_JSON, "fp", "2026-10-01 00:00:00.000", contexts=NAN),  # earliest etl, but a bad row
@@ -137,10 +139,12 @@ def test_cross_batch_synthetic_re_identifies_whether_or_not_the_sibling_came_aga
     assert summary["cross_batch_synthetic_duplicates"] == 2
 
 
-def test_atomic_fields_are_cut_to_their_limit_in_characters(runs: Path) -> None:
+def test_atomic_fields_are_cut_to_their_limit_in_utf16_units(runs: Path) -> None:
+    """Java's `substring`: an emoji counts two; half of one kept is written `?` by its UTF-8 writer."""
     fields = _atomic(runs / "out-plain")[(Z, "fpZ")].split("\t")
     names = [*FIELD_NAMES[:7], *(FIELD_NAMES[i] for i in ATOMIC_AFTER)]
-    assert fields[names.index("useragent")] == "é" * 600 + "a" * 400
+    assert fields[names.index("useragent")] == "é" * 600 + EMOJI * 200
+    assert fields[names.index("page_title")] == "a" + EMOJI * 999 + "?"
 
 
 def test_timestamps_need_a_fraction_of_one_to_nine_digits(runs: Path) -> None:

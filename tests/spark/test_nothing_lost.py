@@ -235,6 +235,7 @@ def test_a_processing_table_keeps_a_one_line_reason(spark: Any, tmp_path: Path) 
 
 
 @pytest.mark.spark
+@pytest.mark.process
 def test_a_failing_job_says_one_line_and_no_stack_trace(tmp_path: Path) -> None:
     """As a user runs it: a corrupt gzip input. Spark's own log (the task failure and its Java stack
     trace) stays silent; the job's one line says what happened."""

@@ -38,7 +38,7 @@ EVENT_ID = 6
 
 
 @SLOW
-@given(data=enriched_batches(batches=3))
+@given(data=enriched_batches(batches=2))
 def test_every_line_is_accounted_for_and_every_event_is_kept_once(
     spark: Any, tmp_path_factory: pytest.TempPathFactory, data: Batches
 ) -> None:

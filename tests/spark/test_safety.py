@@ -96,6 +96,7 @@ def test_overwrite_replaces_only_the_jobs_own_output(batch: Path) -> None:
     assert [row["line"] for row in read_bad(batch / "bad")] == ["broken"]
 
 
+@pytest.mark.process
 def test_a_second_run_into_a_folder_being_written_is_refused_at_once(tmp_path: Path) -> None:
     write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
     command = [sys.executable, "-m", "spark_integration.shredder", "--input-folder", "in"]
@@ -314,6 +315,7 @@ def test_a_dead_run_of_another_item_is_finished_before_other_runs(tmp_path: Path
     assert listed.startswith("2026-11-01 05:00:00  finished"), listed
 
 
+@pytest.mark.process
 def test_a_virtual_environment_need_not_be_activated(tmp_path: Path) -> None:
     """`/path/venv/bin/python -m spark_integration.shredder ...` with the venv not on PATH: the
     local session's Python workers run on the driver's interpreter, not `python3` from PATH."""

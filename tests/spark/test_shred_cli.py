@@ -300,6 +300,7 @@ def test_rerun_after_a_failed_run_with_the_same_input_needs_no_flag(spark: Any, 
     assert summary.kept_events == 1
 
 
+@pytest.mark.process
 def test_runs_under_spark_submit(spark: Any, tmp_path: Path) -> None:
     """`spark-submit .../shredder.py ...`: spark-submit brings the session; the flags are the same."""
     import pyspark

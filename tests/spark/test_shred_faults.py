@@ -34,7 +34,7 @@ def test_throttled_run_gives_the_unthrottled_output(spark: Any, tmp_path: Path, 
         return summary, read_output(tmp_path / name)
 
     calm_summary, calm = run(dynalite.endpoint, "calm")
-    with FaultProxy(dynalite.endpoint, throttle_rate=0.3, seed=11) as proxy:
+    with FaultProxy(dynalite.endpoint, throttle_rate=0.15, seed=11) as proxy:
         stormy_summary, stormy = run(proxy.endpoint, "stormy")
         assert proxy.throttled > 0
         print(f"throttled {proxy.throttled} of {proxy.requests} requests")

@@ -251,6 +251,7 @@ deduplicate_stream(stream, key=["id"], fingerprint=["id"], manifest=manifest,
 """
 
 
+@pytest.mark.process
 def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, tmp_path: Path) -> None:
     """SIGKILL to a separate streaming process (JVM included) after batch 1's sink wrote; the
     restarted query replays batch 1 with its recorded etl time: every id exactly once."""
