@@ -1,7 +1,8 @@
-"""Self-describing JSON columns of enriched events: validation and byte-exact entity extraction.
+"""Self-describing JSON columns of enriched events: validation and entity extraction.
 
 Pure Python, no Spark: the shred job calls it once per Arrow batch. The `data` of every entity is
-cut from the input text by position (not re-serialised), so it is kept byte for byte.
+written compact, as the reference's JSON library writes it (`compact`): no whitespace, keys in
+their order, strings escaped only where JSON needs it, numbers as written.
 
 Two readers with one meaning: `compact_entities` (msgspec, in C) takes the form enrichment writes,
 and hands anything else to `entities_of`, the general walker that also words the errors.
@@ -29,10 +30,49 @@ MAX_SCHEMA_PARTS = 255 - len("type=") - 3 * len("%2F")
 write stages each type in one folder `type=VENDOR%2FNAME%2FFORMAT%2FVERSION`, and a folder name
 holds at most 255 bytes on every common file system. A longer one makes its event a bad row."""
 _WS = re.compile(r"[ \t\n\r]*")
+_STRING_OR_SPACE = re.compile(r'("(?:[^"\\]|\\.)*")|[ \t\n\r]+')
+"""A JSON string (group 1), or whitespace between tokens."""
+
+
+def compact(text: str) -> str:
+    """Valid JSON `text` as the reference re-serialises an entity: whitespace between tokens
+    dropped, strings escaped only where JSON needs it (`"`, `\\`, control characters; `\\u00e9`
+    becomes `é`, `\\/` becomes `/`). Numbers keep their text: the reference's rendering of
+    numbers (`1e2` as `100.0`) is its library's own. Text already in this form is returned as is."""
+    if "\\" in text:
+        return _STRING_OR_SPACE.sub(_unescaped, text)
+    return _STRING_OR_SPACE.sub(r"\1", text) if _SPACES.search(text) else text
+
+
+_SPACES = re.compile(r"[ \t\n\r]")
+
+
+def may_need_compacting(raw: bytes) -> bool:
+    """Whether UTF-8 JSON may differ from its `compact` form (a space or an escape somewhere)."""
+    return len(raw.translate(None, b" \t\n\r\\")) != len(raw)  # one pass in C
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    found = match.group(1)
+    if found is None:
+        return ""
+    if "\\" not in found:
+        return found
+    written = json.dumps(json.loads(found), ensure_ascii=False)
+    return found if _has_lone_surrogate(written) else written
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    """Half a character (an escaped lone surrogate): kept escaped, it has no UTF-8 form."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class Entity(NamedTuple):
-    """One self-describing entity: its schema's parts and its `data` exactly as received.
+    """One self-describing entity: its schema's parts and its `data`, compact (`compact`).
 
     A named tuple, not an attrs class: millions are made per batch and unpacked into columns.
     """
@@ -150,7 +190,7 @@ def _entity(text: str, pos: int, where: str) -> tuple[Entity, int]:
         )
     if text[start] != "{":
         raise InvalidJson(f"{where}: data of [{schema}] must be a JSON object")
-    return Entity(*parts, text[start:stop]), end
+    return Entity(*parts, compact(text[start:stop])), end
 
 
 def _whole(text: str, end: int) -> None:
@@ -286,7 +326,8 @@ def _is_contexts_schema(schema: str) -> bool:
     return CONTEXTS_SCHEMA.fullmatch(schema) is not None
 
 
-def _read_sdjs(sdjs: Sequence[_Sdj], parts: list[IgluParts], data: list[bytes]) -> bool:
+def _read_sdjs(sdjs: Sequence[_Sdj], parts: list[IgluParts], data: list[bytes], compacting: bool) -> bool:
+    """Append each entity's parts and data (`compact` where `compacting`: its column may need it)."""
     for sdj in sdjs:
         iglu = _iglu_parts(sdj.schema)
         raw = bytes(sdj.data)
@@ -294,6 +335,8 @@ def _read_sdjs(sdjs: Sequence[_Sdj], parts: list[IgluParts], data: list[bytes]) 
             return False
         if not raw.isascii():
             raw.decode()  # msgspec does not check the UTF-8 of a raw value: a UnicodeDecodeError here
+        if compacting and may_need_compacting(raw):
+            raw = compact(raw.decode()).encode()
         parts.append(iglu)
         data.append(raw)
     return True
@@ -301,12 +344,13 @@ def _read_sdjs(sdjs: Sequence[_Sdj], parts: list[IgluParts], data: list[bytes]) 
 
 def _read_column(text: bytes, unstruct: bool, parts: list[IgluParts], data: list[bytes]) -> bool:
     envelope: _Contexts | _Unstruct
+    compacting = may_need_compacting(text)  # once per column: most hold neither a space nor an escape
     if unstruct:
         envelope = _UNSTRUCT_DECODER.decode(text)
-        ok = envelope.schema == UNSTRUCT_SCHEMA and _read_sdjs((envelope.data,), parts, data)
+        ok = envelope.schema == UNSTRUCT_SCHEMA and _read_sdjs((envelope.data,), parts, data, compacting)
     else:
         envelope = _CONTEXTS_DECODER.decode(text)
-        ok = _is_contexts_schema(envelope.schema) and _read_sdjs(envelope.data, parts, data)
+        ok = _is_contexts_schema(envelope.schema) and _read_sdjs(envelope.data, parts, data, compacting)
     return ok and _ENCODER.encode(envelope) == text
 
 
@@ -334,7 +378,8 @@ def compact_entities(contexts: bytes | None, unstruct: bytes | None, derived: by
     `entities_of` then reads. Where both read a row, they find the same entities.
 
     Re-encoding what msgspec decoded gives the text back only if it was compact, schema first,
-    with no escape in a schema and no repeated property: then each `data` is what the walker cuts.
+    with no escape in a schema and no repeated property: then each `data`, compacted, is what the
+    walker finds.
     """
     parts: list[IgluParts] = []
     data: list[bytes] = []

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from events_manifest.snowplow.sdj import Entity, compact_entities, entities_of, read_rows
-from tests.shred_helpers import contexts, sdj, unstruct
+from events_manifest.snowplow.sdj import Entity, compact, compact_entities, entities_of, read_rows
+from tests.shred_helpers import CONTEXTS_URI, contexts, sdj, unstruct
 
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
 LINK = "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1"
@@ -96,8 +96,34 @@ def test_compact_reader_takes_what_enrichment_writes() -> None:
     row = (contexts(sdj(WEB_PAGE, page)), unstruct(sdj(LINK, '{"u":"x"}')), "")
     assert _compact(row) == [  # the unstruct event first, as the reference reads them
         Entity("com.snowplowanalytics.snowplow", "link_click", "jsonschema", "1-0-1", '{"u":"x"}'),
-        Entity("com.snowplowanalytics.snowplow", "web_page", "jsonschema", "1-0-0", page),
+        Entity("com.snowplowanalytics.snowplow", "web_page", "jsonschema", "1-0-0", '{"id":"a","price":1.50,"t":"é/"}'),
     ]
+
+
+@pytest.mark.parametrize(
+    ("data", "written"),
+    [
+        ('{"a":1,"b":"x y"}', '{"a":1,"b":"x y"}'),  # already compact: as is
+        ('{ "b" : [ 1 , 2 ] ,\n\t"a" : { } }', '{"b":[1,2],"a":{}}'),  # keys in their order
+        ('{"t":" spaced  out "}', '{"t":" spaced  out "}'),  # inside a string: kept
+        ('{"n":1.50,"e":1E+2,"z":-0}', '{"n":1.50,"e":1E+2,"z":-0}'),  # numbers as written
+        ('{"s":"\\u00e9\\/\\u0041"}', '{"s":"é/A"}'),  # needless escapes undone
+        ('{"s":"\\" \\\\ \\n \\u0001 \\u2028"}', '{"s":"\\" \\\\ \\n \\u0001 \u2028"}'),  # needed ones kept
+        ('{"s":"\\ud83d\\ude00"}', '{"s":"\U0001f600"}'),  # a pair: one character
+        ('{"s":"\\ud800"}', '{"s":"\\ud800"}'),  # half a character: kept escaped
+        ('{"k\\u0041" : "v"}', '{"kA":"v"}'),  # keys are strings too
+    ],
+)
+def test_entities_are_written_compact_as_the_reference_reserialises_them(data: str, written: str) -> None:
+    """Both readers give the compact form (`sdj.compact`): the walker for any spacing, and the
+    batch reader (the fast one where it takes the row) for enrichment's envelopes around data of
+    any form."""
+    assert compact(data) == written
+    spaced = '{ "schema" : "' + CONTEXTS_URI + '", "data" : [' + sdj(WEB_PAGE, data) + "] }"
+    entities, errors = entities_of(spaced, None, None)
+    assert errors == [] and [entity.data for entity in entities] == [written]
+    found = read_rows([contexts(sdj(WEB_PAGE, data)).encode()], [None], [None])
+    assert [raw.decode() for raw in found.data] == [written]
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])

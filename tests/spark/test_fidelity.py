@@ -42,6 +42,8 @@ TITLE = "a" + EMOJI * 1000  # 2,001 units: cut to 2,000, inside the last emoji k
 NAN = contexts(sdj("iglu:com.acme/x/jsonschema/1-0-0", '{"a":NaN}'))
 LONG_ID = "x" * 90
 BOTH = "bc918fc6-7c0e-4a0d-8a1b-efcb0bcbad90"
+SPACED = "cda20fd7-8d1f-4e1b-9b2c-f0dc1cdcbe01"
+SPACED_DATA = '{ "a" : "x\\u00e9 y\\/" ,  "n" : 1.50, "l" : [ 1 , {} ] }'  # spaces only: a line holds no LF
 
 
 def _batch_2() -> dict[str, bytes]:
@@ -57,6 +59,7 @@ def _batch_2() -> dict[str, bytes]:
         line(BAD_TIME, "fp", "2026-11-02 06:00:00"),
         line(BAD_JSON, "fp", "2026-10-01 00:00:00.000", contexts=NAN),  # earliest etl, but a bad row
         line(BOTH, "fp", ETL_2, "yesterday", unstruct_event="{"),  # a field error and invalid JSON
+        line(SPACED, "fp", ETL_2, contexts=contexts(sdj("iglu:com.acme/spaced/jsonschema/1-0-0", SPACED_DATA))),
         line("", "fp", ETL_2),
         line(LONG_ID, "fp", ETL_2),
     ]
@@ -145,6 +148,15 @@ def test_atomic_fields_are_cut_to_their_limit_in_utf16_units(runs: Path) -> None
     names = [*FIELD_NAMES[:7], *(FIELD_NAMES[i] for i in ATOMIC_AFTER)]
     assert fields[names.index("useragent")] == "é" * 600 + EMOJI * 200
     assert fields[names.index("page_title")] == "a" + EMOJI * 999 + "?"
+
+
+def test_shredded_data_is_reserialised_compact(runs: Path) -> None:
+    """The reference writes each entity through its JSON library: no whitespace, keys in their
+    order, no needless escape; numbers here keep their text."""
+    [shredded] = read_output(runs / "out-plain")[
+        "shredded-types/vendor=com.acme/name=spaced/format=jsonschema/version=1-0-0"
+    ]
+    assert '"data":{"a":"xé y/","n":1.50,"l":[1,{}]},' in shredded
 
 
 def test_timestamps_need_a_fraction_of_one_to_nine_digits(runs: Path) -> None:
