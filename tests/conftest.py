@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
@@ -159,3 +160,4 @@ def spark() -> Iterator[Any]:
     session = local_session("local[2]", "events-manifest-tests", **{"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Spark's handler would reach a stopped context
