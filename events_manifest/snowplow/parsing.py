@@ -61,20 +61,32 @@ class Fields(NamedTuple):
     """The messages of each line that has any, by its row in the batch."""
 
 
+def _layout(raw: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
+    """Where each value of a binary array starts in its data buffer, and where the last ends
+    (int64, one more than the values), and that buffer."""
+    offsets_type = np.int64 if pa.types.is_large_binary(raw.type) else np.int32
+    _, offsets, data = raw.buffers()
+    if not len(raw):
+        return np.zeros(1, np.int64), pa.py_buffer(b"")
+    bounds = np.frombuffer(offsets, offsets_type)[raw.offset : raw.offset + len(raw) + 1].astype(np.int64)
+    return bounds, data if data is not None else pa.py_buffer(b"")
+
+
+def _bytes(data: pa.Buffer, start: int, stop: int) -> np.ndarray:
+    return np.frombuffer(data, np.uint8, stop - start, start)
+
+
 class _Spans:
     """Where each field of each line of a batch starts and ends in the batch's data buffer, found
     from the positions of its tabs: no line is split or copied to find them. A field past the end
     of a line (older lines have 108 to 130 fields) is empty, at the line's end."""
 
     def __init__(self, raw: pa.Array) -> None:
-        offsets_type = np.int64 if pa.types.is_large_binary(raw.type) else np.int32
-        _, offsets, data = raw.buffers()
-        self.data = data if data is not None else pa.py_buffer(b"")
-        self.offsets_type = offsets_type
-        bounds = np.frombuffer(offsets, offsets_type)[raw.offset : raw.offset + len(raw) + 1].astype(np.int64)
+        self.offsets_type = np.int64 if pa.types.is_large_binary(raw.type) else np.int32
+        bounds, self.data = _layout(raw)
         self.starts, self.ends = bounds[:-1], bounds[1:]
-        first, last = (int(bounds[0]), int(bounds[-1])) if len(raw) else (0, 0)
-        tabs = np.flatnonzero(np.frombuffer(self.data, np.uint8, last - first, first) == 9) + first
+        first, last = int(bounds[0]), int(bounds[-1])
+        tabs = np.flatnonzero(_bytes(self.data, first, last) == 9) + first
         self.tabs = np.append(tabs, last)  # a sentinel, so that any tab index is in range
         self.first_tab = np.searchsorted(tabs, self.starts)
         self.count = np.searchsorted(tabs, self.ends) - self.first_tab + 1
@@ -98,7 +110,7 @@ class _Spans:
         flat = np.append(bounds.ravel(), bounds[-1, -1] if len(bounds) else 0).astype(self.offsets_type)
         binary = pa.large_binary() if self.offsets_type is np.int64 else pa.binary()
         # the spans and the gaps between them, in one array over the same data, taken without the gaps
-        data = pa.py_buffer(self.data.to_pybytes() + truncation.SPLIT_MARK) if marked else self.data
+        data = pa.py_buffer(b"".join((memoryview(self.data), truncation.SPLIT_MARK))) if marked else self.data
         every = pa.Array.from_buffers(binary, len(flat) - 1, [None, pa.py_buffer(flat), data])
         per_line = len(spans)
         if per_line == 1:
@@ -175,7 +187,8 @@ def _cuts(spans: _Spans, readable: np.ndarray) -> list[Gap]:
         start, end = spans.start(index), spans.end(index)
         over = readable & (end - start > limit)
         if over.any():
-            kept, split = truncation.cut(spans.pieces([(start, end)], over), limit)
+            bounds, data = _layout(spans.pieces([(start, end)], over))
+            kept, split = truncation.cut(_bytes(data, int(bounds[0]), int(bounds[-1])), bounds - bounds[0], limit)
             cuts.append(Gap(index, np.where(over, start + kept, end), end, split if split.any() else None))
     return cuts
 
@@ -187,19 +200,19 @@ def _atomic(spans: _Spans, shape: np.ndarray, indexes: tuple[int, ...], cuts: li
     first, last = indexes[0], indexes[-1]
     gaps = [Gap(index, spans.end(index - 1), spans.end(index)) for index in JSON_FIELDS if first < index < last]
     gaps = sorted([*gaps, *(gap for gap in cuts if first <= gap.field <= last)], key=lambda gap: gap.field)
-    marked = [gap.marked for gap in gaps if gap.marked is not None]
-    mark = len(spans.data) if marked else None  # where the split mark is, after the batch's bytes
+    marked = any(gap.marked is not None for gap in gaps)
+    mark = len(spans.data)  # where the split mark is, after the batch's bytes
     pieces, since = [], spans.start(first)
     for gap in gaps:
         pieces.append((since, gap.since))
-        if mark is not None:
+        if marked:
             marks = gap.marked if gap.marked is not None else np.zeros(len(shape), bool)
             pieces.append(
                 (np.where(marks, mark, gap.since), np.where(marks, mark + len(truncation.SPLIT_MARK), gap.since))
             )
         since = gap.until
     pieces.append((since, spans.end(last)))
-    part = spans.pieces(pieces, shape, marked=mark is not None)
+    part = spans.pieces(pieces, shape, marked=marked)
     present = np.minimum(spans.count, last + 1) - first
     present -= sum((spans.count > index).astype(np.int64) for index in JSON_FIELDS if first < index < last)
     missing = np.where(shape, len(indexes) - present, 0)

@@ -38,13 +38,8 @@ def compact(text: str) -> str:
     """Valid JSON `text` as the reference re-serialises an entity: whitespace between tokens
     dropped, strings escaped only where JSON needs it (`"`, `\\`, control characters; `\\u00e9`
     becomes `é`, `\\/` becomes `/`). Numbers keep their text: the reference's rendering of
-    numbers (`1e2` as `100.0`) is its library's own. Text already in this form is returned as is."""
-    if "\\" in text:
-        return _STRING_OR_SPACE.sub(_unescaped, text)
-    return _STRING_OR_SPACE.sub(r"\1", text) if _SPACES.search(text) else text
-
-
-_SPACES = re.compile(r"[ \t\n\r]")
+    numbers (`1e2` as `100.0`) is its library's own."""
+    return _STRING_OR_SPACE.sub(_unescaped if "\\" in text else r"\1", text)
 
 
 def may_need_compacting(raw: bytes) -> bool:

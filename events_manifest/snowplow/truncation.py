@@ -9,7 +9,6 @@ fields as received.
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 MAX_LENGTHS: dict[str, int] = {
     "app_id": 255,
@@ -108,18 +107,13 @@ _UNITS[0xF0:] = 2  # the lead byte of a 4 byte sequence: a surrogate pair
 """The UTF-16 code units of the character each UTF-8 byte starts (0 for a continuation byte)."""
 
 
-def cut(texts: pa.Array, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where Java's `text.substring(0, limit)` cuts each text (valid UTF-8, binary; a null is
-    empty): how many of its bytes are kept, and whether the cut falls inside a surrogate pair
-    (the kept bytes are then followed by `SPLIT_MARK`)."""
-    _, offsets, data = texts.buffers()
-    offsets_type = np.int64 if pa.types.is_large_binary(texts.type) else np.int32
-    bounds = np.frombuffer(offsets, offsets_type)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
-    first = int(bounds[0]) if len(texts) else 0
-    size = int(bounds[-1]) - first if len(texts) else 0
-    weights = _UNITS[np.frombuffer(data, np.uint8, size, first)] if size else np.zeros(1, np.int64)
+def cut(utf8: np.ndarray, bounds: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where Java's `text.substring(0, limit)` cuts each text `utf8[bounds[i]:bounds[i + 1]]`
+    (valid UTF-8 bytes): how many of its bytes are kept, and whether the cut falls inside a
+    surrogate pair (the kept bytes are then followed by `SPLIT_MARK`)."""
+    weights = _UNITS[utf8] if len(utf8) else np.zeros(1, np.int64)
     units = np.cumsum(weights)  # the units up to each byte's character, included
-    starts, ends = bounds[:-1] - first, bounds[1:] - first
+    starts, ends = bounds[:-1], bounds[1:]
     before = np.append(0, units)[starts]  # the units of the texts before each
     at = np.minimum(np.searchsorted(units, before + limit, side="right"), ends)  # the first character cut off
     past = np.minimum(at, len(weights) - 1)
