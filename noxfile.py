@@ -1,4 +1,4 @@
-"""Developer sessions: `nox -s tests`, `lint`, `typecheck`, `docs`, `resolve`, `demo`, `benchmarks`."""
+"""Developer sessions: `nox -s tests`, `lint`, `typecheck`, `docs`, `resolve`, `demo`, `transformer`, `benchmarks`."""
 
 from __future__ import annotations
 
@@ -82,6 +82,13 @@ def demo(session: nox.Session) -> None:
     """The main job: the shred job on the two bundled sample batches, on an embedded SQLite manifest."""
     session.install("-c", "constraints.txt", "-e", ".[spark]")
     session.run("python", "-m", "spark_integration.demo", *session.posargs)
+
+
+@nox.session
+def transformer(session: nox.Session) -> None:
+    """The transformer (wide-row JSON) on the two bundled sample batches, as two runs."""
+    session.install("-c", "constraints.txt", "-e", ".[spark]")
+    session.run("python", "-m", "spark_integration.demo", "--job", "transformer", *session.posargs)
 
 
 @nox.session

@@ -78,7 +78,7 @@ def parse_config(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> 
     data = document["data"]
     problems = [_describe(e) for e in _validator(schema).iter_errors(data)]
     if problems:
-        raise ManifestConfigError(f"invalid config for {schema}: " + "; ".join(sorted(problems)))
+        raise ManifestConfigError(f"invalid config for {schema}: " + "; ".join(sorted(set(problems))))
     if schema.endswith("2-0-0"):
         auth = data["auth"]
         credentials = None if auth is None else Credentials(auth["accessKeyId"], auth["secretAccessKey"])

@@ -182,6 +182,9 @@ class JobFolders:
     def commit(self, etl_time: str) -> None:
         """Mark each folder as the job's, then delete what an earlier run wrote there."""
         for folder in self.folders:
+            if not self.layout.marker:  # a job whose folders hold only what it delivers
+                folder.replace_old()
+                continue
             marker = {"written_by": f"events-manifest {self.layout.job}", "role": folder.role, "etl_time": etl_time}
             self.storage.write_text(join(folder.path, self.layout.marker), json.dumps(marker) + "\n")
             folder.replace_old()

@@ -1,5 +1,5 @@
-"""PySpark glue on the events manifest's core: the shred job, generic DataFrame and streaming
-dedup, the manifest populator. Every rule they apply is the core's (`events_manifest`); this
+"""PySpark glue on the events manifest's core: the shred job, the transformer, generic DataFrame and
+streaming dedup, the manifest populator. Every rule they apply is the core's (`events_manifest`); this
 package reads, groups and writes with Spark and hands Arrow batches to the core's engine.
 
 Names are imported on first use: `python -m spark_integration.shredder` then runs the module
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from spark_integration.session import local_session
     from spark_integration.shredder import EtlMismatchError, shred
     from spark_integration.streaming import deduplicate_stream
+    from spark_integration.transformer import RunResult, transform
 
 _EXPORTS = {
     "DedupResult": "spark_integration.generic_dedup",
@@ -27,12 +28,14 @@ _EXPORTS = {
     "InputMissingError": "events_manifest.folders",
     "OutputExistsError": "events_manifest.folders",
     "PopulateSummary": "spark_integration.populator",
+    "RunResult": "spark_integration.transformer",
     "ShredSummary": "events_manifest.snowplow.summary",
     "deduplicate": "spark_integration.generic_dedup",
     "deduplicate_stream": "spark_integration.streaming",
     "local_session": "spark_integration.session",
     "populate": "spark_integration.populator",
     "shred": "spark_integration.shredder",
+    "transform": "spark_integration.transformer",
 }
 __all__ = [
     "DedupResult",
@@ -41,12 +44,14 @@ __all__ = [
     "InputMissingError",
     "OutputExistsError",
     "PopulateSummary",
+    "RunResult",
     "ShredSummary",
     "deduplicate",
     "deduplicate_stream",
     "local_session",
     "populate",
     "shred",
+    "transform",
 ]
 
 

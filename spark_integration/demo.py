@@ -1,23 +1,35 @@
-"""The README's main job: both bundled sample batches through the shred job, on a SQLite manifest.
+"""The README's jobs on the bundled sample batches, on a SQLite manifest.
 
-    python -m spark_integration.demo [--out demo-output]
+    python -m spark_integration.demo [--job shred|transformer] [--out demo-output]
 
-The second batch re-delivers events of the first: its summary shows them dropped cross-batch.
-Running the demo again reruns both batches on purpose, with their own etl times: identical output.
+`shred` (the main job): both batches through the shred job; the second batch re-delivers events
+of the first, and its summary shows them dropped cross-batch. Running it again reruns both batches
+on purpose, with their own etl times: identical output. `transformer`: both batches as two runs of
+the transformer (wide-row JSON); running it again finds both runs done.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow.generator import sample_batches
+from events_manifest.transformer.config import TransformerConfig
 from spark_integration.session import local_session
 from spark_integration.shredder import shred
+from spark_integration.transformer import transform
+
+EMPTY_RESOLVER = {
+    "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
+    "data": {"cacheSize": 500, "repositories": []},
+}
 
 
 def run_demo(spark: SparkSession, out: Path) -> None:
@@ -38,11 +50,38 @@ def run_demo(spark: SparkSession, out: Path) -> None:
     print(f"outputs in {out}/batch-*/shredded and bad; manifest {out / 'manifest.db'}")
 
 
+def run_transformer_demo(spark: SparkSession, out: Path) -> None:
+    """The sample batches as runs `out/enriched/run=.../`, transformed into `out/transformed/`."""
+    enriched = out / "enriched"
+    for day, batch in enumerate(sample_batches(), start=1):
+        run = enriched / f"run=2026-11-0{day}-06-00-00"
+        if not run.exists():
+            shutil.copytree(batch, run)
+    config = {
+        "input": str(enriched),
+        "output": {"path": str(out / "transformed")},
+        "formats": {"transformationType": "widerow"},
+    }
+    (out / "transformer.hocon").write_text(json.dumps(config, indent=2) + "\n")
+    results = transform(
+        spark,
+        TransformerConfig.parse(json.dumps(config)),
+        iglu=ResolverConfig.parse(json.dumps(EMPTY_RESOLVER)),
+        manifest=f"sqlite://{out / 'transformer-manifest.db'}",
+    )
+    for result in results:
+        print(result.line())
+    print(f"runs in {out / 'transformed'}; config {out / 'transformer.hocon'}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_integration.demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--job", choices=("shred", "transformer"), default="shred", help="which job to run")
     parser.add_argument("--out", type=Path, default=Path("demo-output"), help="folder for outputs and manifest")
     args = parser.parse_args(argv)
-    run_demo(local_session(), args.out.resolve())
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (run_transformer_demo if args.job == "transformer" else run_demo)(local_session(), out)
     return 0
 
 

@@ -46,12 +46,12 @@ def batch(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, di
     return source, {"out": read_output(folder / "out"), "bad": read_bad(folder / "bad"), "counts": summary.counts()}
 
 
-def killed_at(step: str, cwd: Path, *args: str) -> None:
-    """Run the shred job as a process of its own, stopped at `step` (it signals through a file),
-    then kill its whole process group: the JVM and its Python workers too."""
+def killed_at(step: str, cwd: Path, *args: str, module: str = "spark_integration.shredder") -> None:
+    """Run a job (the shred job by default) as a process of its own, stopped at `step` (it signals
+    through a file), then kill its whole process group: the JVM and its Python workers too."""
     signal_file = cwd / f"reached-{step}"
     child = {**env(), steps.STOP_AT: step, steps.SIGNAL: str(signal_file)}
-    command = [sys.executable, "-m", "spark_integration.shredder", *args]
+    command = [sys.executable, "-m", module, *args]
     process = subprocess.Popen(
         command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

@@ -1,0 +1,11 @@
+"""The transformer's engine (docs/transformer.md): the modern RDB Transformer's rules in plain Python.
+
+- `config`: the HOCON config and the command line's values;
+- `event`: enriched lines decoded as the Analytics SDK decodes them;
+- `jvm`: how the JVM renders numbers, instants and a hash map's keys;
+- `widerow`: an event as a wide-row JSON line;
+- `bad_rows`: the transformer's bad rows;
+- `batch`: the steps the Spark job calls on each Arrow batch;
+- `runs`: which folders of the input are runs to transform;
+- `message`: the `shredding_complete` message that commits a run.
+"""

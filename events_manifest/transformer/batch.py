@@ -1,0 +1,305 @@
+"""The transformer's steps on Arrow batches, called by the Spark job (`spark_integration.transformer`):
+
+1. `Parse.batch`: each line decoded (`event`), checked against the minimum timestamp, and rendered
+   as its wide-row line, or made a bad row;
+2. `Decide.partition`: the rows of a partition, brought together by event id and sorted by it
+   (Spark's shuffle), decided id by id as the reference decides them: natural dedup (one event per
+   id and fingerprint, the earliest etl_tstamp first, an absent one earliest), the cross-batch put
+   of each survivor, synthetic dedup (every event of an id kept more often than the threshold gets a
+   new id and a `duplicate` context first among its derived contexts). Each batch's counts and
+   entity types come out as a row of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
+import pyarrow as pa
+
+from events_manifest.errors import ManifestThrottledError
+from events_manifest.handle import Opener
+from events_manifest.iglu.keys import SchemaKey
+from events_manifest.model import from_epoch_seconds
+from events_manifest.transformer import bad_rows, widerow
+from events_manifest.transformer.config import Criterion
+from events_manifest.transformer.event import Entity, Event, decode
+from events_manifest.transformer.jvm import NANOS
+
+GOOD, BAD, DUPLICATE, META = "good", "bad", "duplicate", "meta"
+"""Where a row goes: `output=good/`, `output=bad/`, dropped as a cross-batch duplicate (counted), or
+a batch's counts."""
+DUPLICATE_KEY = SchemaKey("com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0")
+_INT64_MIN = -(2**63)
+
+PARSED = pa.schema(
+    [
+        ("key", pa.string()),
+        ("good", pa.bool_()),
+        ("value", pa.string()),
+        ("line", pa.string()),
+        ("fingerprint", pa.string()),
+        ("etl", pa.int64()),
+        ("etl_nanos", pa.int64()),
+        ("collector", pa.int64()),
+        ("collector_nanos", pa.int64()),
+        ("types", pa.list_(pa.string())),
+    ]
+)
+"""A parsed line: its `key` (event id, or for a bad row the row itself, which spreads bad rows
+over the partitions), its wide-row line or bad row (`value`), and what dedup and the run's message
+need. Times are seconds since the epoch and the nanoseconds within the second."""
+
+DECIDED = pa.schema(
+    [
+        ("output", pa.string()),
+        ("value", pa.string()),
+        ("types", pa.list_(pa.string())),
+        ("collector", pa.int64()),
+        ("collector_nanos", pa.int64()),
+        ("natural", pa.int64()),
+    ]
+)
+"""What `Decide` returns: rows for `output=good/` and `output=bad/`, dropped rows (value null), and
+per batch a `META` row: the entity types (`ENTITY URI`) and the natural duplicates it dropped."""
+
+
+def _seconds(nanos: int | None) -> tuple[int | None, int | None]:
+    if nanos is None:
+        return None, None
+    seconds, rest = divmod(nanos, NANOS)
+    return (seconds, rest) if -(2**63) <= seconds < 2**63 else (None, None)
+
+
+def _type(entity: str, uri: str) -> str:
+    return f"{entity} {uri}"
+
+
+def event_types(event: Event) -> list[str]:
+    return [_type(entity, uri) for uri, entity in widerow.types(event)]
+
+
+@attrs.frozen
+class Parse:
+    """Lines to parsed rows (`PARSED`): `limits` cuts atomic strings (featureFlags.truncateAtomicFields),
+    `minimum` (nanoseconds) makes earlier events `generic_error` bad rows, dated `now`."""
+
+    limits: dict[str, int] | None = None
+    minimum: int | None = None
+    now: int = 0
+
+    def batch(self, lines: pa.Array) -> pa.RecordBatch:
+        rows: dict[str, list[Any]] = {name: [] for name in PARSED.names}
+        for raw in lines.to_pylist():
+            line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            event = decode(line, self.limits)
+            bad = None
+            if not isinstance(event, Event):
+                bad = bad_rows.parsing_error(line, event)
+            elif self.minimum is not None:
+                bad = bad_rows.too_early(event, self.minimum, self.now)
+            if bad is not None or not isinstance(event, Event):
+                failed: tuple[Any, ...] = (bad, False, bad, *[None] * 6, [])
+                for name, value in zip(PARSED.names, failed, strict=True):
+                    rows[name].append(value)
+                continue
+            etl, etl_nanos = _seconds(event.get("etl_tstamp"))
+            collector, collector_nanos = _seconds(event.get("collector_tstamp"))
+            values = (
+                event.get("event_id"),
+                True,
+                widerow.line(event),
+                line,
+                event.get("event_fingerprint"),
+                etl,
+                etl_nanos,
+                collector,
+                collector_nanos,
+                event_types(event),
+            )
+            for name, value in zip(PARSED.names, values, strict=True):
+                rows[name].append(value)
+        return _record_batch(rows, PARSED)
+
+
+def _record_batch(rows: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = []
+    for field in schema:
+        values = rows[field.name]
+        if field.type == pa.string():
+            values = [v.encode("utf-8", "replace") if isinstance(v, str) else v for v in values]
+            arrays.append(pa.array(values, pa.binary()).cast(pa.string()))
+        else:
+            arrays.append(pa.array(values, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def filled_fingerprint(event_id: str, line: str) -> str:
+    """What the put stores for an event without a fingerprint: a UUID v5 of its id and its line, the
+    same on every rerun (the reference draws a random one)."""
+    digest = hashlib.sha256(line.encode("utf-8", "replace")).hexdigest()
+    return str(uuid.uuid5(uuid.UUID(event_id), f"missing-fingerprint:{digest}"))
+
+
+def new_event_id(event_id: str, fingerprint: str | None, line: str, *, random_id: bool) -> str:
+    """A synthetic duplicate's new id: a UUID v5 of its id and fingerprint (its line when it has
+    none), the same on every rerun; v4 with `random_id`, as the reference does."""
+    if random_id:
+        return str(uuid.uuid4())
+    return str(uuid.uuid5(uuid.UUID(event_id), fingerprint or filled_fingerprint(event_id, line)))
+
+
+def with_new_id(event: Event, new_id: str) -> Event:
+    """A synthetic duplicate re-identified: the new id, and a `duplicate` context naming the old
+    one first among its derived contexts."""
+    values = list(event.values)
+    old = values[6]
+    values[6] = new_id
+    duplicate = Entity(DUPLICATE_KEY, {"originalEventId": old})
+    return Event(values, event.contexts, event.unstruct, [duplicate, *event.derived])
+
+
+@attrs.frozen
+class Decide:
+    """The dedup decisions over sorted partitions of `PARSED` rows (see the module's docstring).
+
+    `threshold`: synthetic duplicates are ids kept more often than this (None: no synthetic dedup);
+    `manifest` with `etl_seconds`: the cross-batch put; `limits` as `Parse` had them, to decode a
+    line again when it is re-identified; `skip` leaves types out of the run's message.
+    """
+
+    natural: bool = True
+    threshold: int | None = 1
+    manifest: Opener | None = None
+    etl_seconds: int = 0
+    random_ids: bool = False
+    limits: dict[str, int] | None = None
+    skip: tuple[Criterion, ...] = ()
+
+    def partition(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Decide a partition's rows, an id's rows together whatever batches they came in."""
+        held: list[dict[str, Any]] = []
+        for batch in batches:
+            rows = held + batch.to_pylist()
+            if not rows:
+                continue
+            last = rows[-1]["key"]
+            cut = len(rows)
+            while cut > 0 and rows[cut - 1]["key"] == last:
+                cut -= 1
+            ready, held = rows[:cut], rows[cut:]
+            if ready:
+                yield self.rows(ready)
+        if held:
+            yield self.rows(held)
+
+    def rows(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
+        """Decide whole ids' rows (sorted by key): the output rows, and the batch's `META` row."""
+        out: dict[str, list[Any]] = {name: [] for name in DECIDED.names}
+
+        def emit(
+            output: str, value: str | None, types: list[str] | None = None, row: dict[str, Any] | None = None
+        ) -> None:
+            for name, item in zip(
+                DECIDED.names,
+                (output, value, types, row and row["collector"], row and row["collector_nanos"], None),
+                strict=True,
+            ):
+                out[name].append(item)
+
+        survivors: list[dict[str, Any]] = []
+        natural = 0
+        for row in rows:
+            if not row["good"]:
+                emit(BAD, row["value"])
+        for group in _groups([row for row in rows if row["good"]]):
+            kept = self._natural(group)
+            natural += len(group) - len(kept)
+            survivors.extend(kept)
+        accepted = self._put(survivors)
+        kept_rows: list[dict[str, Any]] = []
+        for row, outcome in zip(survivors, accepted, strict=True):
+            if outcome is True:
+                kept_rows.append(row)
+            elif outcome is False:
+                emit(DUPLICATE, None)
+            else:
+                emit(BAD, bad_rows.runtime_error(self._event(row), outcome))
+        types: set[str] = set()
+        for group in _groups(kept_rows):
+            renamed = self.threshold is not None and len(group) > self.threshold
+            for row in group:
+                if renamed:
+                    event = with_new_id(self._event(row), self._new_id(row))
+                    value, row_types = widerow.line(event), event_types(event)
+                else:
+                    value, row_types = row["value"], row["types"]
+                types.update(row_types)
+                emit(GOOD, value, None, row)
+        kept_types = sorted(t for t in types if not any(c.matches(t.split(" ", 1)[1]) for c in self.skip))
+        emit(META, None, kept_types)
+        out["natural"][-1] = natural
+        return _record_batch(out, DECIDED)
+
+    def _natural(self, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One event per fingerprint (each event without one kept): the earliest etl_tstamp, an absent
+        one earliest; between equal times, the smaller line, so that a rerun keeps the same event."""
+        if not self.natural:
+            return group
+        first: dict[str, dict[str, Any]] = {}
+        kept = []
+        for row in group:
+            fingerprint = row["fingerprint"]
+            if fingerprint is None:
+                kept.append(row)
+            elif fingerprint not in first or _earliest(row) < _earliest(first[fingerprint]):
+                first[fingerprint] = row
+        return [*first.values(), *kept]
+
+    def _put(self, rows: list[dict[str, Any]]) -> list[bool | str]:
+        """Each survivor's cross-batch put: accepted, refused (a duplicate), or the failure's message.
+        A throttled manifest stops the run, as the reference does."""
+        if self.manifest is None or not rows:
+            return [True] * len(rows)
+        etl = from_epoch_seconds(self.etl_seconds)
+        items = [(row["key"], row["fingerprint"] or filled_fingerprint(row["key"], row["line"]), etl) for row in rows]
+        outcomes = self.manifest.open().try_put_many(items)
+        for outcome in outcomes:
+            if isinstance(outcome, ManifestThrottledError):
+                raise outcome
+        return [outcome if isinstance(outcome, bool) else str(outcome) for outcome in outcomes]
+
+    def _event(self, row: dict[str, Any]) -> Event:
+        event = decode(row["line"], self.limits)
+        assert isinstance(event, Event), "a good row's line decodes"
+        return event
+
+    def _new_id(self, row: dict[str, Any]) -> str:
+        return new_event_id(row["key"], row["fingerprint"], row["line"], random_id=self.random_ids)
+
+
+def _earliest(row: dict[str, Any]) -> tuple[int, int, str]:
+    etl = row["etl"]
+    return (_INT64_MIN, 0, row["line"]) if etl is None else (etl, row["etl_nanos"], row["line"])
+
+
+def _groups(rows: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Runs of rows of one key (rows sorted by key)."""
+    group: list[dict[str, Any]] = []
+    for row in rows:
+        if group and row["key"] != group[0]["key"]:
+            yield group
+            group = []
+        group.append(row)
+    if group:
+        yield group
+
+
+def earliest_etl(etls: Sequence[tuple[int, int] | None]) -> datetime | None:
+    """The batch's etl time for the manifest: the earliest etl_tstamp of its good events."""
+    present = [etl for etl in etls if etl is not None]
+    return from_epoch_seconds(min(present)[0]) if present else None

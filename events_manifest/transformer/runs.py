@@ -1,0 +1,51 @@
+"""Which sub-folders of the transformer's input are runs to transform (docs/transformer.md, runs).
+
+A run is an immediate sub-folder of the input; one whose name is under the output folder already is
+done (whatever it holds), except a folder that only a killed run of this transformer left (its
+claim and staging): that run is finished. `run=yyyy-MM-dd-HH-mm-ss` names are filtered by the
+config's run interval; other names always pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import attrs
+
+from events_manifest.transformer.config import RunInterval, run_time
+
+COMPLETE = "shredding_complete.json"
+"""Written into a run's output folder last: the run is committed."""
+CHECKED_FOR_COMPLETION = 512
+"""Of the runs found in both folders, the last this many are checked for `COMPLETE`."""
+
+
+def in_interval(name: str, interval: RunInterval, now: datetime) -> bool:
+    """Whether a run folder passes the run interval: both bounds strict, an absent one open."""
+    if not name.startswith("run="):
+        return True
+    moment = run_time(name.removeprefix("run="))
+    if moment is None:
+        return True
+    since, until = interval.bounds(now)
+    return (since is None or since < moment) and (until is None or moment < until)
+
+
+@attrs.frozen
+class Discovery:
+    """The runs to transform, in the input's order, and those to check for completion."""
+
+    to_process: tuple[str, ...]
+    done: tuple[str, ...]
+
+
+def discover(inputs: Sequence[str], outputs: Sequence[str], interval: RunInterval, now: datetime) -> Discovery:
+    """Input folder names minus output folder names, in input order (names hidden from Hadoop,
+    `_*` and `.*`, are not runs); both lists' names as listed."""
+    runs = [name for name in sorted(inputs) if not name.startswith(("_", ".")) and in_interval(name, interval, now)]
+    present = set(outputs)
+    return Discovery(
+        tuple(name for name in runs if name not in present),
+        tuple(name for name in runs if name in present)[-CHECKED_FOR_COMPLETION:],
+    )

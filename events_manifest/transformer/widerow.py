@@ -1,0 +1,94 @@
+"""An event as the transformer's wide-row JSON line: the 128 atomic keys (null when absent), one key
+per entity column, `geo_location`; values rendered as the JVM renders them, keys in the order of
+the reference's hash map (`jvm.hash_map_order`)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from events_manifest.iglu.keys import SchemaKey
+from events_manifest.snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
+from events_manifest.transformer import sdjson
+from events_manifest.transformer.event import Entity, Event
+from events_manifest.transformer.jvm import double_to_string, hash_map_order, instant_to_string
+
+ATOMIC_NAMES = tuple(FIELD_NAMES[i] for i in ATOMIC_FIELDS)
+_CAMEL = re.compile(r"([^A-Z_])([A-Z])")
+CONTEXT, SELF_DESCRIBING_EVENT = "CONTEXT", "SELF_DESCRIBING_EVENT"
+
+
+@functools.lru_cache(maxsize=4096)
+def column_name(key: SchemaKey, entity: str) -> str:
+    """`contexts_VENDOR_NAME_MODEL` or `unstruct_event_VENDOR_NAME_MODEL`, as the reference names
+    entity columns: `.` and `-` as `_`, camel case split, lower case."""
+    vendor = key.vendor.replace(".", "_").replace("-", "_").lower()
+    name = _CAMEL.sub(r"\1_\2", key.name.replace(".", "_").replace("-", "_")).lower()
+    prefix = "unstruct_event_" if entity == SELF_DESCRIBING_EVENT else "contexts_"
+    return f"{prefix}{vendor}_{name}_{key.model}"
+
+
+def atomic_value(kind: str, value: Any) -> str:
+    """An atomic field's value as JSON text."""
+    if value is None:
+        return "null"
+    if kind in "sSU":
+        return sdjson.string(value)
+    if kind in "tT":
+        return '"' + instant_to_string(value) + '"'
+    if kind == "d":
+        text = double_to_string(value)
+        return "null" if text is None else text
+    if kind == "b":
+        return "true" if value else "false"
+    return str(value)
+
+
+_KINDS = tuple(FIELD_KINDS[name] for name in ATOMIC_NAMES)
+
+
+def _context_columns(entities: list[Entity]) -> dict[str, str]:
+    """Each context column's array: the data of the list's entities of one vendor, name, format and
+    model, in order; where two such groups get one column name, the later group's."""
+    groups: dict[tuple[str, str, str, int], list[Any]] = {}
+    for key, data in entities:
+        groups.setdefault((key.vendor, key.name, key.format, key.model), []).append(data)
+    return {
+        column_name(SchemaKey(vendor, name, fmt, f"{model}-0-0"), CONTEXT): sdjson.dumps(datas)
+        for (vendor, name, fmt, model), datas in groups.items()
+    }
+
+
+@functools.lru_cache(maxsize=1024)
+def _order(extra: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(hash_map_order((*ATOMIC_NAMES, *extra)))
+
+
+def line(event: Event) -> str:
+    """The event's wide-row JSON line (derived contexts replace contexts of the same column)."""
+    values = {name: atomic_value(kind, event.get(name)) for name, kind in zip(ATOMIC_NAMES, _KINDS, strict=True)}
+    extra = {**_context_columns(event.contexts), **_context_columns(event.derived)}
+    if event.unstruct is not None:
+        extra[column_name(event.unstruct.key, SELF_DESCRIBING_EVENT)] = sdjson.dumps(event.unstruct.data)
+    latitude, longitude = event.get("geo_latitude"), event.get("geo_longitude")
+    if latitude is not None and longitude is not None:
+        extra["geo_location"] = sdjson.string(f"{java_double(latitude)},{java_double(longitude)}")
+    values.update(extra)
+    return "{" + ",".join(f'"{key}":{values[key]}' for key in _order(tuple(sorted(extra)))) + "}"
+
+
+def java_double(value: float) -> str:
+    """Java's `Double.toString`, NaN and the infinities included."""
+    text = double_to_string(value)
+    if text is not None:
+        return text
+    return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+
+
+def types(event: Event) -> list[tuple[str, str]]:
+    """The event's entity types for the run's message: (schema key, CONTEXT or SELF_DESCRIBING_EVENT)."""
+    found = [(entity.key.uri, CONTEXT) for entity in (*event.contexts, *event.derived)]
+    if event.unstruct is not None:
+        found.append((event.unstruct.key.uri, SELF_DESCRIBING_EVENT))
+    return found

@@ -1,0 +1,372 @@
+"""The transformer: the modern RDB Transformer's batch job (wide-row JSON) on PySpark.
+
+    python -m spark_integration.transformer --iglu-config VALUE --config VALUE \\
+        [--duplicate-storage-config VALUE | --manifest URL]
+
+Each sub-folder of the config's `input` is a run, transformed into the folder of the same name
+under `output.path` and committed by its `shredding_complete.json` (docs/transformer.md). Spark
+reads, shuffles and writes; the core's engine (`events_manifest.transformer`) decides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from events_manifest import DuplicateStorage, ManifestConfigError, __version__, init_storage, parse_config
+from events_manifest.factory import manifest_files
+from events_manifest.folders import CLAIM, STAGING_PREFIX, FolderClaimedError, Layout
+from events_manifest.handle import ManifestHandle
+from events_manifest.iglu import ResolverConfig
+from events_manifest.job import JobRun
+from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from events_manifest.places import Place, check_places
+from events_manifest.storage import join
+from events_manifest.transformer import queue as queues
+from events_manifest.transformer.batch import BAD, DECIDED, GOOD, META, PARSED, Decide, Parse
+from events_manifest.transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
+from events_manifest.transformer.event import atomic_limits
+from events_manifest.transformer.jvm import NANOS
+from events_manifest.transformer.message import shredding_complete
+from events_manifest.transformer.runs import COMPLETE, discover
+from spark_integration import output
+from spark_integration.cli_flags import run_job
+from spark_integration.session import local_session
+from spark_integration.storage import HadoopStorage
+
+APPLICATION = f"events-manifest transformer {__version__}"
+LAYOUT = Layout("transformer", "", lambda role, name: False)
+"""A run folder holds what the reference writes there and nothing else: no marker."""
+PARSED_TYPE = from_arrow_schema(PARSED)
+DECIDED_TYPE = from_arrow_schema(DECIDED)
+
+
+@attrs.frozen
+class RunResult:
+    """What one run wrote: its folder, the counts of its message, the duplicates it dropped."""
+
+    name: str
+    base: str
+    lines: int
+    good: int
+    bad: int
+    natural_duplicates: int
+    cross_batch_duplicates: int
+    message: str
+
+    def line(self) -> str:
+        return (
+            f"{self.name}: {self.lines} lines, {self.good} good, {self.bad} bad, "
+            f"{self.natural_duplicates} natural and {self.cross_batch_duplicates} cross-batch duplicates dropped"
+        )
+
+
+def transform(
+    spark: SparkSession,
+    config: TransformerConfig,
+    *,
+    iglu: ResolverConfig | None = None,
+    manifest: str | DuplicateStorage | None = None,
+    random_synthetic_ids: bool = False,
+    rerun: bool = False,
+    report: Callable[[str], None] = print,
+    warn: Callable[[str], None] = lambda text: print(text, file=sys.stderr),
+) -> list[RunResult]:
+    """Transform every run of `config.input` not yet under `config.output`, in order, each committed
+    alone; the first failure stops there (the runs before it are complete)."""
+    _check_supported(config, manifest)
+    storage = HadoopStorage(spark)
+    if not storage.is_folder(config.input):
+        raise ManifestConfigError(f"input [{config.input}] is not a folder: nothing was written")
+    protected = [Place("input", config.input), *(Place("manifest file", path) for path in manifest_files(manifest))]
+    check_places(storage, [Place("output folder", config.output, folder=True)], protected)
+    limits = atomic_limits(iglu) if config.truncate_atomic_fields else None
+    sender = queues.client(config.queue) if config.queue is not None else None
+    handle = ManifestHandle.of(manifest) if manifest is not None else None
+    opened = handle.open() if handle is not None else None
+    inputs = [name for name in storage.children(config.input) if storage.is_folder(join(config.input, name))]
+    outputs = storage.children(config.output) if storage.exists(config.output) else []
+    found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))
+    unfinished = [name for name in found.done if _left_by_a_killed_run(storage, join(config.output, name))]
+    runs = [name for name in sorted(inputs) if name in {*found.to_process, *unfinished}]
+    results = []
+    for name in runs:
+        report(f"Batch Transformer: processing {storage.qualify(join(config.input, name))}/")
+        try:
+            results.append(
+                _run(spark, storage, config, name, limits, handle, opened, sender, random_synthetic_ids, rerun)
+            )
+        except FolderClaimedError as e:
+            warn(str(e))
+    incomplete = [name for name in found.done if name not in unfinished and not storage.exists(_complete(config, name))]
+    for name in incomplete:
+        warn(f"{storage.qualify(join(config.input, name))}/ was not successfully shredded")
+    if not incomplete:
+        report("No incomplete folders were discovered")
+    return results
+
+
+def _check_supported(config: TransformerConfig, manifest: object | None) -> None:
+    if manifest is not None and not config.natural:
+        raise TransformerConfigError(
+            "Natural deduplication needs to be enabled when cross batch deduplication is enabled"
+        )
+    if config.transformation != "widerow" or config.file_format != "json":
+        what = "shred" if config.transformation == "shred" else f"widerow {config.file_format}"
+        raise TransformerConfigError(f"{what} output is not built in this version of the transformer: use widerow json")
+    if config.legacy_message:
+        raise TransformerConfigError("LegacyShreddingComplete message is only supported when shredding")
+
+
+def _complete(config: TransformerConfig, name: str) -> str:
+    return join(config.output, name, COMPLETE)
+
+
+def _left_by_a_killed_run(storage: HadoopStorage, base: str) -> bool:
+    """A run folder holding only a claim and staged files: what a killed run of this transformer
+    left (the claim's owner is checked when the folder is claimed again)."""
+    children = storage.children(base)
+    return CLAIM in children and all(child == CLAIM or child.startswith(STAGING_PREFIX) for child in children)
+
+
+def _run(
+    spark: SparkSession,
+    storage: HadoopStorage,
+    config: TransformerConfig,
+    name: str,
+    limits: dict[str, int] | None,
+    handle: ManifestHandle | None,
+    opened: DuplicateStorage | None,
+    sender: Any,
+    random_ids: bool,
+    rerun: bool,
+) -> RunResult:
+    source, base = join(config.input, name), join(config.output, name)
+    listing = storage.listing([source])
+    now = time.time_ns()
+    with JobRun.begin(
+        opened,
+        storage.qualify(source),
+        APPLICATION,
+        source=listing.identity(),
+        output=storage.qualify(base),
+        rerun=rerun,
+        storage=storage,
+        layout=LAYOUT,
+        folders=[(base, "run")],
+    ) as run:
+        started = time.time_ns()
+        minimum = None if config.minimum_timestamp is None else to_epoch_seconds(config.minimum_timestamp) * NANOS
+        parse = Parse(limits, minimum, now)
+        parsed = _parsed(spark, source, parse)
+        cache = config.spark_cache if config.spark_cache is not None else handle is not None
+        if cache:
+            parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            etl = run.start(_batch_etl(parsed) if handle is not None else datetime.now(UTC))
+            decide = Decide(
+                natural=config.natural,
+                threshold=config.synthetic_threshold,
+                manifest=handle,
+                etl_seconds=to_epoch_seconds(etl),
+                random_ids=random_ids,
+                limits=limits,
+                skip=config.skip_schemas,
+            )
+            staging = output.Staging(storage, base)
+            try:
+                counts = _write(parsed, decide, staging.path("data"), config.compression)
+            except BaseException:
+                staging.abort()
+                raise
+        finally:
+            if cache:
+                parsed.unpersist()
+        message = shredding_complete(
+            storage.qualify(base) + "/",
+            [(uri, entity) for entity, uri in (t.split(" ", 1) for t in counts["types"])],
+            file_format="json",
+            started=started,
+            completed=time.time_ns(),
+            earliest=counts["earliest"],
+            latest=counts["latest"],
+            compression=config.compression,
+            good=counts["good"],
+            bad=counts["bad"],
+        )
+
+        def publish() -> None:
+            staging.commit(
+                [
+                    (join(staging.path("data"), f"output={GOOD}"), join(base, f"output={GOOD}"), None),
+                    (join(staging.path("data"), f"output={BAD}"), join(base, f"output={BAD}"), None),
+                ]
+            )
+            if sender is not None and config.queue is not None:
+                queues.send(config.queue, sender, message)
+            storage.write_text(join(base, COMPLETE), message)
+
+        run.commit(from_epoch_seconds(to_epoch_seconds(etl)).strftime("%Y-%m-%d %H:%M:%S"), publish)
+    return RunResult(
+        name,
+        storage.qualify(base),
+        counts["lines"],
+        counts["good"],
+        counts["bad"],
+        counts["natural"],
+        counts["duplicates"],
+        message,
+    )
+
+
+def _parsed(spark: SparkSession, source: str, parse: Parse) -> DataFrame:
+    """The run's lines (Spark's text reader: every file directly in the folder, `_*` and `.*` left
+    out, compressed ones decoded), parsed by the core (`Parse`) one Arrow batch at a time."""
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in iterator:
+            yield parse.batch(batch.column(0))
+
+    lines = spark.read.text(source).select(F.col("value").cast("binary").alias("line"))
+    return lines.mapInArrow(batches, PARSED_TYPE)
+
+
+def _batch_etl(parsed: DataFrame) -> datetime:
+    """The earliest etl_tstamp of the run's good events (now if none has one), for the manifest."""
+    row = parsed.filter("good AND etl IS NOT NULL").agg(F.min("etl").alias("etl")).first()
+    try:
+        return from_epoch_seconds(row["etl"]) if row is not None and row["etl"] is not None else datetime.now(UTC)
+    except (ValueError, OverflowError):  # a year datetime cannot hold
+        return datetime.now(UTC)
+
+
+def _write(parsed: DataFrame, decide: Decide, path: str, compression: str) -> dict[str, Any]:
+    """Decide every row (an id's rows brought together by Spark's shuffle, then `Decide`) and write
+    the good and bad rows under `path` (`output=good/`, `output=bad/`); the counts, observed on the way."""
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from decide.partition(iterator)
+
+    lines, tally = Observation("transformer lines"), Observation("transformer counts")
+    counted = parsed.observe(lines, F.count(F.lit(1)).alias("lines"))
+    spark = parsed.sparkSession
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    decided = counted.repartition(partitions, "key").sortWithinPartitions("key").mapInArrow(batches, DECIDED_TYPE)
+    good = F.col("output") == GOOD
+    collector = F.struct("collector", "collector_nanos")
+    observed = decided.observe(
+        tally,
+        F.count_if(good).alias("good"),
+        F.count_if(F.col("output") == BAD).alias("bad"),
+        F.count_if(F.col("output") == "duplicate").alias("duplicates"),
+        F.coalesce(F.sum("natural"), F.lit(0)).alias("natural"),
+        F.min(F.when(good, collector)).alias("earliest"),
+        F.max(F.when(good, collector)).alias("latest"),
+        F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types"))))).alias("types"),
+    )
+    written = observed.filter(F.col("value").isNotNull()).select("output", "value")
+    writer = written.write.partitionBy("output")
+    if compression == "GZIP":
+        writer = writer.option("compression", "gzip")
+    writer.text(path)
+    counts: dict[str, Any] = dict(tally.get)
+    counts["lines"] = int(lines.get["lines"])
+    for bound in ("earliest", "latest"):
+        moment = counts[bound]
+        counts[bound] = None if moment is None else moment["collector"] * NANOS + moment["collector_nanos"]
+    counts["types"] = sorted(counts["types"] or [])
+    accounted = counts["good"] + counts["bad"] + counts["duplicates"] + counts["natural"]
+    if accounted != counts["lines"]:
+        raise RuntimeError(f"internal error, nothing committed: {counts['lines']} lines but {accounted} accounted for")
+    return counts
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m spark_integration.transformer",
+        description="The RDB Transformer's batch job (wide-row JSON): every run folder of the input deduplicated "
+        "(natural, cross-batch, synthetic) and transformed, committed by its shredding_complete.json.",
+    )
+    parser.add_argument("--iglu-config", required=True, metavar="VALUE", help="Iglu resolver config: base64 or a file")
+    parser.add_argument("-c", "--config", required=True, metavar="VALUE", help="HOCON config: base64 or a file")
+    store = parser.add_mutually_exclusive_group()
+    store.add_argument(
+        "--duplicate-storage-config",
+        metavar="VALUE",
+        help="DynamoDB manifest config for cross-batch dedup: base64 or a file",
+    )
+    store.add_argument(
+        "--manifest", metavar="URL", help="manifest URL for cross-batch dedup (sqlite:///abs/path.db, ...)"
+    )
+    parser.add_argument("--dynamodb-endpoint", metavar="URL", help="endpoint of a DynamoDB-compatible server")
+    parser.add_argument("--random-synthetic-ids", action="store_true", help="v4 ids for synthetic duplicates")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="transform again a run the manifest's ledger says was delivered (its output folder deleted), on purpose",
+    )
+    parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="Spark's warnings; stack traces on errors")
+    return parser
+
+
+def _configs(args: argparse.Namespace) -> tuple[TransformerConfig, ResolverConfig, str | DuplicateStorage | None]:
+    """The three values decoded as the reference decodes them; any problem is a config error."""
+    config = TransformerConfig.parse(decode_value(args.config))
+    try:
+        iglu = ResolverConfig.parse(hocon_to_json(decode_value(args.iglu_config)), flag="--iglu-config")
+    except TransformerConfigError:
+        raise
+    except ManifestConfigError as e:
+        raise TransformerConfigError(f"Could not parse iglu resolver config: {e}") from None
+    manifest: str | DuplicateStorage | None = args.manifest
+    if args.duplicate_storage_config:
+        document = json.loads(hocon_to_json(decode_value(args.duplicate_storage_config)))
+        manifest = init_storage(parse_config(document), endpoint_url=args.dynamodb_endpoint)
+    _check_supported(config, manifest)
+    return config, iglu, manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config, iglu, manifest = _configs(args)
+    except TransformerConfigError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+
+    def job() -> int:
+        spark = local_session(args.master, verbose=args.verbose)
+        try:
+            results = transform(
+                spark,
+                config,
+                iglu=iglu,
+                manifest=manifest,
+                random_synthetic_ids=args.random_synthetic_ids,
+                rerun=args.rerun,
+            )
+        except TransformerConfigError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+        for result in results:
+            print(result.line())
+        return 0
+
+    return run_job("transformer", job, verbose=args.verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+"""The transformer (wide-row JSON) through its command line, in this process on the suite's Spark
+session: runs, every kind of bad row, natural, synthetic and cross-batch dedup (SQLite and
+dynalite), the message on SQS and SNS (moto's server), gzip, skipSchemas, a failing run, a kill
+and its rerun. Good rows are compared as parsed JSON; every bad row and message is checked
+against its Iglu Central schema."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from events_manifest.testing.servers import LocalServer
+from tests.commands import env, in_process
+from tests.shred_helpers import contexts, sdj, unstruct
+from tests.spark.test_crash_rerun import killed_at
+from tests.transformer_helpers import RESOLVER, b64, config, event, schema_errors
+
+pytestmark = pytest.mark.spark
+
+A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
+C = "0f4a8c9e-1b2d-4e3f-8a5b-6c7d8e9f0a1b"
+D = "5b0c7a3e-9d8f-4a1b-b2c3-d4e5f6a7b8c9"
+PRODUCT = "iglu:com.acme/product/jsonschema/1-0-0"
+CLICK = "iglu:com.acme/click/jsonschema/1-0-0"
+DUPLICATE = "iglu:com.snowplowanalytics.snowplow/duplicate/jsonschema/1-0-0"
+
+
+def transformer(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    from spark_integration.transformer import main
+
+    return in_process(main, cwd, *args)
+
+
+def write_run(root: Path, name: str, *files: list[str], gz: bool = False) -> Path:
+    folder = root / "in" / name
+    folder.mkdir(parents=True)
+    for i, lines in enumerate(files):
+        data = ("\n".join(lines) + "\n").encode()
+        if gz:
+            (folder / f"part-{i}.tsv.gz").write_bytes(gzip.compress(data))
+        else:
+            (folder / f"part-{i}.tsv").write_bytes(data)
+    return folder
+
+
+def run(tmp: Path, extra: str = "", *flags: str) -> subprocess.CompletedProcess[str]:
+    (tmp / "iglu.json").write_text(json.dumps(RESOLVER))
+    return transformer(
+        tmp,
+        "--iglu-config",
+        b64((tmp / "iglu.json").read_text()),
+        "--config",
+        b64(config(tmp / "in", tmp / "out", extra)),
+        *flags,
+    )
+
+
+def read_lines(folder: Path) -> list[str]:
+    lines = []
+    for part in sorted(folder.glob("part-*")):
+        data = gzip.decompress(part.read_bytes()) if part.suffix == ".gz" else part.read_bytes()
+        lines += data.decode().splitlines()
+    return lines
+
+
+def outputs(base: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """A run folder's good rows, bad rows and message, each bad row and the message schema-checked."""
+    good = [json.loads(text) for text in read_lines(base / "output=good")]
+    bad = [json.loads(text) for text in read_lines(base / "output=bad")]
+    message = json.loads((base / "shredding_complete.json").read_text())
+    for document in (*bad, message):
+        assert schema_errors(document) == [], document
+    return good, bad, message
+
+
+def rows(documents: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(document, sort_keys=True) for document in documents)
+
+
+def types(message: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted((t["schemaKey"], t["snowplowEntity"]) for t in message["data"]["typesInfo"]["types"])
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Path:
+    """Three runs: bad lines of every kind, natural and synthetic duplicates, entities, gzip."""
+    write_run(
+        tmp_path,
+        "run=2026-11-01-00-00-00",
+        [
+            event(A, "fa", etl="2026-11-01 06:00:02", app_id="late copy"),
+            event(
+                A,
+                "fa",
+                etl="2026-11-01 06:00:01",
+                app_id="first",
+                contexts=contexts(sdj(PRODUCT, '{"sku":"x","price":1.50}')),
+            ),
+            event(B, "fb1", unstruct_event=unstruct(sdj(CLICK, '{"target":"buy"}'))),
+            event(B, "fb2", collector="2026-11-01 05:00:00.250"),
+            "a line without tabs",
+            event(C, txn_id="not a number"),
+            event(D, collector="2026-01-01 00:00:00"),
+        ],
+        gz=True,
+    )
+    write_run(
+        tmp_path,
+        "run=2026-11-02-00-00-00",
+        [event(A, "fa", etl="2026-11-02 06:00:00", app_id="redelivered")],
+        [event(C)],
+    )
+    return tmp_path
+
+
+def test_runs_of_wide_rows_with_every_kind_of_bad_row_and_dedup(runs: Path) -> None:
+    extra = (
+        '"validations": {"minimumTimestamp": "2026-06-01T00:00:00Z"}, '
+        '"skipSchemas": ["iglu:com.acme/click/jsonschema/1-*-*"]'
+    )
+    done = run(runs, extra, "--manifest", "sqlite://m.db")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        "Batch Transformer: processing file:" in done.stdout and "No incomplete folders were discovered" in done.stdout
+    )
+    first, second = runs / "out/run=2026-11-01-00-00-00", runs / "out/run=2026-11-02-00-00-00"
+    good, bad, message = outputs(first)
+    assert sorted(row["app_id"] for row in good) == ["app", "app", "first"]
+    kept = next(row for row in good if row["event_id"] == A)
+    assert kept["app_id"] == "first" and kept["contexts_com_acme_product_1"] == [{"sku": "x", "price": 1.5}]
+    assert '"price":1.50' in "".join(read_lines(first / "output=good")), "numbers as written"
+    renamed = [row for row in good if row["event_id"] != A]
+    assert len(renamed) == 2 and B not in {row["event_id"] for row in renamed}
+    assert all(
+        row["contexts_com_snowplowanalytics_snowplow_duplicate_1"] == [{"originalEventId": B}] for row in renamed
+    )
+    assert {row.get("unstruct_event_com_acme_click_1", None) is not None for row in renamed} == {True, False}
+    assert sorted(b["schema"].split("/")[1] for b in bad) == [
+        "generic_error",
+        "loader_parsing_error",
+        "loader_parsing_error",
+    ]
+    assert types(message) == [(PRODUCT, "CONTEXT"), (DUPLICATE, "CONTEXT")], "the click left out by skipSchemas"
+    data = message["data"]
+    assert data["count"] == {"good": 3, "bad": 3} and data["compression"] == "GZIP"
+    assert data["base"] == f"file:{first}/" and data["timestamps"]["min"] == "2026-11-01T05:00:00.250Z"
+    assert all(p.name.endswith(".gz") for p in (first / "output=good").glob("part-*"))
+    good2, bad2, message2 = outputs(second)
+    assert [row["event_id"] for row in good2] == [C] and bad2 == [], "the redelivered event dropped cross-batch"
+    assert message2["data"]["count"] == {"good": 1, "bad": 0}
+    assert "run=2026-11-01-00-00-00: 7 lines, 3 good, 3 bad, 1 natural and 0 cross-batch" in done.stdout
+    assert "run=2026-11-02-00-00-00: 2 lines, 1 good, 0 bad, 0 natural and 1 cross-batch" in done.stdout
+    again = run(runs, extra, "--manifest", "sqlite://m.db")
+    assert again.returncode == 0 and "processing" not in again.stdout, "runs present in the output are done"
+    (second / "shredding_complete.json").unlink()
+    incomplete = run(runs, extra, "--manifest", "sqlite://m.db")
+    assert f"{runs}/in/run=2026-11-02-00-00-00/ was not successfully shredded" in incomplete.stderr
+
+
+@pytest.mark.process
+def test_config_errors_exit_2_and_write_nothing(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    output = json.dumps({"path": str(tmp_path / "out"), "compression": "zip"})
+    cases = {
+        f'"output": {output}': "Cannot resolve config: Unknown Compression [zip]",
+        '"deduplication": {"natural": false, "synthetic": {"type": "none"}}': (
+            "Natural deduplication needs to be enabled when cross batch deduplication is enabled"
+        ),
+        '"featureFlags": {"legacyMessageFormat": true}': (
+            "LegacyShreddingComplete message is only supported when shredding"
+        ),
+    }
+    for extra, message in cases.items():
+        text = b64(config(tmp_path / "in", tmp_path / "out", extra))
+        done = transformer(
+            tmp_path, "--iglu-config", b64(json.dumps(RESOLVER)), "--config", text, "--manifest", "sqlite://m.db"
+        )
+        assert done.returncode == 2 and done.stderr.strip() == message, done.stderr
+    command = [sys.executable, "-m", "spark_integration.transformer", "--iglu-config", "nope.json", "--config", "x"]
+    missing = subprocess.run(command, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert (
+        missing.returncode == 2
+        and missing.stderr.strip() == f"Error reading {tmp_path}/x file from filesystem: No such file or directory"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_a_failing_run_leaves_the_runs_before_it_complete(tmp_path: Path) -> None:
+    write_run(tmp_path, "run=1", [event(A)])
+    write_run(tmp_path, "run=2", [event(B)])
+    broken = write_run(tmp_path, "run=3", [event(C)])
+    (broken / "part-9.tsv.gz").write_bytes(b"\x1f\x8b not gzip at all")
+    write_run(tmp_path, "run=4", [event(D)])
+    done = run(tmp_path, '"output": {"path": "%s", "compression": "NONE"}' % (tmp_path / "out"))
+    assert done.returncode == 1 and "transformer: error:" in done.stderr
+    assert (tmp_path / "out/run=1/shredding_complete.json").exists() and (
+        tmp_path / "out/run=2/shredding_complete.json"
+    ).exists()
+    assert not (tmp_path / "out/run=3").exists() and not (tmp_path / "out/run=4").exists()
+    (broken / "part-9.tsv.gz").unlink()
+    assert run(tmp_path, '"output": {"path": "%s", "compression": "NONE"}' % (tmp_path / "out")).returncode == 0
+    good, _, _ = outputs(tmp_path / "out/run=3")
+    assert [row["event_id"] for row in good] == [C] and all(
+        p.suffix == ".txt" for p in (tmp_path / "out/run=3/output=good").glob("part-*")
+    )
+
+
+@pytest.fixture
+def aws(moto_server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ENDPOINT_URL_SQS": moto_server.endpoint,
+        "AWS_ENDPOINT_URL_SNS": moto_server.endpoint,
+    }.items():
+        monkeypatch.setenv(name, value)
+    sqs = boto3.client("sqs", region_name="eu-west-1")
+    sns = boto3.client("sns", region_name="eu-west-1")
+    return {"sqs": sqs, "sns": sns}
+
+
+def test_the_message_goes_to_sqs_and_sns(tmp_path: Path, aws: dict[str, Any]) -> None:
+    sqs, sns = aws["sqs"], aws["sns"]
+    queue = sqs.create_queue(
+        QueueName=f"loader-{os.getpid()}.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+    )
+    write_run(tmp_path, "run=1", [event(A)])
+    done = run(tmp_path, queue_config("sqs", "queueName", queue["QueueUrl"]))
+    assert done.returncode == 0, done.stderr[-2000:]
+    received = sqs.receive_message(QueueUrl=queue["QueueUrl"], AttributeNames=["MessageGroupId"])["Messages"]
+    assert [m["Body"] for m in received] == [(tmp_path / "out/run=1/shredding_complete.json").read_text()]
+    assert received[0]["Attributes"]["MessageGroupId"] == "shredding"
+    topic = sns.create_topic(
+        Name=f"loader-{os.getpid()}.fifo", Attributes={"FifoTopic": "true", "ContentBasedDeduplication": "true"}
+    )
+    subscriber = sqs.create_queue(
+        QueueName=f"sub-{os.getpid()}.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+    )
+    arn = sqs.get_queue_attributes(QueueUrl=subscriber["QueueUrl"], AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns.subscribe(TopicArn=topic["TopicArn"], Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+    write_run(tmp_path, "run=2", [event(B)])
+    done = run(tmp_path, queue_config("sns", "topicArn", topic["TopicArn"]))
+    assert done.returncode == 0, done.stderr[-2000:]
+    published = sqs.receive_message(QueueUrl=subscriber["QueueUrl"])["Messages"]
+    assert [m["Body"] for m in published] == [(tmp_path / "out/run=2/shredding_complete.json").read_text()]
+    refused = write_run(tmp_path, "run=3", [event(C)])
+    done = run(tmp_path, queue_config("sqs", "queueName", f"{aws['sqs'].meta.endpoint_url}/missing"))
+    assert done.returncode == 1 and "Could not send shredded types" in done.stderr
+    assert refused.exists() and not (tmp_path / "out/run=3/shredding_complete.json").exists(), (
+        "no commit without the message"
+    )
+
+
+def queue_config(kind: str, key: str, name: str) -> str:
+    return '"queue": ' + json.dumps({"type": kind, key: name, "region": "eu-west-1"})
+
+
+def test_cross_batch_dedup_on_dynamodb(tmp_path: Path, dynalite: LocalServer) -> None:
+    table = f"transformer-{os.getpid()}"
+    storage = {
+        "schema": "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/2-0-0",
+        "data": {
+            "name": "manifest",
+            "auth": {"accessKeyId": "x", "secretAccessKey": "y"},
+            "awsRegion": "us-east-1",
+            "dynamodbTable": table,
+            "id": "1b2c3d4e-0000-4000-8000-000000000000",
+            "purpose": "EVENTS_MANIFEST",
+        },
+    }
+    (tmp_path / "dedup.json").write_text(json.dumps(storage))
+    from events_manifest import init_storage, parse_config
+
+    init_storage(parse_config(storage), endpoint_url=dynalite.endpoint, create_if_missing=True).close()
+    write_run(tmp_path, "run=1", [event(A, "f"), event(B, "f")])
+    write_run(tmp_path, "run=2", [event(A, "f", etl="2026-11-02 06:00:00"), event(C, "f")])
+    flags = ("--duplicate-storage-config", "dedup.json", "--dynamodb-endpoint", dynalite.endpoint)
+    done = run(tmp_path, "", *flags)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(r["event_id"] for r in outputs(tmp_path / "out/run=1")[0]) == sorted([A, B])
+    assert [r["event_id"] for r in outputs(tmp_path / "out/run=2")[0]] == [C]
+
+
+@pytest.mark.process
+def test_a_killed_run_is_finished_by_the_next_run(tmp_path: Path) -> None:
+    lines = [event(A, "f"), event(A, "f", etl="2026-11-01 06:00:09"), event(B), event(B), "bad"]
+    write_run(tmp_path, "run=1", lines)
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    (tmp_path / "c.hocon").write_text(config(tmp_path / "in", tmp_path / "out"))
+    flags = ("--iglu-config", "iglu.json", "--config", "c.hocon", "--manifest", "sqlite://m.db")
+    killed_at("staged", tmp_path, *flags, module="spark_integration.transformer")
+    left = sorted(p.name for p in (tmp_path / "out/run=1").iterdir())
+    assert left[0] == ".staging" or (left[0].startswith(".staging-") and "_claim.json" in left and len(left) == 2)
+    done = transformer(tmp_path, *flags)
+    assert done.returncode == 0, done.stderr[-2000:]
+    good, bad, message = outputs(tmp_path / "out/run=1")
+    assert sorted(p.name for p in (tmp_path / "out/run=1").iterdir()) == [
+        "output=bad",
+        "output=good",
+        "shredding_complete.json",
+    ]
+    assert len(good) == 3 and len(bad) == 1 and message["data"]["count"] == {"good": 3, "bad": 1}
+    (tmp_path / "c2.hocon").write_text(config(tmp_path / "in", tmp_path / "unbroken"))
+    unbroken = transformer(
+        tmp_path, "--iglu-config", "iglu.json", "--config", "c2.hocon", "--manifest", "sqlite://m2.db"
+    )
+    assert unbroken.returncode == 0, unbroken.stderr[-2000:]
+    again_good, again_bad, _ = outputs(tmp_path / "unbroken/run=1")
+    assert rows(again_good) == rows(good) and rows(again_bad) == rows(bad), "the same rows, the same new ids"

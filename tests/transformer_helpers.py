@@ -1,0 +1,53 @@
+"""Enriched lines, configs and schema checks for the transformer's tests."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from events_manifest.iglu import Resolver
+from events_manifest.iglu.keys import SchemaKey
+from tests.shred_helpers import line
+
+IGLU_CENTRAL = Path(__file__).parent / "iglu_central"
+RESOLVER = {
+    "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
+    "data": {
+        "cacheSize": 500,
+        "cacheTtl": 600,
+        "repositories": [
+            {
+                "name": "central copy",
+                "priority": 0,
+                "vendorPrefixes": [],
+                "connection": {"embedded": {"path": str(IGLU_CENTRAL)}},
+            }
+        ],
+    },
+}
+_resolver = Resolver.parse(json.dumps(RESOLVER))
+
+
+def event(event_id: str, fingerprint: str = "", etl: str = "2026-11-01 06:00:00.000", **values: str) -> str:
+    """An enriched line the Analytics SDK decodes (v_collector and v_etl set)."""
+    return line(event_id, fingerprint, etl, **{"v_collector": "ssc-3.2.0", "v_etl": "enrich-5.1.0", **values})
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def config(input_path: Path | str, output_path: Path | str, extra: str = "") -> str:
+    return json.dumps({"input": str(input_path), "output": {"path": str(output_path)}})[:-1] + (
+        ', "formats": {"transformationType": "widerow"}' + (", " + extra if extra else "") + "}"
+    )
+
+
+def schema_errors(document: dict[str, Any] | str) -> list[str]:
+    """The messages of validating a self-describing document against its Iglu Central schema."""
+    parsed = json.loads(document) if isinstance(document, str) else document
+    key = SchemaKey.parse(parsed["schema"].replace(".storage.rdbloader/", ".storage/"))
+    assert key is not None
+    return _resolver.validate_data(key, parsed["data"])
