@@ -40,7 +40,7 @@ from events_manifest.transformer.config import TransformerConfig, TransformerCon
 from events_manifest.transformer.event import atomic_limits
 from events_manifest.transformer.jvm import NANOS
 from events_manifest.transformer.message import shredding_complete
-from events_manifest.transformer.runs import COMPLETE, discover
+from events_manifest.transformer.runs import COMPLETE, discover, folder_uri
 from spark_integration import output
 from spark_integration.cli_flags import run_job
 from spark_integration.session import local_session
@@ -103,7 +103,7 @@ def transform(
     runs = [name for name in sorted(inputs) if name in {*found.to_process, *unfinished}]
     results = []
     for name in runs:
-        report(f"Batch Transformer: processing {storage.qualify(join(config.input, name))}/")
+        report(f"Batch Transformer: processing {folder_uri(storage.qualify(join(config.input, name)))}")
         try:
             results.append(
                 _run(spark, storage, config, name, limits, handle, opened, sender, random_synthetic_ids, rerun)
@@ -112,7 +112,7 @@ def transform(
             warn(str(e))
     incomplete = [name for name in found.done if name not in unfinished and not storage.exists(_complete(config, name))]
     for name in incomplete:
-        warn(f"{storage.qualify(join(config.input, name))}/ was not successfully shredded")
+        warn(f"{folder_uri(storage.qualify(join(config.input, name)))} was not successfully shredded")
     if not incomplete:
         report("No incomplete folders were discovered")
     return results
@@ -195,7 +195,7 @@ def _run(
             if cache:
                 parsed.unpersist()
         message = shredding_complete(
-            storage.qualify(base) + "/",
+            folder_uri(storage.qualify(base)),
             [(uri, entity) for entity, uri in (t.split(" ", 1) for t in counts["types"])],
             file_format="json",
             started=started,

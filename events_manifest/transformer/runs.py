@@ -21,6 +21,18 @@ CHECKED_FOR_COMPLETION = 512
 """Of the runs found in both folders, the last this many are checked for `COMPLETE`."""
 
 
+_SCHEMES = {"s3a://": "s3://", "s3n://": "s3://", "gcs://": "gs://"}
+
+
+def folder_uri(qualified: str) -> str:
+    """A folder as the message and the loader name it: a trailing `/`, `s3a://` and `s3n://` as
+    `s3://`, `gcs://` as `gs://`."""
+    for scheme, canonical in _SCHEMES.items():
+        if qualified.startswith(scheme):
+            qualified = canonical + qualified.removeprefix(scheme)
+    return qualified.rstrip("/") + "/"
+
+
 def in_interval(name: str, interval: RunInterval, now: datetime) -> bool:
     """Whether a run folder passes the run interval: both bounds strict, an absent one open."""
     if not name.startswith("run="):

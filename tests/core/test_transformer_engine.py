@@ -19,7 +19,7 @@ from events_manifest.transformer.config import Criterion, TransformerConfig, Tra
 from events_manifest.transformer.event import Event, atomic_limits, decode, java_cut, parse_instant
 from events_manifest.transformer.jvm import double_to_string, hash_map_order, instant_to_string, string_hash
 from events_manifest.transformer.message import shredding_complete
-from events_manifest.transformer.runs import discover
+from events_manifest.transformer.runs import discover, folder_uri
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.transformer_helpers import RESOLVER, b64, event, schema_errors
 
@@ -478,3 +478,5 @@ def test_criteria_and_runs() -> None:
     ]
     found = discover(names, ["run=2026-11-02-00-00-00"], interval, datetime.now(UTC))
     assert found.to_process == ("other", "run=2026-11-01-x") and found.done == ("run=2026-11-02-00-00-00",)
+    assert folder_uri("s3a://bucket/out/run=1") == "s3://bucket/out/run=1/"
+    assert folder_uri("gcs://b/x/") == "gs://b/x/" and folder_uri("file:/tmp/x") == "file:/tmp/x/"
