@@ -41,6 +41,8 @@ from events_manifest.transformer.event import atomic_limits
 from events_manifest.transformer.jvm import NANOS
 from events_manifest.transformer.message import shredding_complete
 from events_manifest.transformer.runs import COMPLETE, discover, folder_uri
+from events_manifest.transformer.shredded import PARTITIONS as SHRED_PARTITIONS
+from events_manifest.transformer.shredded import Routing, Shredder
 from spark_integration import output
 from spark_integration.cli_flags import run_job
 from spark_integration.session import local_session
@@ -92,10 +94,21 @@ def transform(
         raise ManifestConfigError(f"input [{config.input}] is not a folder: nothing was written")
     protected = [Place("input", config.input), *(Place("manifest file", path) for path in manifest_files(manifest))]
     check_places(storage, [Place("output folder", config.output, folder=True)], protected)
-    limits = atomic_limits(iglu) if config.truncate_atomic_fields else None
-    sender = queues.client(config.queue) if config.queue is not None else None
+    if config.transformation == "shred" and iglu is None:
+        raise TransformerConfigError("shred mode needs an Iglu resolver config: the TSV columns come from schemas")
     handle = ManifestHandle.of(manifest) if manifest is not None else None
-    opened = handle.open() if handle is not None else None
+    job = _Job(
+        spark,
+        storage,
+        config,
+        iglu,
+        atomic_limits(iglu) if config.truncate_atomic_fields else None,
+        handle,
+        handle.open() if handle is not None else None,  # a missing table or unusable file fails here
+        queues.client(config.queue) if config.queue is not None else None,
+        random_synthetic_ids,
+        rerun,
+    )
     inputs = [name for name in storage.children(config.input) if storage.is_folder(join(config.input, name))]
     outputs = storage.children(config.output) if storage.exists(config.output) else []
     found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))
@@ -105,9 +118,7 @@ def transform(
     for name in runs:
         report(f"Batch Transformer: processing {folder_uri(storage.qualify(join(config.input, name)))}")
         try:
-            results.append(
-                _run(spark, storage, config, name, limits, handle, opened, sender, random_synthetic_ids, rerun)
-            )
+            results.append(job.run(name))
         except FolderClaimedError as e:
             warn(str(e))
     incomplete = [name for name in found.done if name not in unfinished and not storage.exists(_complete(config, name))]
@@ -123,10 +134,11 @@ def _check_supported(config: TransformerConfig, manifest: object | None) -> None
         raise TransformerConfigError(
             "Natural deduplication needs to be enabled when cross batch deduplication is enabled"
         )
-    if config.transformation != "widerow" or config.file_format != "json":
-        what = "shred" if config.transformation == "shred" else f"widerow {config.file_format}"
-        raise TransformerConfigError(f"{what} output is not built in this version of the transformer: use widerow json")
-    if config.legacy_message:
+    if config.transformation == "widerow" and config.file_format != "json":
+        raise TransformerConfigError(
+            f"widerow {config.file_format} output is not built in this version of the transformer: use json or shred"
+        )
+    if config.legacy_message and config.transformation == "widerow":
         raise TransformerConfigError("LegacyShreddingComplete message is only supported when shredding")
 
 
@@ -141,35 +153,52 @@ def _left_by_a_killed_run(storage: HadoopStorage, base: str) -> bool:
     return CLAIM in children and all(child == CLAIM or child.startswith(STAGING_PREFIX) for child in children)
 
 
-def _run(
-    spark: SparkSession,
-    storage: HadoopStorage,
-    config: TransformerConfig,
-    name: str,
-    limits: dict[str, int] | None,
-    handle: ManifestHandle | None,
-    opened: DuplicateStorage | None,
-    sender: Any,
-    random_ids: bool,
-    rerun: bool,
-) -> RunResult:
+@attrs.frozen
+class _Job:
+    """What every run of one `transform` call shares."""
+
+    spark: SparkSession
+    storage: HadoopStorage
+    config: TransformerConfig
+    iglu: ResolverConfig | None
+    limits: dict[str, int] | None
+    handle: ManifestHandle | None
+    opened: DuplicateStorage | None
+    sender: Any
+    random_ids: bool
+    rerun: bool
+
+    def shredder(self) -> Shredder | None:
+        config = self.config
+        if config.transformation != "shred" or self.iglu is None:
+            return None
+        return Shredder(Routing(config.default_format, config.json, config.tsv, config.skip), self.iglu)
+
+    def run(self, name: str) -> RunResult:
+        """Transform the run `name`: claimed, in the ledger, written, committed (see the module)."""
+        return _run(self, name)
+
+
+def _run(job: _Job, name: str) -> RunResult:
+    spark, storage, config, limits, handle = job.spark, job.storage, job.config, job.limits, job.handle
     source, base = join(config.input, name), join(config.output, name)
     listing = storage.listing([source])
     now = time.time_ns()
     with JobRun.begin(
-        opened,
+        job.opened,
         storage.qualify(source),
         APPLICATION,
         source=listing.identity(),
         output=storage.qualify(base),
-        rerun=rerun,
+        rerun=job.rerun,
         storage=storage,
         layout=LAYOUT,
         folders=[(base, "run")],
     ) as run:
         started = time.time_ns()
         minimum = None if config.minimum_timestamp is None else to_epoch_seconds(config.minimum_timestamp) * NANOS
-        parse = Parse(limits, minimum, now)
+        shred_mode = config.transformation == "shred"
+        parse = Parse(limits, minimum, now, wide_rows=not shred_mode)
         parsed = _parsed(spark, source, parse)
         cache = config.spark_cache if config.spark_cache is not None else handle is not None
         if cache:
@@ -181,13 +210,15 @@ def _run(
                 threshold=config.synthetic_threshold,
                 manifest=handle,
                 etl_seconds=to_epoch_seconds(etl),
-                random_ids=random_ids,
+                random_ids=job.random_ids,
                 limits=limits,
                 skip=config.skip_schemas,
+                shredder=job.shredder(),
+                now=now,
             )
             staging = output.Staging(storage, base)
             try:
-                counts = _write(parsed, decide, staging.path("data"), config.compression)
+                counts = _write(parsed, decide, staging.path("data"), config.compression, shred_mode)
             except BaseException:
                 staging.abort()
                 raise
@@ -196,8 +227,9 @@ def _run(
                 parsed.unpersist()
         message = shredding_complete(
             folder_uri(storage.qualify(base)),
-            [(uri, entity) for entity, uri in (t.split(" ", 1) for t in counts["types"])],
-            file_format="json",
+            [(uri, entity, fmt[0] if fmt else "") for entity, uri, *fmt in (t.split(" ") for t in counts["types"])],
+            file_format=None if shred_mode else "json",
+            legacy=config.legacy_message,
             started=started,
             completed=time.time_ns(),
             earliest=counts["earliest"],
@@ -214,8 +246,8 @@ def _run(
                     (join(staging.path("data"), f"output={BAD}"), join(base, f"output={BAD}"), None),
                 ]
             )
-            if sender is not None and config.queue is not None:
-                queues.send(config.queue, sender, message)
+            if job.sender is not None and config.queue is not None:
+                queues.send(config.queue, job.sender, message)
             storage.write_text(join(base, COMPLETE), message)
 
         run.commit(from_epoch_seconds(to_epoch_seconds(etl)).strftime("%Y-%m-%d %H:%M:%S"), publish)
@@ -252,9 +284,10 @@ def _batch_etl(parsed: DataFrame) -> datetime:
         return datetime.now(UTC)
 
 
-def _write(parsed: DataFrame, decide: Decide, path: str, compression: str) -> dict[str, Any]:
+def _write(parsed: DataFrame, decide: Decide, path: str, compression: str, shred_mode: bool) -> dict[str, Any]:
     """Decide every row (an id's rows brought together by Spark's shuffle, then `Decide`) and write
-    the good and bad rows under `path` (`output=good/`, `output=bad/`); the counts, observed on the way."""
+    the good and bad lines under `path` (`output=good/`, `output=bad/`, in shred mode each line
+    under its schema's partition); the counts, observed on the way."""
 
     def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield from decide.partition(iterator)
@@ -262,13 +295,13 @@ def _write(parsed: DataFrame, decide: Decide, path: str, compression: str) -> di
     lines, tally = Observation("transformer lines"), Observation("transformer counts")
     counted = parsed.observe(lines, F.count(F.lit(1)).alias("lines"))
     spark = parsed.sparkSession
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    decided = counted.repartition(partitions, "key").sortWithinPartitions("key").mapInArrow(batches, DECIDED_TYPE)
-    good = F.col("output") == GOOD
+    shuffled = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    decided = counted.repartition(shuffled, "key").sortWithinPartitions("key").mapInArrow(batches, DECIDED_TYPE)
+    good = F.col("event") == 1
     collector = F.struct("collector", "collector_nanos")
     observed = decided.observe(
         tally,
-        F.count_if(good).alias("good"),
+        F.coalesce(F.sum("event"), F.lit(0)).alias("good"),
         F.count_if(F.col("output") == BAD).alias("bad"),
         F.count_if(F.col("output") == "duplicate").alias("duplicates"),
         F.coalesce(F.sum("natural"), F.lit(0)).alias("natural"),
@@ -276,8 +309,9 @@ def _write(parsed: DataFrame, decide: Decide, path: str, compression: str) -> di
         F.max(F.when(good, collector)).alias("latest"),
         F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types"))))).alias("types"),
     )
-    written = observed.filter(F.col("value").isNotNull()).select("output", "value")
-    writer = written.write.partitionBy("output")
+    partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
+    written = observed.filter(F.col("value").isNotNull()).select(*partitions, "value")
+    writer = written.write.partitionBy(*partitions)
     if compression == "GZIP":
         writer = writer.option("compression", "gzip")
     writer.text(path)

@@ -18,6 +18,7 @@ BADROWS = "iglu:com.snowplowanalytics.snowplow.badrows"
 PARSING_ERROR = f"{BADROWS}/loader_parsing_error/jsonschema/2-0-0"
 RUNTIME_ERROR = f"{BADROWS}/loader_runtime_error/jsonschema/1-0-1"
 GENERIC_ERROR = f"{BADROWS}/generic_error/jsonschema/1-0-0"
+IGLU_ERROR = f"{BADROWS}/loader_iglu_error/jsonschema/2-0-0"
 CONTEXTS_1_0_0 = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0"
 UNSTRUCT_1_0_0 = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
 MINIMUM_TIMESTAMP_FIELDS = (
@@ -43,6 +44,16 @@ def parsing_error(line: str, error: dict[str, Any]) -> str:
 def runtime_error(event: Event, message: str) -> str:
     """An event whose cross-batch put failed, with the failure's message."""
     return _bad_row(RUNTIME_ERROR, sdjson.string(message), event_payload(event))
+
+
+def iglu_error(event: Event, failures: list[dict[str, Any]]) -> str:
+    """An event whose entities' schemas could not be fetched or read: the failures, the event."""
+    return _bad_row(IGLU_ERROR, sdjson.dumps(failures), event_payload(event))
+
+
+def schema_of(bad_row: str) -> str:
+    """A bad row's schema URI (its first member, as `_bad_row` writes it)."""
+    return bad_row[len('{"schema":"') : bad_row.index('"', len('{"schema":"'))]
 
 
 def too_early(event: Event, minimum: int, now: int) -> str | None:

@@ -29,6 +29,7 @@ from events_manifest.transformer import bad_rows, widerow
 from events_manifest.transformer.config import Criterion
 from events_manifest.transformer.event import Entity, Event, decode
 from events_manifest.transformer.jvm import NANOS
+from events_manifest.transformer.shredded import JSON, PARTITIONS, IgluFailure, Shredder, partition
 
 GOOD, BAD, DUPLICATE, META = "good", "bad", "duplicate", "meta"
 """Where a row goes: `output=good/`, `output=bad/`, dropped as a cross-batch duplicate (counted), or
@@ -57,15 +58,19 @@ need. Times are seconds since the epoch and the nanoseconds within the second.""
 DECIDED = pa.schema(
     [
         ("output", pa.string()),
+        *((name, pa.string()) for name in PARTITIONS),
         ("value", pa.string()),
-        ("types", pa.list_(pa.string())),
+        ("event", pa.int64()),
         ("collector", pa.int64()),
         ("collector_nanos", pa.int64()),
+        ("types", pa.list_(pa.string())),
         ("natural", pa.int64()),
     ]
 )
-"""What `Decide` returns: rows for `output=good/` and `output=bad/`, dropped rows (value null), and
-per batch a `META` row: the entity types (`ENTITY URI`) and the natural duplicates it dropped."""
+"""What `Decide` returns: lines for `output=good/` and `output=bad/` (in shred mode with their
+partition: `shredded.PARTITIONS`), dropped rows (value null), and per batch a `META` row: the
+entity types (`ENTITY URI`, and ` FORMAT` in shred mode) and the natural duplicates it dropped. A
+good event's first line has `event` 1 and the event's collector_tstamp."""
 
 
 def _seconds(nanos: int | None) -> tuple[int | None, int | None]:
@@ -91,6 +96,7 @@ class Parse:
     limits: dict[str, int] | None = None
     minimum: int | None = None
     now: int = 0
+    wide_rows: bool = True
 
     def batch(self, lines: pa.Array) -> pa.RecordBatch:
         rows: dict[str, list[Any]] = {name: [] for name in PARSED.names}
@@ -112,14 +118,14 @@ class Parse:
             values = (
                 event.get("event_id"),
                 True,
-                widerow.line(event),
+                widerow.line(event) if self.wide_rows else None,
                 line,
                 event.get("event_fingerprint"),
                 etl,
                 etl_nanos,
                 collector,
                 collector_nanos,
-                event_types(event),
+                event_types(event) if self.wide_rows else [],
             )
             for name, value in zip(PARSED.names, values, strict=True):
                 rows[name].append(value)
@@ -169,7 +175,9 @@ class Decide:
 
     `threshold`: synthetic duplicates are ids kept more often than this (None: no synthetic dedup);
     `manifest` with `etl_seconds`: the cross-batch put; `limits` as `Parse` had them, to decode a
-    line again when it is re-identified; `skip` leaves types out of the run's message.
+    line again; `skip` leaves types out of the run's message. With a `shredder`, kept events are
+    shredded here (their lines, or a `loader_iglu_error` dated `now`); else their wide row is the
+    one `Parse` rendered (rendered again when re-identified).
     """
 
     natural: bool = True
@@ -179,6 +187,8 @@ class Decide:
     random_ids: bool = False
     limits: dict[str, int] | None = None
     skip: tuple[Criterion, ...] = ()
+    shredder: Shredder | None = None
+    now: int = 0
 
     def partition(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Decide a partition's rows, an id's rows together whatever batches they came in."""
@@ -200,16 +210,20 @@ class Decide:
     def rows(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
         """Decide whole ids' rows (sorted by key): the output rows, and the batch's `META` row."""
         out: dict[str, list[Any]] = {name: [] for name in DECIDED.names}
+        no_partition = (None,) * len(PARTITIONS)
 
-        def emit(
-            output: str, value: str | None, types: list[str] | None = None, row: dict[str, Any] | None = None
-        ) -> None:
-            for name, item in zip(
-                DECIDED.names,
-                (output, value, types, row and row["collector"], row and row["collector_nanos"], None),
-                strict=True,
-            ):
+        def emit(output: str, value: str | None, place: tuple[str | None, ...] = no_partition) -> None:
+            if self.shredder is not None and output == BAD and value is not None:
+                place = partition(SchemaKey.parse(bad_rows.schema_of(value)), JSON)  # type: ignore[arg-type]
+            for name, item in zip(("output", *PARTITIONS, "value"), (output, *place, value), strict=True):
                 out[name].append(item)
+            for name in ("event", "collector", "collector_nanos", "types", "natural"):
+                out[name].append(None)
+
+        def emit_event(row: dict[str, Any]) -> None:
+            """Count the event once, on the line just emitted (its last), with its collector_tstamp."""
+            out["event"][-1], out["collector"][-1] = 1, row["collector"]
+            out["collector_nanos"][-1] = row["collector_nanos"]
 
         survivors: list[dict[str, Any]] = []
         natural = 0
@@ -233,17 +247,37 @@ class Decide:
         for group in _groups(kept_rows):
             renamed = self.threshold is not None and len(group) > self.threshold
             for row in group:
-                if renamed:
+                if self.shredder is not None:
+                    types.update(self._shred(row, renamed, emit, emit_event))
+                elif renamed:
                     event = with_new_id(self._event(row), self._new_id(row))
-                    value, row_types = widerow.line(event), event_types(event)
+                    emit(GOOD, widerow.line(event))
+                    emit_event(row)
+                    types.update(event_types(event))
                 else:
-                    value, row_types = row["value"], row["types"]
-                types.update(row_types)
-                emit(GOOD, value, None, row)
-        kept_types = sorted(t for t in types if not any(c.matches(t.split(" ", 1)[1]) for c in self.skip))
-        emit(META, None, kept_types)
+                    emit(GOOD, row["value"])
+                    emit_event(row)
+                    types.update(row["types"])
+        kept_types = sorted(t for t in types if not any(c.matches(t.split(" ")[1]) for c in self.skip))
+        emit(META, None)
+        out["types"][-1] = kept_types
         out["natural"][-1] = natural
         return _record_batch(out, DECIDED)
+
+    def _shred(self, row: dict[str, Any], renamed: bool, emit: Any, emit_event: Any) -> list[str]:
+        """A kept event's shredded lines (or its `loader_iglu_error`); its types when shredded."""
+        assert self.shredder is not None
+        event = self._event(row)
+        if renamed:
+            event = with_new_id(event, self._new_id(row))
+        lines = self.shredder.lines(event)
+        if isinstance(lines, IgluFailure):
+            emit(BAD, bad_rows.iglu_error(event, [lines.item(self.now)]))
+            return []
+        for place, text in lines:
+            emit(GOOD, text, place)
+        emit_event(row)
+        return [f"{entity} {uri} {fmt}" for uri, entity, fmt in self.shredder.types(event)]
 
     def _natural(self, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One event per fingerprint (each event without one kept): the earliest etl_tstamp, an absent

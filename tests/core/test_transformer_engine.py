@@ -342,7 +342,7 @@ def test_bad_rows_are_valid_against_their_schemas() -> None:
 def test_the_message_is_valid_against_its_schema() -> None:
     message = shredding_complete(
         "s3://bucket/out/run=1/",
-        [(PRODUCT_1, "CONTEXT"), (CLICK, "SELF_DESCRIBING_EVENT"), (PRODUCT_1, "CONTEXT")],
+        [(PRODUCT_1, "CONTEXT", ""), (CLICK, "SELF_DESCRIBING_EVENT", ""), (PRODUCT_1, "CONTEXT", "")],
         file_format="json",
         started=1,
         completed=2_500_000_000,

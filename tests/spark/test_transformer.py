@@ -318,3 +318,97 @@ def test_a_killed_run_is_finished_by_the_next_run(tmp_path: Path) -> None:
     assert unbroken.returncode == 0, unbroken.stderr[-2000:]
     again_good, again_bad, _ = outputs(tmp_path / "unbroken/run=1")
     assert rows(again_good) == rows(good) and rows(again_bad) == rows(bad), "the same rows, the same new ids"
+
+
+def read_tree(folder: Path) -> dict[str, list[str]]:
+    """The lines of each partition folder below `folder`, by its path relative to it."""
+    found: dict[str, list[str]] = {}
+    for part in sorted(folder.rglob("part-*")):
+        found.setdefault(str(part.parent.relative_to(folder)), []).extend(read_lines(part.parent))
+    return {place: sorted(set(lines)) for place, lines in found.items()}
+
+
+def partition_of(vendor: str, name: str, fmt: str, version: str = "1-0-0") -> str:
+    model, revision, addition = version.split("-")
+    return f"vendor={vendor}/name={name}/format={fmt}/model={model}/revision={revision}/addition={addition}"
+
+
+def test_shred_mode_writes_each_entity_under_its_partition(tmp_path: Path) -> None:
+    acme = tmp_path / "acme" / "schemas/com.acme/order/jsonschema/1-0-0"
+    acme.parent.mkdir(parents=True)
+    order = {
+        "type": "object",
+        "properties": {"orderId": {"type": "string"}, "total": {"type": "number"}},
+        "required": ["orderId"],
+    }
+    acme.write_text(json.dumps(order))
+    resolver = json.loads(json.dumps(RESOLVER))
+    resolver["data"]["repositories"].append(
+        {"name": "acme", "priority": 1, "connection": {"embedded": {"path": str(tmp_path / "acme")}}}
+    )
+    (tmp_path / "iglu.json").write_text(json.dumps(resolver))
+    click = sdj(
+        "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1", '{"targetUrl":"https://x/","elementId":"b"}'
+    )
+    page = sdj("iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0", '{"id":"p1"}')
+    ordered = sdj("iglu:com.acme/order/jsonschema/1-0-0", '{"orderId":"o-1","total":12.50}')
+    gone = sdj("iglu:com.acme/gone/jsonschema/1-0-0", "{}")
+    write_run(
+        tmp_path,
+        "run=1",
+        [
+            event(A, "f", unstruct_event=unstruct(click), contexts=contexts(page, ordered)),
+            event(B, "f1", contexts=contexts(gone)),
+            event(C, "c1"),
+            event(C, "c2"),
+            "bad",
+        ],
+    )
+    pages = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-*-*"
+    shred = f'"formats": {{"transformationType": "shred", "default": "TSV", "json": ["{pages}"]}}'
+    text = json.dumps({"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out"), "compression": "NONE"}})
+    (tmp_path / "c.hocon").write_text(text[:-1] + ", " + shred + "}")
+    done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "c.hocon")
+    assert done.returncode == 0, done.stderr[-3000:]
+    base = tmp_path / "out/run=1"
+    good = read_tree(base / "output=good")
+    atomic = good[partition_of("com.snowplowanalytics.snowplow", "atomic", "tsv")]
+    assert len(atomic) == 3 and all(len(line.split("\t")) == 128 for line in atomic)
+    assert {line.split("\t")[6] for line in atomic} >= {A} and B not in {line.split("\t")[6] for line in atomic}
+    meta = [A, "2026-11-01 05:59:00.000", "events"]
+    assert good[partition_of("com.snowplowanalytics.snowplow", "link_click", "tsv", "1-0-1")] == [
+        "\t".join(["com.snowplowanalytics.snowplow", "link_click", "jsonschema", "1-0-1", *meta,
+                   '["events","link_click"]', "events", "https://x/", "\\N", "\\N", "b", "\\N"])
+    ]  # fmt: skip
+    assert good[partition_of("com.acme", "order", "tsv")] == [
+        "\t".join(["com.acme", "order", "jsonschema", "1-0-0", *meta, '["events","order"]', "events", "o-1", "12.50"])
+    ]
+    (page_line,) = good[partition_of("com.snowplowanalytics.snowplow", "web_page", "json")]
+    assert json.loads(page_line)["data"] == {"id": "p1"} and json.loads(page_line)["hierarchy"]["rootId"] == A
+    duplicates = good[partition_of("com.snowplowanalytics.snowplow", "duplicate", "tsv")]
+    assert [line.split("\t")[-1] for line in duplicates] == [C, C]
+    bad = read_tree(base / "output=bad")
+    (iglu_error,) = bad[partition_of("com.snowplowanalytics.snowplow.badrows", "loader_iglu_error", "json", "2-0-0")]
+    assert schema_errors(iglu_error) == [] and json.loads(iglu_error)["data"]["payload"]["event_id"] == B
+    assert json.loads(iglu_error)["data"]["failure"][0]["schemaKey"] == "iglu:com.acme/gone/jsonschema/1-0-0"
+    assert (
+        len(bad[partition_of("com.snowplowanalytics.snowplow.badrows", "loader_parsing_error", "json", "2-0-0")]) == 1
+    )
+    message = json.loads((base / "shredding_complete.json").read_text())
+    assert schema_errors(message) == [] and message["data"]["count"] == {"good": 3, "bad": 2}
+    assert {(t["schemaKey"].split("/")[1], t["format"]) for t in message["data"]["typesInfo"]["types"]} == {
+        ("link_click", "TSV"), ("web_page", "JSON"), ("order", "TSV"), ("duplicate", "TSV")
+    }  # fmt: skip
+    legacy = (
+        '"formats": {"transformationType": "shred", "default": "JSON", "tsv": ["iglu:com.acme/order/jsonschema/1-*-*"]}'
+    )
+    text = json.dumps({"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "legacy")}})
+    (tmp_path / "legacy.hocon").write_text(
+        text[:-1] + ", " + legacy + ', "featureFlags": {"legacyMessageFormat": true}}'
+    )
+    assert transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "legacy.hocon").returncode == 0
+    message = json.loads((tmp_path / "legacy/run=1/shredding_complete.json").read_text())
+    assert message["schema"].endswith("/1-0-1") and schema_errors(message) == []
+    assert {(t["schemaKey"].split("/")[1], t["format"]) for t in message["data"]["types"]} == {
+        ("link_click", "JSON"), ("web_page", "JSON"), ("order", "TSV"), ("gone", "JSON"), ("duplicate", "JSON")
+    }  # fmt: skip
