@@ -1,12 +1,15 @@
-"""The transformer (wide-row JSON) against a bare Spark job doing the same reading, dedup and JSON
-writing, each a whole process, interleaved.
+"""The transformer against a bare Spark job doing the same reading, dedup and writing, each a whole
+process, interleaved.
 
-    python benchmarks/transformer.py --events 300000 --rounds 3
+    python benchmarks/transformer.py --events 300000 --rounds 3 [--mode widerow|shred]
 
 (a) `python -m spark_integration.transformer` on one run of N generated events (about 1% of the
     lines duplicated), cross-batch dedup on a fresh SQLite manifest, gzip output;
 (b) the baseline: a process that reads the same text, splits it into the 131 fields,
     `dropDuplicates(event_id, event_fingerprint)` and writes them as gzip JSON.
+With `--mode shred`: (a) in shred mode (JSON by default, `web_page` and `link_click` as TSV from
+their Iglu Central schemas); (b) writes the same partitions: each event's atomic fields as one TSV
+line under the atomic partition, each of its JSON columns as a line under its first entity's.
 Both on `local[2]`. Prints each process's wall time, the medians and the ratio (a)/(b).
 """
 
@@ -27,66 +30,100 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def baseline(source: str, target: str) -> None:
+def baseline(source: str, target: str, mode: str) -> None:
     from pyspark.sql import functions as F
 
-    from events_manifest.snowplow.fields import FIELD_NAMES
+    from events_manifest.snowplow.fields import ATOMIC_FIELDS, FIELD_NAMES, JSON_FIELDS
     from spark_integration import local_session
 
     spark = local_session("local[2]")
     fields = F.split("value", "\t", -1)
     columns = [F.get(fields, i).alias(name) for i, name in enumerate(FIELD_NAMES)]
-    events = spark.read.text(source).select(*columns)
-    events.dropDuplicates(["event_id", "event_fingerprint"]).write.option("compression", "gzip").json(target)
+    events = spark.read.text(source).select(*columns).dropDuplicates(["event_id", "event_fingerprint"])
+    if mode == "widerow":
+        events.write.option("compression", "gzip").json(target)
+        return
+    key = r'"data":\[?\{"schema":"iglu:([^/]+)/([^/]+)/([^/]+)/(\d+)-(\d+)-(\d+)"'
+    atomic = F.struct(
+        F.array(*map(F.lit, ("com.snowplowanalytics.snowplow", "atomic", "tsv", "1", "0", "0"))).alias("place"),
+        F.concat_ws("\t", *(F.coalesce(F.col(FIELD_NAMES[i]), F.lit("")) for i in ATOMIC_FIELDS)).alias("line"),
+    )
+    entities = [
+        F.struct(
+            F.array(*(F.regexp_extract(FIELD_NAMES[i], key, g) for g in range(1, 7))).alias("place"),
+            F.col(FIELD_NAMES[i]).alias("line"),
+        )
+        for i in JSON_FIELDS
+    ]
+    lines = events.select(F.explode(F.array(atomic, *entities)).alias("x")).filter("x.line != ''")
+    places = ("vendor", "name", "format", "model", "revision", "addition")
+    written = lines.select(
+        *(F.col("x.place")[i].alias(name) for i, name in enumerate(places)), F.col("x.line").alias("value")
+    )
+    written.write.partitionBy(*places).option("compression", "gzip").text(target)
 
 
 RUN = "run=2026-11-01-06-00-00"
+CENTRAL = {"name": "central", "priority": 0, "connection": {"embedded": {"path": str(ROOT / "tests" / "iglu_central")}}}
+"""The copies of Iglu Central's schemas the tests use: `web_page` and `link_click` among them."""
 
 
-def transformer(work: Path, n: int) -> list[str]:
+SHRED = {
+    "transformationType": "shred",
+    "default": "JSON",
+    "tsv": [
+        "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-*-*",
+        "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-*-*",
+    ],
+}
+
+
+def transformer(work: Path, n: int, mode: str) -> list[str]:
     """The transformer's command for round `n`: a fresh output folder and manifest."""
     config = {"input": str(work / "in"), "output": {"path": str(work / f"out-{n}")}}
-    text = json.dumps({**config, "formats": {"transformationType": "widerow"}})
+    formats = SHRED if mode == "shred" else {"transformationType": "widerow"}
+    text = json.dumps({**config, "formats": formats})
     (work / f"c{n}.json").write_text(text)
     flags = ["--iglu-config", str(work / "iglu.json"), "--config", str(work / f"c{n}.json")]
     return [sys.executable, "-m", "spark_integration.transformer", *flags, "--manifest", f"sqlite:///{work}/m{n}.db"]
 
 
-def base(work: Path, n: int) -> list[str]:
-    return [sys.executable, __file__, "--baseline", str(work / "in" / RUN), str(work / f"base-{n}")]
+def base(work: Path, n: int, mode: str) -> list[str]:
+    return [sys.executable, __file__, "--baseline", str(work / "in" / RUN), str(work / f"base-{n}"), "--mode", mode]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mode", choices=("widerow", "shred"), default="widerow")
     parser.add_argument("--baseline", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline:
-        baseline(*args.baseline)
+        baseline(*args.baseline, args.mode)
         return 0
     work = Path(tempfile.mkdtemp(prefix="transformer-bench-"))
     try:
-        return measure(work, args.events, args.rounds)
+        return measure(work, args.events, args.rounds, args.mode)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def measure(work: Path, events: int, rounds: int) -> int:
+def measure(work: Path, events: int, rounds: int, mode: str) -> int:
     from shred_job import generate
 
     lines = generate(work / "in" / RUN, events)
     print(f"input: {lines:,} lines in {work / 'in'}")
     resolver = {
         "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
-        "data": {"cacheSize": 500, "repositories": []},
+        "data": {"cacheSize": 500, "repositories": [CENTRAL] if mode == "shred" else []},
     }
     (work / "iglu.json").write_text(json.dumps(resolver))
     times: dict[str, list[float]] = {"transformer": [], "baseline": []}
     for n in range(rounds):
         order = ["transformer", "baseline"] if n % 2 == 0 else ["baseline", "transformer"]
         for name in order:
-            command = transformer(work, n) if name == "transformer" else base(work, n)
+            command = transformer(work, n, mode) if name == "transformer" else base(work, n, mode)
             started = time.monotonic()
             done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
             seconds = time.monotonic() - started

@@ -377,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config, iglu, manifest = _configs(args)
-    except TransformerConfigError as e:
+    except ManifestConfigError as e:  # the transformer's config, or the manifest's
         print(str(e), file=sys.stderr)
         return 2
 

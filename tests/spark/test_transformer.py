@@ -185,6 +185,13 @@ def test_config_errors_exit_2_and_write_nothing(tmp_path: Path) -> None:
             tmp_path, "--iglu-config", b64(json.dumps(RESOLVER)), "--config", text, "--manifest", "sqlite://m.db"
         )
         assert done.returncode == 2 and done.stderr.strip() == message, done.stderr
+    (tmp_path / "in" / "dedup.json").write_text(
+        '{"schema": "iglu:com.acme/not_a_manifest_config/jsonschema/1-0-0", "data": {}}'
+    )
+    flags = ("--duplicate-storage-config", "in/dedup.json", "--config", b64(config(tmp_path / "in", tmp_path / "out")))
+    refused = transformer(tmp_path, "--iglu-config", b64(json.dumps(RESOLVER)), *flags)
+    assert refused.returncode == 2 and "not_a_manifest_config" in refused.stderr and "Traceback" not in refused.stderr
+    (tmp_path / "in" / "dedup.json").unlink()
     command = [sys.executable, "-m", "spark_integration.transformer", "--iglu-config", "nope.json", "--config", "x"]
     missing = subprocess.run(command, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120, check=False)
     assert (
