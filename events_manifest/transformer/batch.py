@@ -151,12 +151,14 @@ def filled_fingerprint(event_id: str, line: str) -> str:
     return str(uuid.uuid5(uuid.UUID(event_id), f"missing-fingerprint:{digest}"))
 
 
-def new_event_id(event_id: str, fingerprint: str | None, line: str, *, random_id: bool) -> str:
+def new_event_id(event_id: str, fingerprint: str | None, line: str, rank: int = 0, *, random_id: bool) -> str:
     """A synthetic duplicate's new id: a UUID v5 of its id and fingerprint (its line when it has
-    none), the same on every rerun; v4 with `random_id`, as the reference does."""
+    none; `rank` tells identical lines apart), the same on every rerun; v4 with `random_id`, as the
+    reference does."""
     if random_id:
         return str(uuid.uuid4())
-    return str(uuid.uuid5(uuid.UUID(event_id), fingerprint or filled_fingerprint(event_id, line)))
+    name = fingerprint or filled_fingerprint(event_id, line)
+    return str(uuid.uuid5(uuid.UUID(event_id), f"{name}:{rank}" if rank else name))
 
 
 def with_new_id(event: Event, new_id: str) -> Event:
@@ -246,6 +248,7 @@ class Decide:
         types: set[str] = set()
         for group in _groups(kept_rows):
             renamed = self.threshold is not None and len(group) > self.threshold
+            _rank(group)
             for row in group:
                 if self.shredder is not None:
                     types.update(self._shred(row, renamed, emit, emit_event))
@@ -313,12 +316,22 @@ class Decide:
         return event
 
     def _new_id(self, row: dict[str, Any]) -> str:
-        return new_event_id(row["key"], row["fingerprint"], row["line"], random_id=self.random_ids)
+        return new_event_id(row["key"], row["fingerprint"], row["line"], row["rank"], random_id=self.random_ids)
 
 
 def _earliest(row: dict[str, Any]) -> tuple[int, int, str]:
     etl = row["etl"]
     return (_INT64_MIN, 0, row["line"]) if etl is None else (etl, row["etl_nanos"], row["line"])
+
+
+def _rank(group: list[dict[str, Any]]) -> None:
+    """Number the rows of an id that are alike (one fingerprint, or no fingerprint and one line),
+    in line order, so that each gets a new id of its own."""
+    seen: dict[str, int] = {}
+    for row in sorted(group, key=lambda row: row["line"]):
+        alike = row["fingerprint"] or row["line"]
+        row["rank"] = seen.get(alike, 0)
+        seen[alike] = row["rank"] + 1
 
 
 def _groups(rows: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

@@ -28,7 +28,7 @@ from tests.shred_helpers import KeptOnce, read_bad, read_output, write_input
 pytestmark = pytest.mark.spark
 
 SLOW = settings(
-    max_examples=int(os.environ.get("EVENTS_MANIFEST_EXAMPLES", "5")),
+    max_examples=int(os.environ.get("EVENTS_MANIFEST_EXAMPLES", "4")),
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],

@@ -318,13 +318,16 @@ def test_a_killed_run_is_finished_by_the_next_run(tmp_path: Path) -> None:
         "shredding_complete.json",
     ]
     assert len(good) == 3 and len(bad) == 1 and message["data"]["count"] == {"good": 3, "bad": 1}
-    (tmp_path / "c2.hocon").write_text(config(tmp_path / "in", tmp_path / "unbroken"))
-    unbroken = transformer(
-        tmp_path, "--iglu-config", "iglu.json", "--config", "c2.hocon", "--manifest", "sqlite://m2.db"
-    )
-    assert unbroken.returncode == 0, unbroken.stderr[-2000:]
-    again_good, again_bad, _ = outputs(tmp_path / "unbroken/run=1")
-    assert rows(again_good) == rows(good) and rows(again_bad) == rows(bad), "the same rows, the same new ids"
+    kept = {row["event_id"]: row for row in good}
+    assert kept[A]["etl_tstamp"] == "2026-11-01T06:00:00Z", "the earliest copy, as an unbroken run keeps it"
+    renamed = [row for row in good if row["event_id"] != A]
+    assert len(renamed) == 2 and {str(r["contexts_com_snowplowanalytics_snowplow_duplicate_1"]) for r in renamed} == {
+        str([{"originalEventId": B}])
+    }
+    from events_manifest.transformer.batch import new_event_id
+
+    expected = {new_event_id(B, None, event(B), rank, random_id=False) for rank in (0, 1)}
+    assert {r["event_id"] for r in renamed} == expected, "an unbroken run's ids: two identical lines, two ids"
 
 
 def read_tree(folder: Path) -> dict[str, list[str]]:
