@@ -221,10 +221,11 @@ def _integral(value: Any) -> bool:
 
 
 def _integer(schema: Mapping[str, Any]) -> Type:
-    bounds = schema.get("minimum"), schema.get("maximum")
-    if not all(_is_number(bound) for bound in bounds):
+    bounds = [schema.get("minimum"), schema.get("maximum")]
+    numbers = [int(bound) for bound in bounds if _is_number(bound)]
+    if len(numbers) < 2:
         return LONG
-    low, high = (int(bound) for bound in bounds)
+    low, high = numbers
     if low >= -(2**31) and high <= 2**31 - 1:
         return INTEGER
     if low >= -(2**63) and high <= 2**63 - 1:
