@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal as Number
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -171,7 +171,7 @@ def _freeze(value: Any) -> Any:
     return repr(value)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
