@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -35,11 +35,13 @@ from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from events_manifest.places import Place, check_places
 from events_manifest.storage import join
 from events_manifest.transformer import queue as queues
-from events_manifest.transformer.batch import BAD, DECIDED, GOOD, META, PARSED, Decide, Parse
+from events_manifest.transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse, entity_types
 from events_manifest.transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
 from events_manifest.transformer.event import atomic_limits
 from events_manifest.transformer.jvm import NANOS
 from events_manifest.transformer.message import shredding_complete
+from events_manifest.transformer.parquet import ParquetColumns, build_columns
+from events_manifest.transformer.parquet_types import TIMESTAMP
 from events_manifest.transformer.runs import COMPLETE, discover, folder_uri
 from events_manifest.transformer.shredded import PARTITIONS as SHRED_PARTITIONS
 from events_manifest.transformer.shredded import Routing, Shredder
@@ -52,7 +54,13 @@ APPLICATION = f"events-manifest transformer {__version__}"
 LAYOUT = Layout("transformer", "", lambda role, name: False)
 """A run folder holds what the reference writes there and nothing else: no marker."""
 PARSED_TYPE = from_arrow_schema(PARSED)
-DECIDED_TYPE = from_arrow_schema(DECIDED)
+PARQUET_SETTINGS = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.writeLegacyFormat": "false",
+}
+"""The Parquet writer's settings, as the reference sets them: timestamps as microseconds, dates in
+the proleptic Gregorian calendar, lists as the standard three-level LIST."""
 
 
 @attrs.frozen
@@ -94,8 +102,8 @@ def transform(
         raise ManifestConfigError(f"input [{config.input}] is not a folder: nothing was written")
     protected = [Place("input", config.input), *(Place("manifest file", path) for path in manifest_files(manifest))]
     check_places(storage, [Place("output folder", config.output, folder=True)], protected)
-    if config.transformation == "shred" and iglu is None:
-        raise TransformerConfigError("shred mode needs an Iglu resolver config: the TSV columns come from schemas")
+    if (config.transformation == "shred" or config.file_format == "parquet") and iglu is None:
+        raise TransformerConfigError("shred mode and Parquet need an Iglu resolver config: columns come from schemas")
     handle = ManifestHandle.of(manifest) if manifest is not None else None
     job = _Job(
         spark,
@@ -133,10 +141,6 @@ def _check_supported(config: TransformerConfig, manifest: object | None) -> None
     if manifest is not None and not config.natural:
         raise TransformerConfigError(
             "Natural deduplication needs to be enabled when cross batch deduplication is enabled"
-        )
-    if config.transformation == "widerow" and config.file_format != "json":
-        raise TransformerConfigError(
-            f"widerow {config.file_format} output is not built in this version of the transformer: use json or shred"
         )
     if config.legacy_message and config.transformation == "widerow":
         raise TransformerConfigError("LegacyShreddingComplete message is only supported when shredding")
@@ -198,7 +202,9 @@ def _run(job: _Job, name: str) -> RunResult:
         started = time.time_ns()
         minimum = None if config.minimum_timestamp is None else to_epoch_seconds(config.minimum_timestamp) * NANOS
         shred_mode = config.transformation == "shred"
-        parse = Parse(limits, minimum, now, wide_rows=not shred_mode)
+        parquet_mode = not shred_mode and config.file_format == "parquet"
+        columns = _columns(spark, source, job.iglu, config, minimum) if parquet_mode else None
+        parse = Parse(limits, minimum, now, wide_rows=not shred_mode and not parquet_mode)
         parsed = _parsed(spark, source, parse)
         cache = config.spark_cache if config.spark_cache is not None else handle is not None
         if cache:
@@ -214,11 +220,12 @@ def _run(job: _Job, name: str) -> RunResult:
                 limits=limits,
                 skip=config.skip_schemas,
                 shredder=job.shredder(),
+                parquet=columns,
                 now=now,
             )
             staging = output.Staging(storage, base)
             try:
-                counts = _write(parsed, decide, staging.path("data"), config.compression, shred_mode)
+                counts = _write(parsed, decide, staging.path("data"), config, shred_mode)
             except BaseException:
                 staging.abort()
                 raise
@@ -228,7 +235,7 @@ def _run(job: _Job, name: str) -> RunResult:
         message = shredding_complete(
             folder_uri(storage.qualify(base)),
             [(uri, entity, fmt[0] if fmt else "") for entity, uri, *fmt in (t.split(" ") for t in counts["types"])],
-            file_format=None if shred_mode else "json",
+            file_format=None if shred_mode else config.file_format,
             legacy=config.legacy_message,
             started=started,
             completed=time.time_ns(),
@@ -284,7 +291,38 @@ def _batch_etl(parsed: DataFrame) -> datetime:
         return datetime.now(UTC)
 
 
-def _write(parsed: DataFrame, decide: Decide, path: str, compression: str, shred_mode: bool) -> dict[str, Any]:
+def _columns(
+    spark: SparkSession, source: str, iglu: ResolverConfig | None, config: TransformerConfig, minimum: int | None
+) -> ParquetColumns:
+    """The run's Parquet columns: a first pass collects its good events' entity types, then their
+    schemas are fetched and typed here, on the driver."""
+    assert iglu is not None
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in iterator:
+            yield pa.RecordBatch.from_pydict({"type": entity_types(batch.column(0), minimum)})
+
+    lines = spark.read.text(source).select(F.col("value").cast("binary").alias("line"))
+    seen = [row["type"].split(" ") for row in lines.mapInArrow(batches, "type string").distinct().collect()]
+    return build_columns(
+        [(uri, entity) for uri, entity in seen], iglu, config.skip_schemas, synthetic=config.synthetic != "none"
+    )
+
+
+def _row_columns(columns: ParquetColumns) -> list[Column]:
+    """The Parquet columns of the decided rows: a field of the `row` struct is nullable to Spark
+    (the struct is null on other rows), so a required column is told it holds no null (a value
+    Spark cannot see null: its good rows hold one)."""
+    selected = []
+    for field in columns.fields:
+        column = F.col(f"row.{field.name}")
+        if not field.nullable:
+            column = F.coalesce(column, F.lit(0).cast("timestamp") if field.type == TIMESTAMP else F.lit(""))
+        selected.append(column.alias(field.name))
+    return selected
+
+
+def _write(parsed: DataFrame, decide: Decide, path: str, config: TransformerConfig, shred_mode: bool) -> dict[str, Any]:
     """Decide every row (an id's rows brought together by Spark's shuffle, then `Decide`) and write
     the good and bad lines under `path` (`output=good/`, `output=bad/`, in shred mode each line
     under its schema's partition); the counts, observed on the way."""
@@ -296,7 +334,8 @@ def _write(parsed: DataFrame, decide: Decide, path: str, compression: str, shred
     counted = parsed.observe(lines, F.count(F.lit(1)).alias("lines"))
     spark = parsed.sparkSession
     shuffled = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    decided = counted.repartition(shuffled, "key").sortWithinPartitions("key").mapInArrow(batches, DECIDED_TYPE)
+    decided_type = from_arrow_schema(decide.schema)
+    decided = counted.repartition(shuffled, "key").sortWithinPartitions("key").mapInArrow(batches, decided_type)
     good = F.col("event") == 1
     collector = F.struct("collector", "collector_nanos")
     observed = decided.observe(
@@ -309,12 +348,23 @@ def _write(parsed: DataFrame, decide: Decide, path: str, compression: str, shred
         F.max(F.when(good, collector)).alias("latest"),
         F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types"))))).alias("types"),
     )
-    partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
-    written = observed.filter(F.col("value").isNotNull()).select(*partitions, "value")
-    writer = written.write.partitionBy(*partitions)
-    if compression == "GZIP":
-        writer = writer.option("compression", "gzip")
-    writer.text(path)
+    compression = {"compression": "gzip"} if config.compression == "GZIP" else {}
+    if decide.parquet is None:
+        partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
+        written = observed.filter(F.col("value").isNotNull()).select(*partitions, "value")
+        written.write.partitionBy(*partitions).options(**compression).text(path)
+    else:  # two writes of one decided run: kept in Spark's cache between them, so each line is put once
+        for key, value in PARQUET_SETTINGS.items():
+            spark.conf.set(key, value)
+        observed = observed.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            rows = observed.filter(F.col("output") == GOOD).select(*_row_columns(decide.parquet))
+            records = config.max_records_per_file if config.enable_max_records_per_file else 0
+            rows.write.option("maxRecordsPerFile", records).parquet(join(path, f"output={GOOD}"))
+            bad_rows = observed.filter(F.col("output") == BAD).select("value")
+            bad_rows.write.options(**compression).text(join(path, f"output={BAD}"))
+        finally:
+            observed.unpersist()
     counts: dict[str, Any] = dict(tally.get)
     counts["lines"] = int(lines.get["lines"])
     for bound in ("earliest", "latest"):

@@ -29,6 +29,7 @@ from events_manifest.transformer import bad_rows, widerow
 from events_manifest.transformer.config import Criterion
 from events_manifest.transformer.event import Entity, Event, decode
 from events_manifest.transformer.jvm import NANOS
+from events_manifest.transformer.parquet import ParquetColumns
 from events_manifest.transformer.shredded import JSON, PARTITIONS, IgluFailure, Shredder, partition
 
 GOOD, BAD, DUPLICATE, META = "good", "bad", "duplicate", "meta"
@@ -132,6 +133,17 @@ class Parse:
         return _record_batch(rows, PARSED)
 
 
+def entity_types(lines: pa.Array, minimum: int | None = None) -> list[str]:
+    """The distinct `URI ENTITY` pairs of a batch's good events (decoded without truncation):
+    what the run's Parquet columns are built from."""
+    found: set[str] = set()
+    for raw in lines.to_pylist():
+        event = decode(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw, None)
+        if isinstance(event, Event) and (minimum is None or bad_rows.too_early(event, minimum, 0) is None):
+            found.update(f"{uri} {entity}" for uri, entity in widerow.types(event))
+    return sorted(found)
+
+
 def _record_batch(rows: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBatch:
     arrays = []
     for field in schema:
@@ -190,7 +202,15 @@ class Decide:
     limits: dict[str, int] | None = None
     skip: tuple[Criterion, ...] = ()
     shredder: Shredder | None = None
+    parquet: ParquetColumns | None = None
     now: int = 0
+
+    @property
+    def schema(self) -> pa.Schema:
+        """`DECIDED`, and with Parquet columns a `row` of them."""
+        if self.parquet is None:
+            return DECIDED
+        return DECIDED.append(pa.field("row", pa.struct(list(self.parquet.arrow_schema()))))
 
     def partition(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Decide a partition's rows, an id's rows together whatever batches they came in."""
@@ -211,7 +231,7 @@ class Decide:
 
     def rows(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
         """Decide whole ids' rows (sorted by key): the output rows, and the batch's `META` row."""
-        out: dict[str, list[Any]] = {name: [] for name in DECIDED.names}
+        out: dict[str, list[Any]] = {name: [] for name in self.schema.names}
         no_partition = (None,) * len(PARTITIONS)
 
         def emit(output: str, value: str | None, place: tuple[str | None, ...] = no_partition) -> None:
@@ -219,7 +239,7 @@ class Decide:
                 place = partition(SchemaKey.parse(bad_rows.schema_of(value)), JSON)  # type: ignore[arg-type]
             for name, item in zip(("output", *PARTITIONS, "value"), (output, *place, value), strict=True):
                 out[name].append(item)
-            for name in ("event", "collector", "collector_nanos", "types", "natural"):
+            for name in self.schema.names[len(PARTITIONS) + 2 :]:
                 out[name].append(None)
 
         def emit_event(row: dict[str, Any]) -> None:
@@ -252,6 +272,18 @@ class Decide:
             for row in group:
                 if self.shredder is not None:
                     types.update(self._shred(row, renamed, emit, emit_event))
+                elif self.parquet is not None:
+                    event = self._event(row)
+                    if renamed:
+                        event = with_new_id(event, self._new_id(row))
+                    values = self.parquet.row(event)
+                    if isinstance(values, list):
+                        emit(BAD, bad_rows.iglu_error(event, values))
+                        continue
+                    emit(GOOD, None)
+                    out["row"][-1] = values
+                    emit_event(row)
+                    types.update(event_types(event))
                 elif renamed:
                     event = with_new_id(self._event(row), self._new_id(row))
                     emit(GOOD, widerow.line(event))
@@ -265,7 +297,7 @@ class Decide:
         emit(META, None)
         out["types"][-1] = kept_types
         out["natural"][-1] = natural
-        return _record_batch(out, DECIDED)
+        return _record_batch(out, self.schema)
 
     def _shred(self, row: dict[str, Any], renamed: bool, emit: Any, emit_event: Any) -> list[str]:
         """A kept event's shredded lines (or its `loader_iglu_error`); its types when shredded."""

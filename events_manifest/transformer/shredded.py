@@ -212,14 +212,14 @@ def _parseable(schema: object) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def model_schema(config: ResolverConfig, uri: str) -> dict[str, Any] | IgluFailure:
-    """The schema of `uri`, once every version of its model up to it was fetched (M-0-0, each
-    earlier revision's additions up to the first missing one, every addition of its own revision)
-    and reads as a JSON Schema; else the failure of the first version that did not."""
+def model_versions(config: ResolverConfig, uri: str) -> tuple[tuple[str, dict[str, Any]], ...] | IgluFailure:
+    """The schemas of every version of `uri`'s model up to it, ascending (M-0-0, each earlier
+    revision's additions up to the first missing one, every addition of its own revision), each
+    read as a JSON Schema; else the failure of the first version that was not."""
     key = SchemaKey.parse(uri)
     assert key is not None
     resolver = resolver_for(config)
-    found: dict[str, Any] | None = None
+    found: list[tuple[str, dict[str, Any]]] = []
     for revision in range(key.revision + 1):
         addition = 0
         while revision < key.revision or addition <= key.addition:
@@ -231,10 +231,15 @@ def model_schema(config: ResolverConfig, uri: str) -> dict[str, Any] | IgluFailu
                 return IgluFailure(version.uri, tuple(sorted(r.name for r in resolver.ordered(key.vendor))))
             if not _parseable(schema):
                 return IgluFailure(version.uri)
-            found = schema
+            found.append((version.version, schema))
             addition += 1
-    assert found is not None
-    return found
+    return tuple(found)
+
+
+def model_schema(config: ResolverConfig, uri: str) -> dict[str, Any] | IgluFailure:
+    """The schema of `uri`, once every version of its model up to it was fetched (`model_versions`)."""
+    versions = model_versions(config, uri)
+    return versions if isinstance(versions, IgluFailure) else versions[-1][1]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -422,3 +423,129 @@ def test_shred_mode_writes_each_entity_under_its_partition(tmp_path: Path) -> No
     assert {(t["schemaKey"].split("/")[1], t["format"]) for t in message["data"]["types"]} == {
         ("link_click", "JSON"), ("web_page", "JSON"), ("order", "TSV"), ("gone", "JSON"), ("duplicate", "JSON")
     }  # fmt: skip
+
+
+def test_wide_row_parquet_columns_values_and_misfits(tmp_path: Path, spark: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schemas = {
+        "signup/jsonschema/1-0-0": {"type": "object", "properties": {"plan": {"type": "string"}}, "required": ["plan"]},
+        "signup/jsonschema/1-0-1": {
+            "type": "object",
+            "properties": {"plan": {"type": "string"}, "trial": {"type": "boolean"}},
+        },
+        "signup/jsonschema/1-0-2": {"type": "object", "properties": {"plan": {"type": "integer"}}},
+        "item/jsonschema/1-0-0": {
+            "type": "object",
+            "properties": {
+                "sku": {"type": "string"},
+                "price": {"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 10000},
+                "at": {"type": "string", "format": "date-time"},
+            },
+            "required": ["sku"],
+        },
+    }
+    for path, schema in schemas.items():
+        file = tmp_path / "acme/schemas/com.acme" / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(json.dumps(schema))
+    resolver = json.loads(json.dumps(RESOLVER))
+    resolver["data"]["repositories"].append(
+        {"name": "acme", "priority": 1, "connection": {"embedded": {"path": str(tmp_path / "acme")}}}
+    )
+    (tmp_path / "iglu.json").write_text(json.dumps(resolver))
+    signup = "iglu:com.acme/signup/jsonschema/"
+    item = "iglu:com.acme/item/jsonschema/1-0-0"
+    E = "9e8d7c6b-5a49-4382-9716-0a1b2c3d4e5f"
+    pro = unstruct(sdj(signup + "1-0-1", '{"plan":"pro","trial":true}'))
+    items = contexts(
+        sdj(item, '{"sku":"a","price":9.99,"at":"2026-11-01T06:00:00.123456789+01:00"}'), sdj(item, '{"sku":"b"}')
+    )
+    write_run(
+        tmp_path,
+        "run=1",
+        [
+            event(A, "f", tr_total="12.5", unstruct_event=pro, contexts=items),
+            event(B, "f", unstruct_event=unstruct(sdj(signup + "1-0-2", '{"plan":3}'))),
+            event(C, "f", contexts=contexts(sdj(item, '{"sku":"c","price":1.005}'))),
+            event(D, "d1"),
+            event(D, "d2"),
+            event(E, "f", tr_total="1.005"),
+        ],
+    )  # fmt: skip
+    text = json.dumps({"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out")}})
+    (tmp_path / "c.hocon").write_text(
+        text[:-1] + ', "formats": {"transformationType": "widerow", "fileFormat": "parquet"}}'
+    )
+    done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "c.hocon")
+    assert done.returncode == 0, done.stderr[-3000:]
+    base = tmp_path / "out/run=1"
+    table = pq.read_table(base / "output=good")
+    schema = table.schema
+    names = schema.names
+    assert len(names) == 128 + 4 and names[:3] == ["app_id", "platform", "etl_tstamp"]
+    recovered = names[-1]
+    assert names[128:-1] == [
+        "contexts_com_acme_item_1",
+        "contexts_com_snowplowanalytics_snowplow_duplicate_1",
+        "unstruct_event_com_acme_signup_1",
+    ]
+    assert re.fullmatch(r"unstruct_event_com_acme_signup_1_recovered_1_0_2_\d+", recovered)
+    assert schema.field("tr_total").type == pa.decimal128(18, 2) and schema.field("txn_id").type == pa.int32()
+    assert (
+        schema.field("collector_tstamp").type == pa.timestamp("us", tz="UTC")
+        and not schema.field("collector_tstamp").nullable
+    )
+    assert not schema.field("event_id").nullable and schema.field("app_id").nullable
+    item_type = schema.field("contexts_com_acme_item_1").type
+    assert item_type.value_field.nullable is False
+    assert [(f.name, f.type, f.nullable) for f in item_type.value_type] == [
+        ("at", pa.timestamp("us", tz="UTC"), True), ("price", pa.decimal128(9, 2), True), ("sku", pa.string(), False)
+    ]  # fmt: skip
+    signup_type = schema.field("unstruct_event_com_acme_signup_1").type
+    assert [(f.name, f.nullable) for f in signup_type] == [("plan", True), ("trial", True)], "1-0-1 left plan optional"
+    rows = {row["event_id"]: row for row in table.to_pylist()}
+    assert len(rows) == 4 and {A, B} <= set(rows)
+    stored = pq.ParquetFile(next((base / "output=good").glob("part-*.parquet"))).schema
+    columns = {stored.column(i).path: stored.column(i) for i in range(len(stored))}
+    assert (
+        columns["collector_tstamp"].physical_type == "INT64" and columns["collector_tstamp"].max_definition_level == 0
+    )
+    assert "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds" in str(columns["collector_tstamp"].logical_type)
+    assert columns["tr_total"].physical_type == "INT64" and "Decimal(precision=18, scale=2)" in str(
+        columns["tr_total"].logical_type
+    )
+    assert "contexts_com_acme_item_1.list.element.sku" in columns, "lists as the standard three-level LIST"
+    a = rows[A]
+    assert str(a["tr_total"]) == "12.50" and a["unstruct_event_com_acme_signup_1"] == {"plan": "pro", "trial": True}
+    assert [i["sku"] for i in a["contexts_com_acme_item_1"]] == ["a", "b"]
+    assert str(a["contexts_com_acme_item_1"][0]["price"]) == "9.99"
+    assert a["contexts_com_acme_item_1"][0]["at"].isoformat() == "2026-11-01T05:00:00.123456+00:00"
+    assert rows[B][recovered] == {"plan": 3} and rows[B]["unstruct_event_com_acme_signup_1"] is None
+    renamed = [row for row in rows.values() if row["contexts_com_snowplowanalytics_snowplow_duplicate_1"]]
+    assert [r["contexts_com_snowplowanalytics_snowplow_duplicate_1"] for r in renamed] == [
+        [{"original_event_id": D}]
+    ] * 2
+    bad = [json.loads(line) for line in read_lines(base / "output=bad")]
+    assert all(schema_errors(row) == [] for row in bad) and len(bad) == 2
+    failures = {row["data"]["payload"]["event_id"]: row["data"]["failure"] for row in bad}
+    assert failures[C] == [{"schemaKey": item, "value": 1.005, "expected": "Decimal(Digits9,2)"}]
+    assert failures[E] == [
+        {
+            "schemaKey": "iglu:com.snowplowanalytics.snowplow/atomic/jsonschema/1-0-0",
+            "value": 1.005,
+            "expected": "Decimal(Digits18,2)",
+        }
+    ]
+    message = json.loads((base / "shredding_complete.json").read_text())
+    assert schema_errors(message) == [] and message["data"]["typesInfo"]["fileFormat"] == "PARQUET"
+    assert message["data"]["count"] == {"good": 4, "bad": 2}
+    assert spark.read.parquet(str(base / "output=good")).count() == 4
+    write_run(tmp_path, "run=2", [event(A, contexts=contexts(sdj("iglu:com.acme/gone/jsonschema/1-0-0", "{}")))])
+    failed = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "c.hocon")
+    assert (
+        failed.returncode == 1
+        and "Error while building non-atomic DDL fields. Schema iglu:com.acme/gone/jsonschema/1-0-0" in failed.stderr
+    )
+    assert not (tmp_path / "out/run=2").exists()
