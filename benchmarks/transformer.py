@@ -1,12 +1,14 @@
 """The transformer against a bare Spark job doing the same reading, dedup and writing, each a whole
 process, interleaved.
 
-    python benchmarks/transformer.py --events 300000 --rounds 3 [--mode widerow|shred]
+    python benchmarks/transformer.py --events 300000 --rounds 3 [--mode widerow|parquet|shred]
 
 (a) `python -m spark_integration.transformer` on one run of N generated events (about 1% of the
     lines duplicated), cross-batch dedup on a fresh SQLite manifest, gzip output;
 (b) the baseline: a process that reads the same text, splits it into the 131 fields,
     `dropDuplicates(event_id, event_fingerprint)` and writes them as gzip JSON.
+With `--mode parquet`: (a) writes wide-row Parquet (`web_page`, `link_click` and the generator's
+own schemas from an embedded repository); (b) writes the 131 fields as Parquet, all strings.
 With `--mode shred`: (a) in shred mode (JSON by default, `web_page` and `link_click` as TSV from
 their Iglu Central schemas); (b) writes the same partitions: each event's atomic fields as one TSV
 line under the atomic partition, each of its JSON columns as a line under its first entity's.
@@ -43,6 +45,9 @@ def baseline(source: str, target: str, mode: str) -> None:
     if mode == "widerow":
         events.write.option("compression", "gzip").json(target)
         return
+    if mode == "parquet":
+        events.write.parquet(target)
+        return
     key = r'"data":\[?\{"schema":"iglu:([^/]+)/([^/]+)/([^/]+)/(\d+)-(\d+)-(\d+)"'
     atomic = F.struct(
         F.array(*map(F.lit, ("com.snowplowanalytics.snowplow", "atomic", "tsv", "1", "0", "0"))).alias("place"),
@@ -64,10 +69,42 @@ def baseline(source: str, target: str, mode: str) -> None:
 
 
 RUN = "run=2026-11-01-06-00-00"
+SCHEMAS = {
+    "com.acme/product/jsonschema/1-0-0": {"sku": {"type": "string"}, "price": {"type": "number"}},
+    "com.acme/product/jsonschema/1-0-1": {"sku": {"type": "string"}, "price": {"type": "number"}},
+    "com.acme/product/jsonschema/1-0-2": {
+        "sku": {"type": "string"},
+        "price": {"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 100000},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "com.acme/add_to_cart/jsonschema/1-0-0": {
+        "sku": {"type": "string"},
+        "unitPrice": {"type": "number"},
+        "quantity": {"type": "integer", "minimum": 0, "maximum": 1000},
+        "currency": {"type": "string"},
+    },
+    "com.snowplowanalytics.snowplow/ua_parser_context/jsonschema/1-0-0": {
+        "useragentFamily": {"type": "string"},
+        "useragentMajor": {"type": ["string", "null"]},
+        "osFamily": {"type": "string"},
+    },
+}
+"""Schemas of the generator's other entities, written as an embedded repository for Parquet."""
+
+
+def write_schemas(folder: Path) -> dict[str, object]:
+    for path, properties in SCHEMAS.items():
+        file = folder / "schemas" / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(json.dumps({"type": "object", "properties": properties}))
+    return {"name": "generator", "priority": 1, "connection": {"embedded": {"path": str(folder)}}}
+
+
 CENTRAL = {"name": "central", "priority": 0, "connection": {"embedded": {"path": str(ROOT / "tests" / "iglu_central")}}}
 """The copies of Iglu Central's schemas the tests use: `web_page` and `link_click` among them."""
 
 
+PARQUET = {"transformationType": "widerow", "fileFormat": "parquet"}
 SHRED = {
     "transformationType": "shred",
     "default": "JSON",
@@ -81,7 +118,7 @@ SHRED = {
 def transformer(work: Path, n: int, mode: str) -> list[str]:
     """The transformer's command for round `n`: a fresh output folder and manifest."""
     config = {"input": str(work / "in"), "output": {"path": str(work / f"out-{n}")}}
-    formats = SHRED if mode == "shred" else {"transformationType": "widerow"}
+    formats = {"shred": SHRED, "parquet": PARQUET}.get(mode, {"transformationType": "widerow"})
     text = json.dumps({**config, "formats": formats})
     (work / f"c{n}.json").write_text(text)
     flags = ["--iglu-config", str(work / "iglu.json"), "--config", str(work / f"c{n}.json")]
@@ -96,7 +133,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--mode", choices=("widerow", "shred"), default="widerow")
+    parser.add_argument("--mode", choices=("widerow", "parquet", "shred"), default="widerow")
     parser.add_argument("--baseline", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline:
@@ -116,7 +153,10 @@ def measure(work: Path, events: int, rounds: int, mode: str) -> int:
     print(f"input: {lines:,} lines in {work / 'in'}")
     resolver = {
         "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
-        "data": {"cacheSize": 500, "repositories": [CENTRAL] if mode == "shred" else []},
+        "data": {
+            "cacheSize": 500,
+            "repositories": [CENTRAL, write_schemas(work / "schemas")] if mode != "widerow" else [],
+        },
     }
     (work / "iglu.json").write_text(json.dumps(resolver))
     times: dict[str, list[float]] = {"transformer": [], "baseline": []}
