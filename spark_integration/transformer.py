@@ -35,7 +35,7 @@ from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from events_manifest.places import Place, check_places
 from events_manifest.storage import join
 from events_manifest.transformer import queue as queues
-from events_manifest.transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse, entity_types
+from events_manifest.transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse
 from events_manifest.transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
 from events_manifest.transformer.event import atomic_limits
 from events_manifest.transformer.jvm import NANOS
@@ -203,13 +203,13 @@ def _run(job: _Job, name: str) -> RunResult:
         minimum = None if config.minimum_timestamp is None else to_epoch_seconds(config.minimum_timestamp) * NANOS
         shred_mode = config.transformation == "shred"
         parquet_mode = not shred_mode and config.file_format == "parquet"
-        columns = _columns(spark, source, job.iglu, config, minimum) if parquet_mode else None
         parse = Parse(limits, minimum, now, wide_rows=not shred_mode and not parquet_mode)
         parsed = _parsed(spark, source, parse)
-        cache = config.spark_cache if config.spark_cache is not None else handle is not None
+        cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
         if cache:
             parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
         try:
+            columns = _columns(parsed, job.iglu, config) if parquet_mode else None
             etl = run.start(_batch_etl(parsed) if handle is not None else datetime.now(UTC))
             decide = Decide(
                 natural=config.natural,
@@ -291,22 +291,13 @@ def _batch_etl(parsed: DataFrame) -> datetime:
         return datetime.now(UTC)
 
 
-def _columns(
-    spark: SparkSession, source: str, iglu: ResolverConfig | None, config: TransformerConfig, minimum: int | None
-) -> ParquetColumns:
-    """The run's Parquet columns: a first pass collects its good events' entity types, then their
-    schemas are fetched and typed here, on the driver."""
+def _columns(parsed: DataFrame, iglu: ResolverConfig | None, config: TransformerConfig) -> ParquetColumns:
+    """The run's Parquet columns: the entity types of its good events (a first pass over the
+    parsed run, which Spark keeps for the second), their schemas fetched and typed on the driver."""
     assert iglu is not None
-
-    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in iterator:
-            yield pa.RecordBatch.from_pydict({"type": entity_types(batch.column(0), minimum)})
-
-    lines = spark.read.text(source).select(F.col("value").cast("binary").alias("line"))
-    seen = [row["type"].split(" ") for row in lines.mapInArrow(batches, "type string").distinct().collect()]
-    return build_columns(
-        [(uri, entity) for uri, entity in seen], iglu, config.skip_schemas, synthetic=config.synthetic != "none"
-    )
+    types = parsed.filter("good").select(F.explode("types").alias("type")).distinct().collect()
+    seen = [(uri, entity) for entity, uri in (row["type"].split(" ") for row in types)]
+    return build_columns(seen, iglu, config.skip_schemas, synthetic=config.synthetic != "none")
 
 
 def _row_columns(columns: ParquetColumns) -> list[Column]:

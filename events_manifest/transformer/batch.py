@@ -126,22 +126,11 @@ class Parse:
                 etl_nanos,
                 collector,
                 collector_nanos,
-                event_types(event) if self.wide_rows else [],
+                event_types(event),
             )
             for name, value in zip(PARSED.names, values, strict=True):
                 rows[name].append(value)
         return _record_batch(rows, PARSED)
-
-
-def entity_types(lines: pa.Array, minimum: int | None = None) -> list[str]:
-    """The distinct `URI ENTITY` pairs of a batch's good events (decoded without truncation):
-    what the run's Parquet columns are built from."""
-    found: set[str] = set()
-    for raw in lines.to_pylist():
-        event = decode(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw, None)
-        if isinstance(event, Event) and (minimum is None or bad_rows.too_early(event, minimum, 0) is None):
-            found.update(f"{uri} {entity}" for uri, entity in widerow.types(event))
-    return sorted(found)
 
 
 def _record_batch(rows: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBatch:
@@ -231,7 +220,9 @@ class Decide:
 
     def rows(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
         """Decide whole ids' rows (sorted by key): the output rows, and the batch's `META` row."""
-        out: dict[str, list[Any]] = {name: [] for name in self.schema.names}
+        schema = self.schema
+        out: dict[str, list[Any]] = {name: [] for name in schema.names}
+        trailing = schema.names[len(PARTITIONS) + 2 :]
         no_partition = (None,) * len(PARTITIONS)
 
         def emit(output: str, value: str | None, place: tuple[str | None, ...] = no_partition) -> None:
@@ -239,7 +230,7 @@ class Decide:
                 place = partition(SchemaKey.parse(bad_rows.schema_of(value)), JSON)  # type: ignore[arg-type]
             for name, item in zip(("output", *PARTITIONS, "value"), (output, *place, value), strict=True):
                 out[name].append(item)
-            for name in self.schema.names[len(PARTITIONS) + 2 :]:
+            for name in trailing:
                 out[name].append(None)
 
         def emit_event(row: dict[str, Any]) -> None:
@@ -297,7 +288,7 @@ class Decide:
         emit(META, None)
         out["types"][-1] = kept_types
         out["natural"][-1] = natural
-        return _record_batch(out, self.schema)
+        return _record_batch(out, schema)
 
     def _shred(self, row: dict[str, Any], renamed: bool, emit: Any, emit_event: Any) -> list[str]:
         """A kept event's shredded lines (or its `loader_iglu_error`); its types when shredded."""

@@ -134,12 +134,19 @@ class ParquetColumns:
 
     def row(self, event: Event) -> dict[str, Any] | list[dict[str, Any]]:
         """The event's values by column, or the failures of the first column one does not fit."""
-        row: dict[str, Any] = {}
-        for field, index in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True):
-            value, errors = _atomic(field, event.values[index])
+        values = event.values
+        row: dict[str, Any] = {name: values[index] for name, index in _AS_IS}
+        for name, index in _TIMESTAMPS:
+            row[name] = None if values[index] is None else values[index] // 1000
+        for name, index in _DOUBLES:
+            value = values[index]
+            row[name] = None if value is None or value != value or abs(value) == _INFINITY else value
+        for name, index in _STRINGS:
+            row[name] = None if values[index] is None else _utf8(values[index])
+        for field, index in _DECIMALS:
+            row[field.name], errors = _atomic(field, values[index])
             if errors:
                 return [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
-            row[field.name] = value
         for column in self.entities:
             data = _column_data(column, event)
             value, errors = cast(data, column.field.type, nullable=True)
@@ -147,6 +154,22 @@ class ParquetColumns:
                 return [{"schemaKey": column.named, **error} for error in errors]
             row[column.field.name] = value
         return row
+
+
+_INFINITY = float("inf")
+_BY_KIND: dict[str, list[tuple[str, int]]] = {"as is": [], "timestamps": [], "doubles": [], "strings": []}
+for _field, _index in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True):
+    if _field.type == STRING:
+        _BY_KIND["strings"].append((_field.name, _index))
+    elif _field.type == TIMESTAMP:
+        _BY_KIND["timestamps"].append((_field.name, _index))
+    elif _field.type == DOUBLE:
+        _BY_KIND["doubles"].append((_field.name, _index))
+    elif not isinstance(_field.type, Decimal):
+        _BY_KIND["as is"].append((_field.name, _index))
+_AS_IS, _TIMESTAMPS, _DOUBLES, _STRINGS = (tuple(_BY_KIND[k]) for k in ("as is", "timestamps", "doubles", "strings"))
+_DECIMALS = tuple((f, i) for f, i in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True) if isinstance(f.type, Decimal))
+"""The atomic columns by how their decoded values become column values: only money can misfit."""
 
 
 def _column_data(column: EntityColumn, event: Event) -> Any:
@@ -159,16 +182,9 @@ def _column_data(column: EntityColumn, event: Event) -> Any:
 
 
 def _atomic(field: Field, value: Any) -> tuple[Any, list[dict[str, Any]]]:
-    """An atomic value (decoded) in its column: timestamps to microseconds, money to decimals."""
-    if value is None:
-        return None, []
-    if field.type == TIMESTAMP:
-        return value // 1000, []
-    if isinstance(field.type, Decimal):
-        return cast(sdjson.Number(double_to_string(value) or "0"), field.type, nullable=True)
-    if field.type == DOUBLE and (value != value or abs(value) == float("inf")):
-        return None, []  # as its JSON form: null
-    return (_utf8(value) if isinstance(value, str) else value), []
+    """A money value (a decoded double) in its decimal column, as its JSON form casts (NaN: null)."""
+    text = None if value is None else double_to_string(value)
+    return cast(None if text is None else sdjson.Number(text), field.type, nullable=True)
 
 
 def _utf8(text: str) -> str:

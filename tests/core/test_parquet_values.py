@@ -127,3 +127,31 @@ def test_every_value_a_schema_accepts_fits_its_column(path: str, data: st.DataOb
     text = json.dumps(value)
     assume(not re.search(r"(?<![\d.eE])-?\d{19,}(?![\d.eE])", text))  # an integer past 64 bits: no column holds it
     assert cast(sdjson.loads(text), column.type, nullable=True)[1] == []
+
+
+def test_a_runs_columns_from_its_entity_types() -> None:
+    from events_manifest.iglu import ResolverConfig
+    from events_manifest.transformer.config import Criterion
+    from events_manifest.transformer.parquet import ATOMIC_COLUMNS, ParquetSchemaError, build_columns
+    from tests.transformer_helpers import RESOLVER
+
+    iglu = ResolverConfig.parse(json.dumps(RESOLVER))
+    click = "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/"
+    page = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
+    seen = [(click + "1-0-1", "SELF_DESCRIBING_EVENT"), (click + "1-0-0", "SELF_DESCRIBING_EVENT"), (page, "CONTEXT")]
+    columns = build_columns(
+        seen, iglu, [Criterion.parse("iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-*-*")], synthetic=True
+    )
+    names = [column.field.name for column in columns.entities]
+    assert names == [
+        "contexts_com_snowplowanalytics_snowplow_duplicate_1",
+        "unstruct_event_com_snowplowanalytics_snowplow_link_click_1",
+    ]
+    link = columns.entities[1]
+    assert link.keys == {click + "1-0-0", click + "1-0-1"} and link.named == click + "1-0-1" and not link.context
+    assert len(columns.fields) == len(ATOMIC_COLUMNS) + 2 == 130
+    assert [f.name for f in columns.arrow_schema()][:2] == ["app_id", "platform"]
+    with pytest.raises(
+        ParquetSchemaError, match=r"^Error while building non-atomic DDL fields\. Schema iglu:com\.acme/x"
+    ):
+        build_columns([("iglu:com.acme/x/jsonschema/1-0-0", "CONTEXT")], iglu, synthetic=False)
