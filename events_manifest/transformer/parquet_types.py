@@ -17,6 +17,7 @@ from typing import Any, TypeGuard
 import attrs
 
 from events_manifest.transformer.jvm import string_hash
+from events_manifest.transformer.schemas import schema_types
 
 
 @attrs.frozen
@@ -99,16 +100,6 @@ def normalise(name: str) -> str:
 # preparing a schema for storage
 
 
-def _types(schema: Mapping[str, Any]) -> set[str] | None:
-    """The schema's `type` as a set; None when it has none (any type)."""
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list):
-        return {k for k in kind if isinstance(k, str)}
-    return None
-
-
 def _with_types(schema: dict[str, Any], kinds: set[str] | None) -> dict[str, Any]:
     schema = {k: v for k, v in schema.items() if k != "type"}
     if kinds is not None:
@@ -119,7 +110,7 @@ def _with_types(schema: dict[str, Any], kinds: set[str] | None) -> dict[str, Any
 def _narrow(parent: Mapping[str, Any], alternative: Mapping[str, Any]) -> dict[str, Any]:
     """An alternative of a `oneOf`/`anyOf` with what its parent says too: both must hold."""
     merged = {**parent, **alternative}
-    mine, theirs = _types(parent), _types(alternative)
+    mine, theirs = schema_types(parent), schema_types(alternative)
     merged = _with_types(merged, mine & theirs if mine is not None and theirs is not None else mine or theirs)
     properties = dict(parent.get("properties") or {})
     for key, schema in (alternative.get("properties") or {}).items():
@@ -140,7 +131,7 @@ def _narrow(parent: Mapping[str, Any], alternative: Mapping[str, Any]) -> dict[s
 
 def _widen(alternatives: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What any of the alternatives allows."""
-    kinds = [_types(a) for a in alternatives]
+    kinds = [schema_types(a) for a in alternatives]
     union: set[str] | None = None if any(k is None for k in kinds) else set().union(*kinds)  # type: ignore[arg-type]
     widened = _with_types({}, union)
     keys = [k for a in alternatives for k in (a.get("properties") or {})]
@@ -264,7 +255,7 @@ def _enum(values: list[Any]) -> Type:
 def type_of(schema: Mapping[str, Any]) -> Type | None:
     """The type of a prepared (sub)schema, by the first rule that applies; None when an object
     that may hold nothing else has no property left (it vanishes)."""
-    kinds = _types(schema)
+    kinds = schema_types(schema)
     core = None if kinds is None else kinds - {"null"}
     if core == {"object"}:
         fields = struct_fields(schema)
@@ -276,7 +267,7 @@ def type_of(schema: Mapping[str, Any]) -> Type | None:
         if not isinstance(items, dict):
             return Array(JSON, True)
         element = type_of(items)
-        item_kinds = _types(items)
+        item_kinds = schema_types(items)
         return Array(element or JSON, item_kinds is None or "null" in item_kinds)
     if core == {"string"} and schema.get("format") in ("date-time", "date"):
         return TIMESTAMP if schema["format"] == "date-time" else DATE
@@ -294,7 +285,7 @@ def type_of(schema: Mapping[str, Any]) -> Type | None:
 
 
 def _nullable(schema: Mapping[str, Any], required: bool) -> bool:
-    kinds = _types(schema)
+    kinds = schema_types(schema)
     if kinds is None:
         enum = schema.get("enum")
         return not required or not isinstance(enum, list) or None in enum
@@ -332,7 +323,7 @@ def column_field(column: str, schema: Mapping[str, Any], *, context: bool) -> Fi
     if kind is None:
         return None
     if context:
-        kinds = _types(schema)
+        kinds = schema_types(schema)
         kind = Array(kind, kinds is not None and "null" in kinds)
     name = normalise(column)
     return Field(name, kind, True, frozenset({name}))

@@ -25,6 +25,7 @@ from events_manifest.transformer import sdjson
 from events_manifest.transformer.config import Criterion
 from events_manifest.transformer.event import Entity, Event
 from events_manifest.transformer.jvm import NANOS, civil, double_to_string, instant_to_string
+from events_manifest.transformer.schemas import parseable, schema_types
 from events_manifest.transformer.widerow import CONTEXT, SELF_DESCRIBING_EVENT
 
 TSV, JSON = "TSV", "JSON"
@@ -102,11 +103,8 @@ class Column(NamedTuple):
     nullable: bool
 
 
-def _types(schema: Mapping[str, Any]) -> list[str]:
-    kind = schema.get("type")
-    return (
-        [kind] if isinstance(kind, str) else [t for t in kind if isinstance(t, str)] if isinstance(kind, list) else []
-    )
+def _types(schema: Mapping[str, Any]) -> set[str]:
+    return schema_types(schema) or set()
 
 
 def _heterogeneous(schema: Mapping[str, Any]) -> bool:
@@ -191,26 +189,6 @@ class IgluFailure(NamedTuple):
         return {"schemaKey": self.uri, "error": {"error": "ResolutionError", "lookupHistory": history}}
 
 
-def _parseable(schema: object) -> bool:
-    """Whether a fetched schema reads as a JSON Schema: an object whose keywords have their shapes."""
-    if not isinstance(schema, dict):
-        return False
-    kinds = {"null", "boolean", "object", "array", "number", "integer", "string"}
-    kind = schema.get("type")
-    if kind is not None and not (
-        kind in kinds if isinstance(kind, str) else isinstance(kind, list) and set(kind) <= kinds
-    ):
-        return False
-    properties = schema.get("properties")
-    if properties is not None and not (isinstance(properties, dict) and all(map(_parseable, properties.values()))):
-        return False
-    required = schema.get("required")
-    if required is not None and not (isinstance(required, list) and all(isinstance(r, str) for r in required)):
-        return False
-    items = schema.get("items")
-    return items is None or _parseable(items) or (isinstance(items, list) and all(map(_parseable, items)))
-
-
 @functools.lru_cache(maxsize=4096)
 def model_versions(config: ResolverConfig, uri: str) -> tuple[tuple[str, dict[str, Any]], ...] | IgluFailure:
     """The schemas of every version of `uri`'s model up to it, ascending (M-0-0, each earlier
@@ -229,7 +207,7 @@ def model_versions(config: ResolverConfig, uri: str) -> tuple[tuple[str, dict[st
                 if revision < key.revision and addition > 0:
                     break
                 return IgluFailure(version.uri, tuple(sorted(r.name for r in resolver.ordered(key.vendor))))
-            if not _parseable(schema):
+            if not parseable(schema):
                 return IgluFailure(version.uri)
             found.append((version.version, schema))
             addition += 1
