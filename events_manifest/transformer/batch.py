@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from typing import Any
 
 import attrs
@@ -367,9 +366,3 @@ def _groups(rows: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         group.append(row)
     if group:
         yield group
-
-
-def earliest_etl(etls: Sequence[tuple[int, int] | None]) -> datetime | None:
-    """The batch's etl time for the manifest: the earliest etl_tstamp of its good events."""
-    present = [etl for etl in etls if etl is not None]
-    return from_epoch_seconds(min(present)[0]) if present else None
