@@ -46,7 +46,7 @@ from events_manifest.transformer.runs import COMPLETE, discover, folder_uri
 from events_manifest.transformer.shredded import PARTITIONS as SHRED_PARTITIONS
 from events_manifest.transformer.shredded import Routing, Shredder
 from spark_integration import output
-from spark_integration.cli_flags import run_job
+from spark_integration.cli_flags import add_common_flags, run_job
 from spark_integration.session import local_session
 from spark_integration.storage import HadoopStorage
 
@@ -392,8 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="transform again a run the manifest's ledger says was delivered (its output folder deleted), on purpose",
     )
-    parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
-    parser.add_argument("-v", "--verbose", action="store_true", help="Spark's warnings; stack traces on errors")
+    add_common_flags(parser)
     return parser
 
 
