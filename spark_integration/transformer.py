@@ -200,11 +200,11 @@ def _run(job: _Job, name: str) -> RunResult:
         folders=[(base, "run")],
     ) as run:
         started = time.time_ns()
-        minimum = None if config.minimum_timestamp is None else to_epoch_seconds(config.minimum_timestamp) * NANOS
+        minimum = config.minimum_timestamp
         shred_mode = config.transformation == "shred"
         parquet_mode = not shred_mode and config.file_format == "parquet"
         parse = Parse(limits, minimum, now, wide_rows=not shred_mode and not parquet_mode)
-        parsed = _parsed(spark, source, parse)
+        parsed = _parsed(spark, storage.absolute(source), parse)
         cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
         if cache:
             parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)

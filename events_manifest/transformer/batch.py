@@ -24,6 +24,7 @@ from events_manifest.errors import ManifestThrottledError
 from events_manifest.handle import Opener
 from events_manifest.iglu.keys import SchemaKey
 from events_manifest.model import from_epoch_seconds
+from events_manifest.snowplow import dedup
 from events_manifest.transformer import bad_rows, widerow
 from events_manifest.transformer.config import Criterion
 from events_manifest.transformer.event import Entity, Event, decode
@@ -137,11 +138,19 @@ def _record_batch(rows: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBat
     for field in schema:
         values = rows[field.name]
         if field.type == pa.string():
-            values = [v.encode("utf-8", "replace") if isinstance(v, str) else v for v in values]
-            arrays.append(pa.array(values, pa.binary()).cast(pa.string()))
+            arrays.append(_strings(values))
         else:
             arrays.append(pa.array(values, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _strings(values: list[Any]) -> pa.Array:
+    """A string column; half a surrogate pair (no UTF-8 form) written `?`, as the JVM writes it."""
+    try:
+        return pa.array(values, pa.string())
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        encoded = [v.encode("utf-8", "replace") if isinstance(v, str) else v for v in values]
+        return pa.array(encoded, pa.binary()).cast(pa.string())
 
 
 def filled_fingerprint(event_id: str, line: str) -> str:
@@ -155,10 +164,8 @@ def new_event_id(event_id: str, fingerprint: str | None, line: str, rank: int = 
     """A synthetic duplicate's new id: a UUID v5 of its id and fingerprint (its line when it has
     none; `rank` tells identical lines apart), the same on every rerun; v4 with `random_id`, as the
     reference does."""
-    if random_id:
-        return str(uuid.uuid4())
     name = fingerprint or filled_fingerprint(event_id, line)
-    return str(uuid.uuid5(uuid.UUID(event_id), f"{name}:{rank}" if rank else name))
+    return dedup.new_event_id(event_id, f"{name}:{rank}" if rank else name, random_id=random_id)
 
 
 def with_new_id(event: Event, new_id: str) -> Event:

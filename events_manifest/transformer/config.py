@@ -21,6 +21,7 @@ from pyparsing import ParseBaseException
 
 from events_manifest.errors import ManifestConfigError
 from events_manifest.iglu.keys import NAME, VENDOR
+from events_manifest.transformer.event import parse_instant
 
 
 class TransformerConfigError(ManifestConfigError):
@@ -237,7 +238,8 @@ class TransformerConfig:
     cardinality: int = 1
     natural: bool = True
     run_interval: RunInterval = RunInterval()
-    minimum_timestamp: datetime | None = None
+    minimum_timestamp: int | None = None
+    """validations.minimumTimestamp, in nanoseconds since the epoch."""
     legacy_message: bool = False
     truncate_atomic_fields: bool = False
     enable_max_records_per_file: bool = False
@@ -380,13 +382,11 @@ def _run_time(value: object, key: str) -> datetime | None:
     return parsed
 
 
-def _instant(value: object) -> datetime:
-    from events_manifest.transformer.event import parse_instant
-
+def _instant(value: object) -> int:
     nanos = parse_instant(str(value))
     if nanos is None:
         raise _error(f"validations.minimumTimestamp: {value} is not an ISO-8601 instant, such as 2021-11-18T11:00:00Z")
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)
+    return nanos
 
 
 def _check_overlaps(groups: Mapping[str, tuple[Criterion, ...]]) -> None:

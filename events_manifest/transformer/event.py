@@ -23,6 +23,7 @@ from events_manifest.snowplow.fields import (
     FIELD_KINDS,
     FIELD_NAMES,
     FIELDS,
+    INDEX,
     UNSTRUCT_EVENT,
 )
 from events_manifest.transformer import sdjson
@@ -52,9 +53,6 @@ class Event:
 
     def get(self, name: str) -> Any:
         return self.values[INDEX[name]]
-
-
-INDEX = {name: i for i, name in enumerate(FIELD_NAMES)}
 
 
 class InvalidValue(Exception):

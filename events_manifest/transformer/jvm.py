@@ -8,6 +8,7 @@ import functools
 import math
 from collections.abc import Iterable
 from decimal import Decimal
+from typing import NamedTuple
 
 NANOS = 1_000_000_000
 _DAYS_400_YEARS = 146_097
@@ -56,24 +57,58 @@ def days_from_civil(year: int, month: int, day: int) -> int:
     return era * _DAYS_400_YEARS + day_of_era - 719_468
 
 
+class Moment(NamedTuple):
+    """A moment's UTC calendar fields, any year; `fraction` in nanoseconds."""
+
+    year: int
+    month: int
+    day: int
+    hour: int
+    minute: int
+    second: int
+    fraction: int
+
+
+def moment(nanos: int) -> Moment:
+    """The UTC calendar fields of a moment in nanoseconds since the epoch."""
+    seconds, fraction = divmod(nanos, NANOS)
+    days, second_of_day = divmod(seconds, 86_400)
+    hour, rest = divmod(second_of_day, 3600)
+    return Moment(*civil(days), hour, rest // 60, rest % 60, fraction)
+
+
 def instant_to_string(nanos: int) -> str:
     """Java's `Instant.toString` of a moment in nanoseconds since the epoch: seconds always shown,
     a fraction of 3, 6 or 9 digits (the shortest exact one) or none, `+` before years past 9999."""
-    seconds, fraction = divmod(nanos, NANOS)
-    days, second_of_day = divmod(seconds, 86_400)
-    year, month, day = civil(days)
+    year, month, day, hour, minute, second, fraction = moment(nanos)
     if year > 9999:
         year_text = f"+{year}"
     elif year < 0:
         year_text = f"-{-year:04d}"
     else:
         year_text = f"{year:04d}"
-    hour, rest = divmod(second_of_day, 3600)
-    text = f"{year_text}-{month:02d}-{day:02d}T{hour:02d}:{rest // 60:02d}:{rest % 60:02d}"
+    text = f"{year_text}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
     if fraction:
         digits = f"{fraction:09d}"
         text += "." + (digits[:3] if fraction % 1_000_000 == 0 else digits[:6] if fraction % 1000 == 0 else digits)
     return text + "Z"
+
+
+def date_time_millis(nanos: int) -> str:
+    """`yyyy-MM-dd HH:mm:ss.SSS` as Java's formatter writes it (UTC, truncated to milliseconds;
+    `yyyy` the year of the era, so year 0 is 0001)."""
+    year, month, day, hour, minute, second, fraction = moment(nanos)
+    era_year = year if year > 0 else 1 - year
+    year_text = f"{era_year:04d}" if era_year <= 9999 else f"+{era_year}"
+    return f"{year_text}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}.{fraction // 1_000_000:03d}"
+
+
+def java_double(value: float) -> str:
+    """Java's `Double.toString`, NaN and the infinities included."""
+    text = double_to_string(value)
+    if text is not None:
+        return text
+    return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
 
 
 def string_hash(text: str) -> int:

@@ -24,7 +24,7 @@ from events_manifest.snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NA
 from events_manifest.transformer import sdjson
 from events_manifest.transformer.config import Criterion
 from events_manifest.transformer.event import Entity, Event
-from events_manifest.transformer.jvm import NANOS, civil, double_to_string, instant_to_string
+from events_manifest.transformer.jvm import date_time_millis, double_to_string, instant_to_string
 from events_manifest.transformer.schemas import parseable, schema_types
 from events_manifest.transformer.widerow import CONTEXT, SELF_DESCRIBING_EVENT
 
@@ -55,15 +55,8 @@ def partition(key: SchemaKey, fmt: str) -> tuple[str, str, str, str, str, str]:
     return (key.vendor, key.name, fmt.lower(), str(key.model), str(key.revision), str(key.addition))
 
 
-def tsv_tstamp(nanos: int) -> str:
-    """`yyyy-MM-dd HH:mm:ss.SSS` (UTC, truncated to milliseconds; the year of the era)."""
-    seconds, fraction = divmod(nanos, NANOS)
-    days, second_of_day = divmod(seconds, 86_400)
-    year, month, day = civil(days)
-    era_year = year if year > 0 else 1 - year
-    year_text = f"{era_year:04d}" if era_year <= 9999 else f"+{era_year}"
-    hour, rest = divmod(second_of_day, 3600)
-    return f"{year_text}-{month:02d}-{day:02d} {hour:02d}:{rest // 60:02d}:{rest % 60:02d}.{fraction // 1_000_000:03d}"
+tsv_tstamp = date_time_millis
+"""How shredded lines write timestamps: `yyyy-MM-dd HH:mm:ss.SSS`."""
 
 
 def _atomic_cell(kind: str, value: Any) -> str:

@@ -12,7 +12,7 @@ from events_manifest.iglu.keys import SchemaKey
 from events_manifest.snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest.transformer import sdjson
 from events_manifest.transformer.event import Entity, Event
-from events_manifest.transformer.jvm import double_to_string, hash_map_order, instant_to_string
+from events_manifest.transformer.jvm import double_to_string, hash_map_order, instant_to_string, java_double
 
 ATOMIC_NAMES = tuple(FIELD_NAMES[i] for i in ATOMIC_FIELDS)
 _CAMEL = re.compile(r"([^A-Z_])([A-Z])")
@@ -76,14 +76,6 @@ def line(event: Event) -> str:
         extra["geo_location"] = sdjson.string(f"{java_double(latitude)},{java_double(longitude)}")
     values.update(extra)
     return "{" + ",".join(f'"{key}":{values[key]}' for key in _order(tuple(sorted(extra)))) + "}"
-
-
-def java_double(value: float) -> str:
-    """Java's `Double.toString`, NaN and the infinities included."""
-    text = double_to_string(value)
-    if text is not None:
-        return text
-    return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
 
 
 def types(event: Event) -> list[tuple[str, str]]:

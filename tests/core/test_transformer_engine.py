@@ -480,3 +480,10 @@ def test_criteria_and_runs() -> None:
     assert found.to_process == ("other", "run=2026-11-01-x") and found.done == ("run=2026-11-02-00-00-00",)
     assert folder_uri("s3a://bucket/out/run=1") == "s3://bucket/out/run=1/"
     assert folder_uri("gcs://b/x/") == "gs://b/x/" and folder_uri("file:/tmp/x") == "file:/tmp/x/"
+
+
+def test_half_a_surrogate_pair_is_written_as_java_writes_it() -> None:
+    import pyarrow as pa
+
+    parsed = Parse(limits={"app_id": 2}).batch(pa.array([event(A, app_id="a\U0001f600b")], pa.string()))
+    assert json.loads(parsed.column("value")[0].as_py())["app_id"] == "a?"

@@ -549,3 +549,13 @@ def test_wide_row_parquet_columns_values_and_misfits(tmp_path: Path, spark: Any)
         and "Error while building non-atomic DDL fields. Schema iglu:com.acme/gone/jsonschema/1-0-0" in failed.stderr
     )
     assert not (tmp_path / "out/run=2").exists()
+
+
+def test_relative_folders_in_the_config_are_the_current_folders(tmp_path: Path, spark: Any) -> None:
+    """The session started elsewhere (the suite's): Spark's own working folder is not the current one."""
+    write_run(tmp_path, "run=1", [event(A)])
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    (tmp_path / "c.hocon").write_text(config("in", "out"))
+    done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "c.hocon")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [row["event_id"] for row in outputs(tmp_path / "out/run=1")[0]] == [A]
