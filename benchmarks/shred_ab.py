@@ -4,7 +4,8 @@
 
 On a shared, noisy machine separate benchmark runs of two versions cannot resolve a change worth
 10 to 20%; alternating them in one session, with the baseline of `shred_job.py` between, can.
-The old revision is exported with `git archive` as the package `spark_integration_old`. Prints
+The old revision's two packages are exported with `git archive` as `spark_integration_old` and
+`events_manifest_old` (the engine is in the core, the glue in the Spark package). Prints
 each run's wall and CPU seconds (the JVM and its Python workers), then medians and ratios.
 """
 
@@ -26,16 +27,22 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = "spark_integration_old"
+PACKAGES = {"spark_integration": OLD, "events_manifest": "events_manifest_old"}
 
 
 def export(revision: str, into: Path) -> None:
-    """`spark_integration` at `revision`, importable as `spark_integration_old`."""
-    git = ["git", "-C", str(ROOT), "archive", revision, "spark_integration"]
+    """Both packages at `revision`, importable as `PACKAGES` names them: their imports of each
+    other and the core's package resources renamed (not its SQL tables' names)."""
+    git = ["git", "-C", str(ROOT), "archive", revision, *PACKAGES]
     archive = subprocess.run(git, check=True, capture_output=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    (into / "spark_integration").rename(into / OLD)
-    for source in (into / OLD).rglob("*.py"):
-        source.write_text(re.sub(r"\bspark_integration\b", OLD, source.read_text()))
+    for package, renamed in PACKAGES.items():
+        (into / package).rename(into / renamed)
+    for source in (into / name for name in PACKAGES.values()):
+        for module in source.rglob("*.py"):
+            text = re.sub(r"\bspark_integration\b", OLD, module.read_text())
+            text = re.sub(r"\b(from|import) events_manifest\b", r"\1 events_manifest_old", text)
+            module.write_text(text.replace('"events_manifest.', '"events_manifest_old.'))
 
 
 def tree_cpu(pid: int) -> float:

@@ -9,6 +9,11 @@ Input: N generated events, about 1% of the lines duplicated. After a warm-up on 
 input, runs (a) and (b) alternately, twice: the first round is the job's first full-size run in
 the session, the second is warm. Prints wall times, events/s and the ratio (a)/(b) of each round.
 
+With `--processes`, each run is a whole process instead, as a user runs the job: (a) the command
+`python -m spark_integration.shredder` with a fresh SQLite manifest, (b) a process that starts a
+session and runs the baseline; interleaved, `--rounds` rounds, medians; each side pays for its
+JVM's start and its first run's compilation, as it does on a cluster.
+
 With `--profile DIR`, one more warm run of (a) under the JVM's flight recorder (`jcmd`, in the
 JDK) and, if `py-spy` is installed, py-spy on the Python workers; the hottest frames of each go to
 DIR (`jvm-self.txt`, `jvm-inclusive.txt`, `python-self.txt`, `python-inclusive.txt`) and the top
@@ -26,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from statistics import median
@@ -65,6 +71,48 @@ def baseline(spark, source: str, target: str) -> None:  # type: ignore[no-untype
         spark.read.text(source).withColumn("event_id", F.get(fields, 6)).withColumn("fingerprint", F.get(fields, 129))
     )
     lines.dropDuplicates(["event_id", "fingerprint"]).select("value").write.text(target)
+
+
+def interleaved(commands: dict[str, Callable[[int], list[str]]], rounds: int) -> dict[str, list[float]] | None:
+    """Each named command of round `n` (`commands[name](n)`) run as a process from the project's
+    folder, in turn, the order reversed every other round: the wall seconds of each, or None
+    (its error printed) when one fails. The last line of a command's output is shown beside it."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for n in range(rounds):
+        for name in list(commands) if n % 2 == 0 else list(commands)[::-1]:
+            started = time.monotonic()
+            done = subprocess.run(commands[name](n), cwd=ROOT, capture_output=True, text=True, check=False)
+            seconds = time.monotonic() - started
+            if done.returncode != 0:
+                print(done.stderr[-3000:])
+                return None
+            times[name].append(seconds)
+            last = done.stdout.splitlines()[-1:] if name != "baseline" else []
+            print(f"round {n + 1} {name:<11} {seconds:6.1f} s", *last, sep="  ")
+    return times
+
+
+def whole_processes(work: Path, lines: int, rounds: int) -> int:
+    """The job and the baseline, each a whole process (see `--processes`)."""
+    source = str(work / "in")
+
+    def job(n: int) -> list[str]:
+        folders = ["--output-folder", str(work / f"out-{n}"), "--bad-folder", str(work / f"bad-{n}")]
+        manifest = ["--manifest", f"sqlite:///{work}/manifest-{n}.db"]
+        return [sys.executable, "-m", "spark_integration.shredder", "--input-folder", source, *folders, *manifest]
+
+    def base(n: int) -> list[str]:
+        return [sys.executable, __file__, "--baseline", source, str(work / f"base-{n}")]
+
+    times = interleaved({"shred job": job, "baseline": base}, rounds)
+    if times is None:
+        return 1
+    a, b = median(times["shred job"]), median(times["baseline"])
+    print(
+        f"headline (whole processes): shred job with SQLite manifest {a:.1f} s = {a / b:.2f}x the baseline "
+        f"({b:.1f} s), medians of {rounds} rounds; {lines / a:,.0f} events/s on local[2]"
+    )
+    return 0
 
 
 def profile(spark, run, folder: Path) -> None:  # type: ignore[no-untyped-def]
@@ -121,13 +169,20 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of (a) and (b), the first cold (>= 2)")
     parser.add_argument("--profile", metavar="DIR", type=Path, help="also profile one warm run into DIR")
+    parser.add_argument("--processes", action="store_true", help="each run a whole process (see above)")
+    parser.add_argument("--baseline", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.baseline:
+        baseline(local_session("local[2]"), *args.baseline)
+        return 0
     work = Path(tempfile.mkdtemp(prefix="shred-bench-"))
     try:
         started = time.perf_counter()
         lines = generate(work / "in", args.events)
         size = sum(p.stat().st_size for p in (work / "in").iterdir())
         print(f"input: {lines:,} lines, {size / 2**20:,.0f} MiB, generated in {time.perf_counter() - started:.0f} s")
+        if args.processes:
+            return whole_processes(work, lines, args.rounds)
         spark = local_session("local[2]")
         source = str(work / "in")
         # warm up both paths (JVM, Python workers) on a small slice

@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from statistics import median
 
@@ -147,7 +145,7 @@ def main() -> int:
 
 
 def measure(work: Path, events: int, rounds: int, mode: str) -> int:
-    from shred_job import generate
+    from shred_job import generate, interleaved
 
     lines = generate(work / "in" / RUN, events)
     print(f"input: {lines:,} lines in {work / 'in'}")
@@ -159,22 +157,10 @@ def measure(work: Path, events: int, rounds: int, mode: str) -> int:
         },
     }
     (work / "iglu.json").write_text(json.dumps(resolver))
-    times: dict[str, list[float]] = {"transformer": [], "baseline": []}
-    for n in range(rounds):
-        order = ["transformer", "baseline"] if n % 2 == 0 else ["baseline", "transformer"]
-        for name in order:
-            command = transformer(work, n, mode) if name == "transformer" else base(work, n, mode)
-            started = time.monotonic()
-            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-            seconds = time.monotonic() - started
-            if done.returncode != 0:
-                print(done.stderr[-3000:])
-                return 1
-            times[name].append(seconds)
-            print(
-                f"round {n + 1} {name:<11} {seconds:6.1f} s"
-                + (f"  {done.stdout.splitlines()[-1]}" if name == "transformer" else "")
-            )
+    commands = {"transformer": lambda n: transformer(work, n, mode), "baseline": lambda n: base(work, n, mode)}
+    times = interleaved(commands, rounds)
+    if times is None:
+        return 1
     a, b = median(times["transformer"]), median(times["baseline"])
     print(f"median: transformer {a:.1f} s, baseline {b:.1f} s, ratio {a / b:.2f}x")
     return 0

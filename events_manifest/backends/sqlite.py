@@ -91,11 +91,13 @@ ON CONFLICT (event_id, fingerprint) DO UPDATE SET etl_time = excluded.etl_time, 
 WHERE events_manifest.etl_time = excluded.etl_time OR events_manifest.ttl <= excluded.etl_time
 """
 
-_INSERT = "INSERT INTO events_manifest (event_id, fingerprint, etl_time, ttl) VALUES (?, ?, ?, ?)"
-
 _LOOKUP = "SELECT etl_time, ttl FROM events_manifest WHERE event_id = ? AND fingerprint = ?"
 
 _ENTRIES = "SELECT event_id, fingerprint, etl_time, ttl FROM events_manifest WHERE event_id IN ({})"
+
+
+class _NotAllAccepted(Exception):
+    """A batch's pairs were not all accepted: roll back, then answer each one."""
 
 
 class SqliteManifest(DuplicateStorage):
@@ -263,22 +265,22 @@ class SqliteManifest(DuplicateStorage):
 
     def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
         ttl = self._ttl_seconds
-        return self._transaction(lambda conn: self._insert_new(conn, batch, ttl) or self._upsert_each(conn, batch, ttl))
+        try:
+            self._transaction(lambda conn: self._accept_all(conn, batch, ttl))
+            return [True] * len(batch)
+        except _NotAllAccepted:  # rolled back: each pair's answer, in a transaction of its own
+            return self._transaction(lambda conn: self._upsert_each(conn, batch, ttl))
 
     @staticmethod
-    def _insert_new(conn: sqlite3.Connection, batch: PutBatch, ttl: int) -> list[bool | ManifestRequestError]:
-        """The common case, all pairs new: one plain INSERT for the batch; [] if any pair exists."""
-        conn.execute("SAVEPOINT all_new")
-        try:
-            conn.executemany(
-                _INSERT, ((*key, etl, etl + ttl) for key, etl in zip(batch.keys, batch.etl_seconds, strict=True))
-            )
-        except sqlite3.IntegrityError:  # a pair is stored already, or comes twice: check each
-            conn.execute("ROLLBACK TO all_new")
-            conn.execute("RELEASE all_new")
-            return []
-        conn.execute("RELEASE all_new")
-        return [True] * len(batch)
+    def _accept_all(conn: sqlite3.Connection, batch: PutBatch, ttl: int) -> None:
+        """The common case, every pair accepted (new, or a rerun's): the batch in one statement,
+        each row of which changes one row when accepted. Raises `_NotAllAccepted` otherwise, so
+        that the transaction rolls back (cheaper than a savepoint, which copies every page the
+        batch touches)."""
+        before = conn.total_changes
+        conn.executemany(_PUT, ((*key, etl, etl + ttl) for key, etl in zip(batch.keys, batch.etl_seconds, strict=True)))
+        if conn.total_changes - before != len(batch):
+            raise _NotAllAccepted
 
     @staticmethod
     def _upsert_each(conn: sqlite3.Connection, batch: PutBatch, ttl: int) -> list[bool | ManifestRequestError]:
