@@ -98,12 +98,18 @@ def test_overwrite_replaces_only_the_jobs_own_output(batch: Path) -> None:
 
 @pytest.mark.process
 def test_a_second_run_into_a_folder_being_written_is_refused_at_once(tmp_path: Path) -> None:
+    """The first run is a process of its own, started as `/path/venv/bin/python -m ...` with the
+    venv not activated (not on PATH): its Python workers run on the driver's interpreter, not on
+    `python3` from PATH, and it completes while the second, in this process, is refused."""
     write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
+    child = {k: v for k, v in env().items() if k not in {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"}}
     command = [sys.executable, "-m", "spark_integration.shredder", "--input-folder", "in"]
     first = subprocess.Popen(
         [*command, "--output-folder", "out", "--bad-folder", "bad", "--manifest", f"sqlite:///{tmp_path}/m.db"],
         cwd=tmp_path,
-        env=env(),
+        env={**child, "PATH": path},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -313,20 +319,3 @@ def test_a_dead_run_of_another_item_is_finished_before_other_runs(tmp_path: Path
     assert sorted(row.split("\t")[6] for row in kept) == sorted([A, B]), "A is delivered, not dropped"
     listed = events_manifest(tmp_path, "runs", "--manifest", db).stdout
     assert listed.startswith("2026-11-01 05:00:00  finished"), listed
-
-
-@pytest.mark.process
-def test_a_virtual_environment_need_not_be_activated(tmp_path: Path) -> None:
-    """`/path/venv/bin/python -m spark_integration.shredder ...` with the venv not on PATH: the
-    local session's Python workers run on the driver's interpreter, not `python3` from PATH."""
-    write_input(tmp_path / "in", [line(A, "FP")])
-    venv_bin = str(Path(sys.executable).parent)
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
-    child = {k: v for k, v in env().items() if k not in {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"}}
-    command = [sys.executable, "-m", "spark_integration.shredder", "--input-folder", "in"]
-    command += ["--output-folder", "out", "--bad-folder", "bad"]
-    done = subprocess.run(
-        command, cwd=tmp_path, env={**child, "PATH": path}, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert len(read_output(tmp_path / "out")["atomic-events"]) == 1
