@@ -81,7 +81,10 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
             del batch
 
     def failing() -> Any:
-        time.sleep(1)  # the slow job is running by then
+        deadline = time.monotonic() + 120
+        while not any(batches_done.iterdir()):  # the event: the slow job has written a batch, it runs
+            assert time.monotonic() < deadline, "the slow job never started"
+            time.sleep(0.05)
         raise ValueError("the manifest is gone")
 
     slow_part = spark.range(20, numPartitions=1).mapInArrow(slow, udfs.LINES_TYPE)
