@@ -76,7 +76,7 @@ def baseline(spark, source: str, target: str) -> None:  # type: ignore[no-untype
 def interleaved(commands: dict[str, Callable[[int], list[str]]], rounds: int) -> dict[str, list[float]] | None:
     """Each named command of round `n` (`commands[name](n)`) run as a process from the project's
     folder, in turn, the order reversed every other round: the wall seconds of each, or None
-    (its error printed) when one fails. The last line of a command's output is shown beside it."""
+    (its error printed) when one fails. The last line a command prints, if any, is shown beside it."""
     times: dict[str, list[float]] = {name: [] for name in commands}
     for n in range(rounds):
         for name in list(commands) if n % 2 == 0 else list(commands)[::-1]:
@@ -87,8 +87,7 @@ def interleaved(commands: dict[str, Callable[[int], list[str]]], rounds: int) ->
                 print(done.stderr[-3000:])
                 return None
             times[name].append(seconds)
-            last = done.stdout.splitlines()[-1:] if name != "baseline" else []
-            print(f"round {n + 1} {name:<11} {seconds:6.1f} s", *last, sep="  ")
+            print(f"round {n + 1} {name:<11} {seconds:6.1f} s", *done.stdout.splitlines()[-1:], sep="  ")
     return times
 
 

@@ -13,8 +13,10 @@ import io
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,3 +64,15 @@ def error_line(done: subprocess.CompletedProcess[str], prog: str = "shredder") -
     assert len(ours) == 1, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     return ours[0]
+
+
+def wait_for(reached: Callable[[], bool], what: str, process: subprocess.Popen[Any] | None = None) -> None:
+    """Wait until `reached()`: an event another process or thread signals (a file it writes). Fails
+    naming `what` if `process` ends first (with the end of its stderr) or after three minutes."""
+    deadline = time.monotonic() + 180
+    while not reached():
+        if process is not None and process.poll() is not None:
+            said = process.stderr.read()[-3000:] if process.stderr else ""
+            raise AssertionError(f"{what}: the process ended first. {said}")
+        assert time.monotonic() < deadline, f"{what}: not within three minutes"
+        time.sleep(0.05)

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +25,7 @@ import pytest
 from events_manifest import SqliteManifest, steps
 from events_manifest.snowplow.generator import BatchSpec, write_batches
 from spark_integration import shred
-from tests.commands import env, events_manifest, shredder
+from tests.commands import env, events_manifest, shredder, wait_for
 from tests.shred_helpers import atomic, line, read_bad, read_output
 
 pytestmark = [pytest.mark.spark, pytest.mark.process]
@@ -56,9 +55,7 @@ def killed_at(step: str, cwd: Path, *args: str, module: str = "spark_integration
         command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        while not signal_file.exists():  # the event: the run is at `step`, waiting to be killed
-            assert process.poll() is None, f"the run ended before {step}: {process.stderr.read()[-3000:]}"  # type: ignore[union-attr]
-            time.sleep(0.05)
+        wait_for(signal_file.exists, f"the run reaching {step}", process)  # there, it waits to be killed
         os.killpg(process.pid, signal.SIGKILL)
     finally:
         process.wait()

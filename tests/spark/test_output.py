@@ -69,6 +69,7 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
 
     from events_manifest.snowplow import shred_output
     from spark_integration import plan, udfs
+    from tests.commands import wait_for
 
     batches_done = tmp_path / "done"
     batches_done.mkdir()
@@ -81,10 +82,7 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
             del batch
 
     def failing() -> Any:
-        deadline = time.monotonic() + 120
-        while not any(batches_done.iterdir()):  # the event: the slow job has written a batch, it runs
-            assert time.monotonic() < deadline, "the slow job never started"
-            time.sleep(0.05)
+        wait_for(lambda: any(batches_done.iterdir()), "the slow job writing a batch")  # so it runs
         raise ValueError("the manifest is gone")
 
     slow_part = spark.range(20, numPartitions=1).mapInArrow(slow, udfs.LINES_TYPE)

@@ -18,7 +18,7 @@ import pytest
 
 from events_manifest.backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.testing import LocalServer
-from tests.commands import env, error_line, events_manifest, shredder
+from tests.commands import env, error_line, events_manifest, shredder, wait_for
 from tests.conftest import unique_table
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
@@ -115,10 +115,7 @@ def test_a_second_run_into_a_folder_being_written_is_refused_at_once(tmp_path: P
         text=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "out" / "_claim.json").exists():
-            assert first.poll() is None and time.monotonic() < deadline, "the first run never claimed its folder"
-            time.sleep(0.05)
+        wait_for((tmp_path / "out" / "_claim.json").exists, "the first run claiming its folder", first)
         second = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad2")
         assert "output folder [out] is being written by another run" in error_line(second)
     finally:

@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from events_manifest import RunConflictError, SqliteManifest
 from events_manifest.arrow_dedup import OUTCOME, REASON
 from events_manifest.dedup import REPEATED, SEEN, Deduplicator, Expiry, Outcome
 from spark_integration import deduplicate, populate, shred
+from tests.commands import wait_for
 from tests.shred_helpers import line, write_input
 
 pytestmark = pytest.mark.spark
@@ -267,10 +267,7 @@ def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, t
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 180
-        while not (tmp_path / "batch-1-written").exists():
-            assert job.poll() is None and time.monotonic() < deadline, "the streaming job never reached batch 1"
-            time.sleep(0.05)
+        wait_for((tmp_path / "batch-1-written").exists, "the streaming job reaching batch 1", job)
         os.killpg(job.pid, signal.SIGKILL)
     finally:
         job.wait()
