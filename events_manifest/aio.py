@@ -40,7 +40,7 @@ from events_manifest.model import (
     to_epoch_seconds,
     ttl_seconds,
 )
-from events_manifest.runs import Heartbeat, Run
+from events_manifest.runs import COMMAND_LINE, Advice, Heartbeat, Run
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient as AsyncDynamoDBClient
@@ -119,9 +119,12 @@ class AsyncManifestBase:
         source: str = "",
         output: str = "",
         rerun: bool = False,
+        advice: Advice = COMMAND_LINE,
     ) -> Run:
         """`DuplicateStorage.start_run`: the same decision (`runs.plan`) and heartbeat, awaited."""
-        start = runs.Start.of(item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun)
+        start = runs.Start.of(
+            item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun, advice=advice
+        )
         for _ in range(runs.MAX_ATTEMPTS):
             decided = start.plan(await self.runs(), runs.now_seconds())
             self._heartbeat().announce(decided.record)

@@ -21,7 +21,7 @@ from events_manifest.model import (
     ttl_seconds,
 )
 from events_manifest.processing import ProcessingManifest
-from events_manifest.runs import Heartbeat, Run
+from events_manifest.runs import COMMAND_LINE, Advice, Heartbeat, Run
 
 
 class DuplicateStorage(abc.ABC):
@@ -94,14 +94,17 @@ class DuplicateStorage(abc.ABC):
         source: str = "",
         output: str = "",
         rerun: bool = False,
+        advice: Advice = COMMAND_LINE,
     ) -> Run:
         """Record a run of `item` (an input path or id; None: a run of its own) as started, before
         its first put, and return it: its `etl_time` is the one to put with. `etl_time` is what the
         input asks for (default now); the ledger may hand out another (`runs.plan`), unless `explicit`.
         `source` identifies the input the run reads, `output` where it writes; `rerun` runs a finished
         item again on purpose. Until `finish_run` or `abandon_run`, a thread renews the run's sign
-        of life in the ledger."""
-        start = runs.Start.of(item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun)
+        of life in the ledger. Refusals advise in the words of `advice`."""
+        start = runs.Start.of(
+            item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun, advice=advice
+        )
         for _ in range(runs.MAX_ATTEMPTS):
             decided = start.plan(self.runs(), runs.now_seconds())
             self._heartbeat.announce(decided.record)

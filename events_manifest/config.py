@@ -40,6 +40,25 @@ class Credentials:
         return repr(self)
 
 
+def default_region() -> str | None:
+    """The AWS region when none is given, found as the AWS SDKs find it: `AWS_REGION` (the Java, Go
+    and JavaScript SDKs read it; EMR, ECS and Lambda set it), then boto's own chain
+    (`AWS_DEFAULT_REGION`, the profile's region in the AWS config file)."""
+    import boto3
+
+    region: str | None = os.environ.get("AWS_REGION") or boto3.session.Session().region_name
+    return region
+
+
+@cache
+def known_regions() -> tuple[str, ...]:
+    """Every region of every AWS partition the SDK knows (botocore's endpoint data), sorted."""
+    import botocore.session
+
+    data = botocore.session.get_session().get_data("endpoints")
+    return tuple(sorted({region for partition in data["partitions"] for region in partition["regions"]}))
+
+
 def no_region() -> ManifestConfigError:
     """No AWS region anywhere: the one message, wherever the SDK finds none."""
     return ManifestConfigError("no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION")

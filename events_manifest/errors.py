@@ -25,6 +25,11 @@ class ManifestThrottledError(ManifestUnavailableError):
     """The store kept throttling after every retry: raise its capacity or lower the concurrency."""
 
 
+class DeliveryError(ManifestError):
+    """A run's output could not be delivered (its queue or bad-row stream refused): the run is
+    not committed, and the message says how it gets finished."""
+
+
 class RunConflictError(ManifestConfigError):
     """A run would lose or share another run's events (an unfinished run of the same input, an etl
     time another run holds): the message says which etl time to use, or how to clean up first."""

@@ -8,7 +8,7 @@ from datetime import timedelta
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from events_manifest.backends.dynamodb import ClientOptions, DynamoDbManifest, check_table, create_table
 from events_manifest.backends.dynamodb.client import (
@@ -143,6 +143,30 @@ def _sqlite_path(url: str) -> str:
     return "/" + path.lstrip("/") if path.startswith("//") else path  # sqlite:////abs: the file /abs
 
 
+def with_dynamodb_flags(url: str, *, endpoint: str | None = None, create: bool = False) -> str:
+    """A manifest URL with what a command line gives beside it, `--dynamodb-endpoint` and
+    `--create-table`: used for a DynamoDB URL, refused for any other (a flag is used or refused,
+    never ignored), refused when the URL says otherwise."""
+    wanted = {"endpoint": endpoint, "create": "true" if create else None}
+    flags = {"endpoint": "--dynamodb-endpoint", "create": "--create-table"}
+    given = {name: value for name, value in wanted.items() if value is not None}
+    if not given:
+        return url
+    parts = urlsplit(url)
+    if parts.scheme != "dynamodb":
+        named = " and ".join(flags[name] for name in given)
+        raise ManifestConfigError(f"{named} is for a DynamoDB manifest, and [{url}] is not one: leave it out")
+    query = parse_qs(parts.query)
+    for name, value in given.items():
+        if name in query and query[name] != [value]:
+            raise ManifestConfigError(
+                f"{flags[name]} and the manifest URL's {name}={query[name][0]} differ: give it once, in one place"
+            )
+    added = urlencode({name: value for name, value in given.items() if name not in query})
+    joined = "&".join(part for part in (parts.query, added) if part)
+    return urlunsplit(parts._replace(query=joined))
+
+
 def manifest_files(manifest: str | DuplicateStorage | None) -> list[str]:
     """The local files a manifest keeps its entries in (a SQLite file and its journal files),
     which the output rule keeps every output away from (`places.check_places`)."""
@@ -157,10 +181,11 @@ def manifest_files(manifest: str | DuplicateStorage | None) -> list[str]:
 
 def _sqlite(url: str, read_only: bool) -> DuplicateStorage:
     path = _sqlite_path(url)
-    query = _Query(url, {"cache_mib", "durable"})
+    query = _Query(url, {"cache_mib", "durable", "busy_timeout"})
     return SqliteManifest(
         Path(path),
         ttl=query.ttl(),
+        busy_timeout=timedelta(seconds=query.integer("busy_timeout", 60)),
         cache_mib=query.integer("cache_mib", 64),
         durable=query.flag("durable"),
         read_only=read_only,

@@ -19,7 +19,7 @@ import attrs
 
 from events_manifest import liveness
 from events_manifest.errors import ManifestConfigError
-from events_manifest.storage import Storage, join
+from events_manifest.storage import Storage, join, local_path
 
 CLAIM = "_claim.json"
 """Held by the run writing a folder (created exclusively), removed when it ends."""
@@ -71,6 +71,7 @@ class Folder:
     shown: str
     role: str
     created: bool
+    run_id: str = ""
     replaced: list[str] = attrs.field(factory=list)
 
     def replace_old(self) -> None:
@@ -79,7 +80,12 @@ class Folder:
             self.storage.delete(join(self.path, child))
 
     def release(self) -> None:
-        self.storage.delete(join(self.path, CLAIM))
+        """Remove this run's claim (not one another run wrote over it, where create is not
+        exclusive), and the folder if the run made it and left it empty."""
+        target = join(self.path, CLAIM)
+        held = _read_claim(self.storage, target)
+        if held is None or held.get("run") == self.run_id:
+            self.storage.delete(target)
         if self.created and not self.storage.children(self.path):
             self.storage.delete(self.path)
 
@@ -129,17 +135,28 @@ def claim(storage: Storage, path: str, shown: str, role: str, run_id: str) -> Fo
     text = json.dumps({"run": run_id, "host": host, "pid": int(pid), "since": time.time()})
     for _ in range(2):
         if storage.create_new(target, text + "\n"):
-            return Folder(storage, path, shown, role, created)
+            return Folder(storage, path, shown, role, created, run_id)
         held = _read_claim(storage, target)
         if held is not None and _alive(held):
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(held.get("since", 0))))
             raise FolderClaimedError(
                 f"{role} folder [{shown}] is being written by another run (process {held.get('pid')} on "
                 f"{held.get('host')}, since {since} UTC): wait for it to end. If no run is writing there, "
-                f"delete {target}"
+                f"delete {local_path(target) or target}"
             )
         storage.delete(target)  # the run that held it was killed
     raise FolderClaimedError(f"{role} folder [{shown}]: another run took it at the same moment; retry")
+
+
+def drop_dead_claim(storage: Storage, path: str) -> bool:
+    """Remove the claim a killed run left in a folder (its process, on this host, is gone);
+    whether no live claim is left there."""
+    target = join(path, CLAIM)
+    held = _read_claim(storage, target)
+    if held is not None and _alive(held):
+        return False
+    storage.delete(target)
+    return True
 
 
 def _read_claim(storage: Storage, target: str) -> dict[str, Any] | None:

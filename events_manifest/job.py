@@ -24,7 +24,7 @@ from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestConfigError
 from events_manifest.folders import JobFolders, Layout
 from events_manifest.processing import ItemRecord, ProcessingManifest, check_table_name
-from events_manifest.runs import Run
+from events_manifest.runs import COMMAND_LINE, Advice, Run
 from events_manifest.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ class JobRun:
     rerun: bool = False
     folders: JobFolders | None = None
     processing: ProcessingManifest | None = None
+    advice: Advice = COMMAND_LINE
     claimed: ItemRecord | None = None
     record: Run | None = None
 
@@ -69,18 +70,20 @@ class JobRun:
         layout: Layout | None = None,
         folders: Sequence[tuple[str, str]] = (),
         overwrite: bool = False,
+        advice: Advice = COMMAND_LINE,
     ) -> Iterator[JobRun]:
         """Claim the run's `folders` ((path as given, role) pairs, see `folders.JobFolders`) and its
         item in `processing_table` (refused if processed or being processed), then hand the run
         over. Whatever ends the block, the claims are released; an error records the run as failed
-        in the ledger and the processing table, a normal end as finished."""
+        in the ledger and the processing table, a normal end as finished. The ledger's refusals
+        advise in the words of `advice`."""
         processing = _processing_table(manifest, processing_table)
         taken = None
         if folders:
             if storage is None or layout is None:
                 raise TypeError("folders need a storage and a layout")
             taken = JobFolders.claim_all(storage, layout, folders, overwrite=overwrite)
-        run = cls(manifest, item, source, output, rerun, taken, processing)
+        run = cls(manifest, item, source, output, rerun, taken, processing, advice=advice)
         try:
             if processing is not None:
                 run.claimed = processing.claim(item, application)
@@ -100,7 +103,13 @@ class JobRun:
         if self.manifest is None:
             return etl_time
         self.record = self.manifest.start_run(
-            self.item, etl_time, explicit=explicit, source=self.source, output=self.output, rerun=self.rerun
+            self.item,
+            etl_time,
+            explicit=explicit,
+            source=self.source,
+            output=self.output,
+            rerun=self.rerun,
+            advice=self.advice,
         )
         steps.reached("started")
         return self.record.etl_time

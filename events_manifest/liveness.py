@@ -33,3 +33,32 @@ def gone(owner: str) -> bool | None:
     except (PermissionError, OverflowError):
         return False
     return False
+
+
+def holders(*paths: str) -> list[str]:
+    """The other processes of this host that have any of `paths` open, described (`process 123
+    (python -m ...)`); empty where the host does not tell (no `/proc`) or none does."""
+    wanted = {os.path.realpath(path) for path in paths}
+    found = []
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
+    except OSError:
+        return []
+    for pid in pids:
+        try:
+            links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        except OSError:  # gone meanwhile, or not ours to look at
+            continue
+        if links & wanted:
+            found.append(f"process {pid} ({_command(pid)})")
+    return found
+
+
+def _command(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            words = file.read().split(b"\0")
+    except OSError:
+        return "?"
+    text = " ".join(word.decode("utf-8", "replace") for word in words if word)
+    return text if len(text) <= 120 else text[:117] + "..."

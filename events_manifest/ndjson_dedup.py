@@ -28,7 +28,7 @@ from events_manifest.dedup import Deduplicator, Expiry, Outcome, Unreadable
 from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.factory import manifest_files
 from events_manifest.iglu import Resolver
-from events_manifest.places import Place, check_places
+from events_manifest.places import INPUT, MANIFEST, Place, check_places
 from events_manifest.storage import Listing, LocalStorage
 
 _PROGRESS_EVERY = 0.5
@@ -61,9 +61,9 @@ def check_paths(
         if not os.access(source, os.R_OK):
             raise ManifestConfigError(f"input [{source}] cannot be read (permissions)")
     written = [Place(FLAGS[outcome], path) for outcome, path in outputs.items() if path is not None and path != "-"]
-    protected = [Place("manifest file", path) for path in manifest_files(manifest)]
+    protected = [Place(MANIFEST, path) for path in manifest_files(manifest)]
     if source != "-":
-        protected.append(Place("input", source))
+        protected.append(Place(INPUT, source))
     check_places(LocalStorage(), written, protected)
 
 
@@ -262,11 +262,12 @@ def run(
             again = (
                 "run the same command again"
                 if source != "-" or item
-                else f"rerun with --etl-time '{runs.text(run.etl_seconds)}'"
+                else f"run it again with --etl-time '{runs.text(run.etl_seconds)}'"
             )
+            reason = " ".join(str(e).split())
             raise RunFailedError(
-                f"{e}\nThe run stopped after it started (etl time {runs.text(run.etl_seconds)}); no output file was "
-                f"replaced. To finish it, {again}"
+                f"{reason}. The run stopped after it started (etl time {runs.text(run.etl_seconds)}) and replaced no "
+                f"output file: once the cause is fixed, {again} to finish it"
             ) from e
         except BaseException:
             dedup.close(finished=False)

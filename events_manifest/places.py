@@ -4,7 +4,8 @@ reports and summaries), checked before the first put or deletion.
 An output is absent or of the kind it is written as: a regular file (never a FIFO, a device, a
 socket or a folder), or a folder. It is not, does not resolve to (through symbolic or hard links)
 and does not lie inside an input, the manifest's file, another output or the bad folder; an output
-folder does not hold any of them, and is not the current folder or one of its ancestors.
+folder does not hold any of them, and is not the current folder or one of its ancestors. The
+manifest's file does not lie inside an input either (its files would be read as input lines).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import attrs
 
 from events_manifest.errors import ManifestConfigError
 from events_manifest.storage import FILE, FOLDER, Storage, inside, literal_root, local_path
+
+INPUT, MANIFEST = "input", "manifest file"
+"""The roles of the places a run must leave alone; a manifest is never inside an input either."""
 
 
 @attrs.frozen
@@ -75,6 +79,13 @@ def check_places(storage: Storage, outputs: Sequence[Place], protected: Sequence
     for out in outputs:
         if not out.folder and storage.kind(out.shown) is None:
             _check_folder_of(storage, out)
+    for kept in protected:
+        for source in protected:
+            if kept.role == MANIFEST and source.role == INPUT and inside(real[kept], real[source]):
+                raise ManifestConfigError(
+                    f"{kept.role} [{kept.shown}] is inside the {source.role} [{source.shown}]: its files would be read "
+                    "as input lines. Keep the manifest apart from the input"
+                )
 
 
 def _check_kind(storage: Storage, out: Place) -> None:

@@ -94,6 +94,31 @@ def now_seconds() -> int:
 
 
 @attrs.frozen
+class Advice:
+    """How a tool's user does what a refusal advises, in the tool's own words: rerun another
+    input's run, run a delivered input again, give an item or an etl time, clean a run's entries.
+    The defaults are the command line's and the API's (`events-manifest dedup`, the shred job)."""
+
+    rerun_other: str = "the same input, or --item-id '{item}'"
+    """How to rerun the run of `{item}`, another input's."""
+    rerun: str = "--rerun (rerun=True)"
+    item: str | None = "--item-id"
+    """The flag that names an item; None: the tool names its items itself."""
+    etl_time: str | None = "--etl-time"
+    """The flag that gives an etl time; None: the tool takes it from its input."""
+    manifest: str = ""
+    """The manifest as `events-manifest clean` takes it (`--manifest URL`), when known."""
+
+    def clean(self, etl_seconds: int) -> str:
+        where = f" {self.manifest}" if self.manifest else ""
+        return f"`events-manifest clean{where} --etl-time '{text(etl_seconds)}'`"
+
+
+COMMAND_LINE = Advice()
+"""The advice of the command line and the API, which most tools share."""
+
+
+@attrs.frozen
 class Plan:
     """What `plan` decided: write `record` where the ledger holds `expected` (None: nothing)."""
 
@@ -111,6 +136,7 @@ def plan(
     source: str = "",
     output: str = "",
     rerun: bool = False,
+    advice: Advice = COMMAND_LINE,
 ) -> Plan:
     """The ledger record a new run of `item` writes, given every record the ledger holds. `source`
     is the identity of the input it reads (empty: unknown), `output` where it writes.
@@ -132,6 +158,8 @@ def plan(
     - Otherwise the run takes the first second from the requested etl time on that no other item's
       run holds, so runs never take each other's entries for a rerun's; an `explicit` etl time is
       taken as it is, or refused if another item's run holds it.
+
+    Refusals advise in the calling tool's words (`advice`).
     """
     wanted = to_epoch_seconds(requested)
     if explicit and wanted > now + FUTURE_SECONDS:
@@ -148,17 +176,17 @@ def plan(
         raise RunConflictError(_running_message(running[0], now))
     abandoned = [run for run in runs if run.item != item and run.dead(now)]
     if abandoned:
-        raise RunConflictError(_abandoned_message(abandoned, now))
+        raise RunConflictError(_abandoned_message(abandoned, now, advice))
     if len(unfinished) > 1 or (unfinished and explicit and unfinished[0].etl_seconds != wanted):
-        raise RunConflictError(_unfinished_message(item, unfinished, wanted if explicit else None))
+        raise RunConflictError(_unfinished_message(item, unfinished, wanted if explicit else None, advice))
     delivered = [run for run in runs if run.item == item and run.finished]
     for earlier in [*unfinished, *delivered[-1:]]:
         if source and earlier.source and source != earlier.source:
-            raise RunConflictError(_other_input_message(earlier, source))
+            raise RunConflictError(_other_input_message(earlier, source, advice))
     if unfinished:
         etl = unfinished[0].etl_seconds
     elif delivered and not rerun:
-        raise RunConflictError(_delivered_message(delivered[-1]))
+        raise RunConflictError(_delivered_message(delivered[-1], advice))
     elif delivered and not explicit:
         etl = delivered[-1].etl_seconds
     elif explicit and wanted in by_etl and by_etl[wanted].item != item:
@@ -187,6 +215,7 @@ class Start:
     source: str = ""
     output: str = ""
     rerun: bool = False
+    advice: Advice = COMMAND_LINE
 
     @classmethod
     def of(cls, item: str | None, etl_time: datetime | None, **options: Any) -> Start:
@@ -203,6 +232,7 @@ class Start:
             source=self.source,
             output=self.output,
             rerun=self.rerun,
+            advice=self.advice,
         )
 
     def lost_race(self) -> ManifestUnavailableError:
@@ -221,44 +251,52 @@ def _running_message(run: Run, now: int) -> str:
     )
 
 
-def _abandoned_message(abandoned: list[Run], now: int) -> str:
+def _abandoned_message(abandoned: list[Run], now: int, advice: Advice) -> str:
     run = abandoned[0]
     more = f" (and {len(abandoned) - 1} more, see `events-manifest runs`)" if len(abandoned) > 1 else ""
     return (
         f"the {run.describe()}{more} stopped without finishing (last sign of life {_since(run, now)}): the "
         "manifest holds the events it stored, and this run would drop them as duplicates, so they would never "
-        f"be delivered. Rerun it first (the same input, or --item-id '{run.item}'), or, if its output was "
-        f"thrown away, remove its entries with `events-manifest clean --etl-time '{text(run.etl_seconds)}'`"
+        f"be delivered. Rerun it first ({advice.rerun_other.format(item=run.item)}), or, if its output was "
+        f"thrown away, remove its entries with {advice.clean(run.etl_seconds)}"
     )
 
 
-def _delivered_message(run: Run) -> str:
+def _delivered_message(run: Run, advice: Advice) -> str:
     wrote = f" into {run.output}" if run.output else ""
     finished = f", finished {text(run.finished_seconds)} UTC" if run.finished_seconds is not None else ""
     return (
         f"[{run.item}] was delivered already, by the run with etl time {text(run.etl_seconds)}{wrote}{finished}: "
         "running it again would deliver its events a second time. Nothing was done. To run it again on purpose "
-        "(its events come out again, under the same etl time), pass --rerun (rerun=True)"
+        f"(its events come out again, under the same etl time), pass {advice.rerun}"
     )
 
 
-def _other_input_message(run: Run, source: str) -> str:
+def _other_input_message(run: Run, source: str, advice: Advice) -> str:
+    if advice.item is None:
+        return (
+            f"[{run.item}] holds other files than when the {run.describe()} read it ({run.source}; now: {source}): "
+            "its events would be mixed up with that run's. To transform it as it is now, remove that run's "
+            f"entries first with {advice.clean(run.etl_seconds)}, then run again"
+        )
     return (
         f"[{run.item}] names another input than the {run.describe()}, which read {run.source} (this input: "
         f"{source}): reusing an item for another input would mix up their events. Give this input an item of "
-        f"its own (--item-id); to replace the earlier run, remove its entries first with `events-manifest clean "
-        f"--etl-time '{text(run.etl_seconds)}'`"
+        f"its own ({advice.item}); to replace the earlier run, remove its entries first with "
+        f"{advice.clean(run.etl_seconds)}"
     )
 
 
-def _unfinished_message(item: str, unfinished: list[Run], wanted: int | None) -> str:
+def _unfinished_message(item: str, unfinished: list[Run], wanted: int | None, advice: Advice) -> str:
     listed = ", ".join(text(run.etl_seconds) for run in unfinished)
     first = text(unfinished[0].etl_seconds)
     asked = "" if wanted is None else f", not {text(wanted)}"
+    finish = f"Finish it with {advice.etl_time} '{first}'{asked}, or, if its output was thrown away, remove"
+    if advice.etl_time is None:
+        finish = "Remove"
     return (
         f"[{item}] has an unfinished run (etl time {listed}) whose events the manifest holds: this run would "
-        f"drop them as duplicates. Finish it with --etl-time '{first}'{asked}, or, if its output was thrown "
-        f"away, remove its entries first with `events-manifest clean --etl-time '{first}'`"
+        f"drop them as duplicates. {finish} its entries first with {advice.clean(unfinished[0].etl_seconds)}"
     )
 
 

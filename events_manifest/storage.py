@@ -14,6 +14,7 @@ import hashlib
 import os
 import stat
 import uuid
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import attrs
@@ -122,6 +123,25 @@ class Storage(abc.ABC):
     def move(self, source: str, target: str) -> None:
         """Rename (or copy and delete across file systems); makes the target's folder."""
 
+    @abc.abstractmethod
+    def files(self, path: str) -> list[str]:
+        """Every file below a folder, as paths relative to it (`a/b.txt`), sorted; none when it
+        does not exist."""
+
+    def move_file(self, source: str, target: str) -> None:
+        """Move one file to `target`, replacing a file there: what a move stopped half-way left
+        (on an object store, a copy whose source was not deleted yet) is moved again."""
+        if self.exists(target):
+            self.delete(target)
+        self.move(source, target)
+
+    def move_tree(self, source: str, target: str, moved: Callable[[str], None] = lambda name: None) -> None:
+        """Move every file below `source` to the same place below `target`, one file at a time
+        (`moved` told of each), merging into what is there: repeatable after a kill at any file."""
+        for name in self.files(source):
+            self.move_file(join(source, name), join(target, name))
+            moved(name)
+
     def exists(self, path: str) -> bool:
         return self.kind(path) is not None
 
@@ -228,10 +248,21 @@ class LocalStorage(Storage):
     def mkdirs(self, path: str) -> None:
         os.makedirs(self._os(path), exist_ok=True)
 
+    def files(self, path: str) -> list[str]:
+        root = self._os(path)
+        found = []
+        for folder, _, names in os.walk(root):
+            relative = os.path.relpath(folder, root)
+            found += [name if relative == "." else f"{relative}/{name}" for name in names]
+        return sorted(found)
+
     def move(self, source: str, target: str) -> None:
         destination = self._os(target)
         os.makedirs(os.path.dirname(destination), exist_ok=True)
         os.rename(self._os(source), destination)
+
+    def move_file(self, source: str, target: str) -> None:
+        self.move(source, target)  # a rename replaces a file at the target, atomically
 
 
 def literal_root(path: str) -> str:

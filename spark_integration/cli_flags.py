@@ -13,6 +13,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
+from events_manifest.factory import with_dynamodb_flags
 from events_manifest.job import one_line
 
 
@@ -30,10 +31,14 @@ def manifest_of(args: argparse.Namespace) -> str | DuplicateStorage | None:
     if args.duplicate_storage_config:
         config = parse_config(args.duplicate_storage_config)
         return init_storage(config, endpoint_url=args.dynamodb_endpoint, create_if_missing=args.create_table)
-    if args.dynamodb_endpoint:
-        raise ManifestConfigError("--dynamodb-endpoint goes with --duplicate-storage-config")
-    manifest: str | None = args.manifest
-    return manifest
+    if args.manifest is None:
+        if args.dynamodb_endpoint or args.create_table:
+            raise ManifestConfigError(
+                "--dynamodb-endpoint and --create-table go with a DynamoDB manifest: --duplicate-storage-config "
+                "or --manifest dynamodb://TABLE"
+            )
+        return None
+    return with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint, create=args.create_table)
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
@@ -44,14 +49,20 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_job(prog: str, job: Callable[[], int], *, verbose: bool = False) -> int:
+def run_job(
+    prog: str,
+    job: Callable[[], int],
+    *,
+    verbose: bool = False,
+    interrupted: Callable[[], str] = lambda: "interrupted; nothing was written",
+) -> int:
     """Run a job's main body: any error (a bad flag, config or input, a Spark job that failed on
     its input, one this code did not foresee) is one line on stderr and exit 1, and with `verbose`
-    the stack trace before it."""
+    the stack trace before it. An interruption (Ctrl-C) says what `interrupted` says, exit 130."""
     try:
         return job()
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted; nothing was written", file=sys.stderr)
+        print(f"{prog}: {interrupted()}", file=sys.stderr)
         return 130
     except Exception as e:
         if verbose:

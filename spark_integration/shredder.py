@@ -23,7 +23,7 @@ from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.job import JobRun
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
-from events_manifest.places import Place, check_places
+from events_manifest.places import INPUT, MANIFEST, Place, check_places
 from events_manifest.snowplow import bad_rows, shred_output
 from events_manifest.snowplow.dedup import check_options
 from events_manifest.snowplow.report import render_report
@@ -84,7 +84,7 @@ def shred(
         if not storage.matches(source):
             raise InputMissingError(f"input [{source}] does not exist (or matches no file): nothing was written")
     outputs = [Place("output folder", output_path, folder=True), Place("bad folder", bad_path, folder=True)]
-    protected = [*(Place("input", source) for source in inputs), *map(_manifest_file, manifest_files(manifest))]
+    protected = [*(Place(INPUT, source) for source in inputs), *map(_manifest_file, manifest_files(manifest))]
     check_places(storage, [*outputs, *([Place("--report", report)] if report else [])], protected)
     listing = storage.listing(inputs)
     if overwrite and not listing.bytes:
@@ -168,7 +168,7 @@ EtlMismatchError = RunConflictError
 
 
 def _manifest_file(path: str) -> Place:
-    return Place("manifest file", path)
+    return Place(MANIFEST, path)
 
 
 def _text(etl: datetime) -> str:

@@ -67,9 +67,23 @@ class HadoopStorage(Storage):
         names = self.spark.read.text([self.absolute(path) for path in paths]).inputFiles()
         files = []
         for name in sorted(names):
-            fs, p = self._fs(name)
+            p = self._path(self._jvm.java.net.URI(name))  # a URI: `part%201.tsv` names `part 1.tsv`
+            fs = p.getFileSystem(self._conf)
             files.append((no_slash(str(fs.makeQualified(p).toString())), int(fs.getFileStatus(p).getLen())))
         return Listing(tuple(files))
+
+    def folder_files(self, path: str) -> Listing:
+        """The files directly in a folder that a text read of it takes, whatever their names
+        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes."""
+        fs, p = self._fs(path)
+        if not fs.exists(p):
+            return Listing(())
+        files = [
+            (no_slash(str(status.getPath().toString())), int(status.getLen()))
+            for status in fs.listStatus(p)
+            if status.isFile() and not str(status.getPath().getName()).startswith(("_", "."))
+        ]
+        return Listing(tuple(sorted(files)))
 
     def working_folders(self) -> list[str]:
         fs, p = self._fs(self.absolute("."))
@@ -108,6 +122,26 @@ class HadoopStorage(Storage):
     def delete(self, path: str) -> None:
         fs, p = self._fs(path)
         fs.delete(p, True)
+
+    def files(self, path: str) -> list[str]:
+        qualified = self.qualify(path)
+        if local_path(qualified) is not None:
+            return self._local.files(qualified)
+        fs, p = self._fs(qualified)
+        if not fs.exists(p):
+            return []
+        root = str(fs.makeQualified(p).toString()).rstrip("/") + "/"
+        found, listed = [], fs.listFiles(p, True)
+        while listed.hasNext():
+            found.append(str(listed.next().getPath().toString()).removeprefix(root))
+        return sorted(found)
+
+    def move_file(self, source: str, target: str) -> None:
+        qualified = self.qualify(target)
+        if local_path(qualified) is not None:
+            self._local.move_file(self.qualify(source), qualified)
+        else:
+            super().move_file(source, qualified)
 
     def mkdirs(self, path: str) -> None:
         fs, p = self._fs(path)

@@ -12,47 +12,80 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from events_manifest import DuplicateStorage, ManifestConfigError, __version__, init_storage, parse_config
-from events_manifest.factory import manifest_files
-from events_manifest.folders import CLAIM, STAGING_PREFIX, FolderClaimedError, Layout
+from events_manifest import (
+    DuplicateStorage,
+    ManifestConfigError,
+    ManifestError,
+    __version__,
+    init_storage,
+    parse_config,
+    steps,
+)
+from events_manifest.config import DynamoDbConfig
+from events_manifest.errors import RunConflictError
+from events_manifest.factory import manifest_files, with_dynamodb_flags
+from events_manifest.folders import STAGING_PREFIX, FolderClaimedError, claim
 from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import ResolverConfig
 from events_manifest.job import JobRun
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
-from events_manifest.places import Place, check_places
-from events_manifest.storage import join
+from events_manifest.places import INPUT, MANIFEST, Place, check_places
+from events_manifest.runs import Advice
+from events_manifest.runs import now_seconds as runs_now
+from events_manifest.storage import Listing, join
+from events_manifest.transformer import kinesis
 from events_manifest.transformer import queue as queues
 from events_manifest.transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse
-from events_manifest.transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
+from events_manifest.transformer.commit import (
+    DATA,
+    OUTPUTS,
+    EntityType,
+    RunCounts,
+    RunFolder,
+    State,
+    deliver,
+    inspect,
+    seal,
+    sealed_run,
+    tidy,
+)
+from events_manifest.transformer.config import (
+    TransformerConfig,
+    TransformerConfigError,
+    decode_value,
+    hocon_to_json,
+)
 from events_manifest.transformer.event import atomic_limits
 from events_manifest.transformer.jvm import NANOS
+from events_manifest.transformer.kinesis import KinesisSink
 from events_manifest.transformer.message import shredding_complete
 from events_manifest.transformer.parquet import ParquetColumns, build_columns
 from events_manifest.transformer.parquet_types import TIMESTAMP
-from events_manifest.transformer.runs import COMPLETE, discover, folder_uri
+from events_manifest.transformer.runs import discover, folder_uri
 from events_manifest.transformer.shredded import PARTITIONS as SHRED_PARTITIONS
 from events_manifest.transformer.shredded import Routing, Shredder
-from spark_integration import output
 from spark_integration.cli_flags import add_common_flags, run_job
 from spark_integration.session import local_session
 from spark_integration.storage import HadoopStorage
 
 APPLICATION = f"events-manifest transformer {__version__}"
-LAYOUT = Layout("transformer", "", lambda role, name: False)
-"""A run folder holds what the reference writes there and nothing else: no marker."""
 PARSED_TYPE = from_arrow_schema(PARSED)
 PARQUET_SETTINGS = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
@@ -65,22 +98,61 @@ the proleptic Gregorian calendar, lists as the standard three-level LIST."""
 
 @attrs.frozen
 class RunResult:
-    """What one run wrote: its folder, the counts of its message, the duplicates it dropped."""
+    """What one run wrote: its folder, its counts, its message."""
 
     name: str
     base: str
-    lines: int
-    good: int
-    bad: int
-    natural_duplicates: int
-    cross_batch_duplicates: int
+    counts: RunCounts
     message: str
 
+    @property
+    def lines(self) -> int:
+        return self.counts.lines
+
+    @property
+    def good(self) -> int:
+        return self.counts.good
+
+    @property
+    def bad(self) -> int:
+        return self.counts.bad
+
+    @property
+    def natural_duplicates(self) -> int:
+        return self.counts.natural
+
+    @property
+    def cross_batch_duplicates(self) -> int:
+        return self.counts.cross_batch
+
     def line(self) -> str:
-        return (
-            f"{self.name}: {self.lines} lines, {self.good} good, {self.bad} bad, "
-            f"{self.natural_duplicates} natural and {self.cross_batch_duplicates} cross-batch duplicates dropped"
+        return self.counts.line(self.name)
+
+
+class RunHeldError(ManifestError):
+    """Another transformer is writing a run: it and the runs after it are left to it."""
+
+
+@attrs.define
+class Progress:
+    """Where a `transform` call is, for what an interruption says."""
+
+    committed: list[str] = attrs.field(factory=list)
+    current: str | None = None
+    sealed: bool = False
+    started: bool = False
+    """Whether a run began: a refusal before that read and wrote nothing."""
+
+    def interrupted(self) -> str:
+        done = (
+            f"{len(self.committed)} runs committed before ({', '.join(self.committed[-3:])}); "
+            if self.committed
+            else ""
         )
+        if self.current is None:
+            return f"interrupted between runs: {done}the next invocation goes on with the runs after them"
+        state = "its rows are sealed" if self.sealed else "nothing of it was committed"
+        return f"interrupted during {self.current}: {done}{state}, and the next invocation finishes it"
 
 
 def transform(
@@ -93,18 +165,22 @@ def transform(
     rerun: bool = False,
     report: Callable[[str], None] = print,
     warn: Callable[[str], None] = lambda text: print(text, file=sys.stderr),
+    progress: Progress | None = None,
 ) -> list[RunResult]:
-    """Transform every run of `config.input` not yet under `config.output`, in order, each committed
-    alone; the first failure stops there (the runs before it are complete)."""
+    """Transform every run of `config.input` not yet committed under `config.output`, in order,
+    each committed alone and reported (`report`) as it is; the first failure stops there (the runs
+    before it are committed). Runs a killed or failed invocation left are finished first."""
+    progress = progress if progress is not None else Progress()
     _check_supported(config, manifest)
     storage = HadoopStorage(spark)
     if not storage.is_folder(config.input):
-        raise ManifestConfigError(f"input [{config.input}] is not a folder: nothing was written")
-    protected = [Place("input", config.input), *(Place("manifest file", path) for path in manifest_files(manifest))]
+        raise TransformerConfigError(f"input [{config.input}] is not a folder: nothing was written")
+    protected = [Place(INPUT, config.input), *(Place(MANIFEST, path) for path in manifest_files(manifest))]
     check_places(storage, [Place("output folder", config.output, folder=True)], protected)
     if (config.transformation == "shred" or config.file_format == "parquet") and iglu is None:
         raise TransformerConfigError("shred mode and Parquet need an Iglu resolver config: columns come from schemas")
     handle = ManifestHandle.of(manifest) if manifest is not None else None
+    opened = handle.open() if handle is not None else None  # a missing table or unusable file fails here
     job = _Job(
         spark,
         storage,
@@ -112,29 +188,53 @@ def transform(
         iglu,
         atomic_limits(iglu) if config.truncate_atomic_fields else None,
         handle,
-        handle.open() if handle is not None else None,  # a missing table or unusable file fails here
+        opened,
         queues.client(config.queue) if config.queue is not None else None,
+        kinesis.Stream.of(config.bad) if config.bad.type == "kinesis" else None,
         random_synthetic_ids,
         rerun,
+        attrs.evolve(ADVICE, manifest=_clean_flag(handle)),
     )
     inputs = [name for name in storage.children(config.input) if storage.is_folder(join(config.input, name))]
     outputs = storage.children(config.output) if storage.exists(config.output) else []
     found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))
-    unfinished = [name for name in found.done if _left_by_a_killed_run(storage, join(config.output, name))]
-    runs = [name for name in sorted(inputs) if name in {*found.to_process, *unfinished}]
+    folders = {name: inspect(storage, join(config.output, name)) for name in found.done}
+    dead = job.reconcile(folders)
+    started = [name for name in found.done if folders[name].state in _TO_FINISH]
+    first = sorted({*started, *(name for name in dead if name in {*found.to_process, *started})})
+    runs = [*first, *(name for name in sorted(found.to_process) if name not in first)]
     results = []
     for name in runs:
         report(f"Batch Transformer: processing {folder_uri(storage.qualify(join(config.input, name)))}")
-        try:
-            results.append(job.run(name))
-        except FolderClaimedError as e:
-            warn(str(e))
-    incomplete = [name for name in found.done if name not in unfinished and not storage.exists(_complete(config, name))]
+        progress.current, progress.sealed, progress.started = name, False, True
+        result = job.run(name, progress)
+        progress.current = None
+        if result is not None:
+            progress.committed.append(name)
+            report(result.line())
+            results.append(result)
+    incomplete = [name for name in found.done if folders[name].state is State.INCOMPLETE]
     for name in incomplete:
         warn(f"{folder_uri(storage.qualify(join(config.input, name)))} was not successfully shredded")
     if not incomplete:
         report("No incomplete folders were discovered")
     return results
+
+
+_TO_FINISH = (State.SEALED, State.UNFINISHED, State.ABSENT)
+"""The states of a run folder a stopped run left: finished before any new run."""
+ADVICE = Advice(
+    rerun_other="run the transformer whose input holds it: it finishes a stopped run before any other",
+    rerun="--rerun",
+    item=None,
+    etl_time=None,
+)
+"""How a transformer user follows the run ledger's advice."""
+
+
+def _clean_flag(handle: ManifestHandle | None) -> str:
+    """The manifest as `events-manifest clean` takes it, when it has a URL."""
+    return f"--manifest '{handle.url}'" if handle is not None and handle.url is not None else ""
 
 
 def _check_supported(config: TransformerConfig, manifest: object | None) -> None:
@@ -144,17 +244,6 @@ def _check_supported(config: TransformerConfig, manifest: object | None) -> None
         )
     if config.legacy_message and config.transformation == "widerow":
         raise TransformerConfigError("LegacyShreddingComplete message is only supported when shredding")
-
-
-def _complete(config: TransformerConfig, name: str) -> str:
-    return join(config.output, name, COMPLETE)
-
-
-def _left_by_a_killed_run(storage: HadoopStorage, base: str) -> bool:
-    """A run folder holding only a claim and staged files: what a killed run of this transformer
-    left (the claim's owner is checked when the folder is claimed again)."""
-    children = storage.children(base)
-    return CLAIM in children and all(child == CLAIM or child.startswith(STAGING_PREFIX) for child in children)
 
 
 @attrs.frozen
@@ -169,8 +258,10 @@ class _Job:
     handle: ManifestHandle | None
     opened: DuplicateStorage | None
     sender: Any
+    kinesis: kinesis.Stream | None
     random_ids: bool
     rerun: bool
+    advice: Advice
 
     def shredder(self) -> Shredder | None:
         config = self.config
@@ -178,108 +269,234 @@ class _Job:
             return None
         return Shredder(Routing(config.default_format, config.json, config.tsv, config.skip), self.iglu)
 
-    def run(self, name: str) -> RunResult:
-        """Transform the run `name`: claimed, in the ledger, written, committed (see the module)."""
-        return _run(self, name)
+    def send(self, name: str) -> Callable[[str], None] | None:
+        """How the run's message goes to the queue, if one is configured."""
+        queue, sender = self.config.queue, self.sender
+        if queue is None or sender is None:
+            return None
+        base = folder_uri(self.storage.qualify(join(self.config.output, name)))
+        return lambda message: queues.send(queue, sender, message, base)
+
+    def outputs(self) -> tuple[str, ...]:
+        """The folders a run delivers: no `output=bad/` when bad rows go to Kinesis."""
+        return OUTPUTS if self.kinesis is None else OUTPUTS[:1]
+
+    def item(self, name: str) -> str:
+        """A run's item in the manifest's ledger: its input folder."""
+        return self.storage.qualify(join(self.config.input, name))
+
+    def reconcile(self, folders: dict[str, RunFolder]) -> list[str]:
+        """Bring the ledger to what the output says: a committed run whose ledger record a kill left
+        unfinished is finished, and what that kill left beside its output removed. The names of the
+        runs the ledger holds as stopped, to finish before any new run."""
+        for found in folders.values():
+            if found.state is State.COMMITTED and (found.leftovers() or found.claimed):
+                tidy(self.storage, found)
+        if self.opened is None:
+            return []
+        now = runs_now()
+        names = {self.item(name): name for name in [*folders, *self.storage.children(self.config.input)]}
+        stopped = []
+        for record in self.opened.runs():
+            name = names.get(record.item)
+            if record.finished or name is None or not record.dead(now):
+                continue
+            if name in folders and folders[name].state is State.COMMITTED:
+                self.opened.finish_run(record)
+            else:
+                stopped.append(name)
+        return stopped
+
+    def run(self, name: str, progress: Progress) -> RunResult | None:
+        """Transform, or finish, the run `name` under its claim (see the module); None when
+        another transformer committed it meanwhile."""
+        return _run(self, name, progress)
 
 
-def _run(job: _Job, name: str) -> RunResult:
-    spark, storage, config, limits, handle = job.spark, job.storage, job.config, job.limits, job.handle
-    source, base = join(config.input, name), join(config.output, name)
-    listing = storage.listing([source])
-    now = time.time_ns()
-    with JobRun.begin(
+def _run(job: _Job, name: str, progress: Progress) -> RunResult | None:
+    storage, base = job.storage, join(job.config.output, name)
+    try:
+        folder = claim(storage, storage.qualify(base), base, "run", uuid.uuid4().hex)
+    except FolderClaimedError as e:
+        raise RunHeldError(f"{e}: it and the runs after it are left to it") from None
+    try:
+        found = inspect(storage, base)  # again, under the claim: another transformer may have committed it
+        if found.state is State.COMMITTED:
+            tidy(storage, found)
+            return None
+        if found.state is State.INCOMPLETE:
+            return None
+        for stale in found.staging:
+            if stale != found.sealed:
+                storage.delete(join(base, stale))
+        if found.sealed is not None:
+            return _finish(job, name, join(storage.qualify(base), found.sealed), progress)
+        return _transform(job, name, progress)
+    finally:
+        folder.release()
+        if storage.exists(base) and not storage.children(base):
+            storage.delete(base)
+
+
+def _begin(job: _Job, name: str, *, source: str, rerun: bool) -> AbstractContextManager[JobRun]:
+    """The run's record in the manifest's ledger (none without a manifest)."""
+    return JobRun.begin(
         job.opened,
-        storage.qualify(source),
+        job.item(name),
         APPLICATION,
-        source=listing.identity(),
-        output=storage.qualify(base),
-        rerun=job.rerun,
-        storage=storage,
-        layout=LAYOUT,
-        folders=[(base, "run")],
-    ) as run:
-        started = time.time_ns()
-        minimum = config.minimum_timestamp
-        shred_mode = config.transformation == "shred"
-        parquet_mode = not shred_mode and config.file_format == "parquet"
-        parse = Parse(limits, minimum, now, wide_rows=not shred_mode and not parquet_mode)
-        parsed = _parsed(spark, storage.absolute(source), parse)
-        cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
-        if cache:
-            parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            columns = _columns(parsed, job.iglu, config) if parquet_mode else None
-            etl = run.start(_batch_etl(parsed) if handle is not None else datetime.now(UTC))
-            decide = Decide(
-                natural=config.natural,
-                threshold=config.synthetic_threshold,
-                manifest=handle,
-                etl_seconds=to_epoch_seconds(etl),
-                random_ids=job.random_ids,
-                limits=limits,
-                skip=config.skip_schemas,
-                shredder=job.shredder(),
-                parquet=columns,
-                now=now,
-            )
-            staging = output.Staging(storage, base)
-            try:
-                counts = _write(parsed, decide, staging.path("data"), config, shred_mode)
-            except BaseException:
-                staging.abort()
-                raise
-        finally:
-            if cache:
-                parsed.unpersist()
-        message = shredding_complete(
-            folder_uri(storage.qualify(base)),
-            [(uri, entity, fmt[0] if fmt else "") for entity, uri, *fmt in (t.split(" ") for t in counts["types"])],
-            file_format=None if shred_mode else config.file_format,
-            legacy=config.legacy_message,
-            started=started,
-            completed=time.time_ns(),
-            earliest=counts["earliest"],
-            latest=counts["latest"],
-            compression=config.compression,
-            good=counts["good"],
-            bad=counts["bad"],
-        )
-
-        def publish() -> None:
-            staging.commit(
-                [
-                    (join(staging.path("data"), f"output={GOOD}"), join(base, f"output={GOOD}"), None),
-                    (join(staging.path("data"), f"output={BAD}"), join(base, f"output={BAD}"), None),
-                ]
-            )
-            if job.sender is not None and config.queue is not None:
-                queues.send(config.queue, job.sender, message)
-            storage.write_text(join(base, COMPLETE), message)
-
-        run.commit(from_epoch_seconds(to_epoch_seconds(etl)).strftime("%Y-%m-%d %H:%M:%S"), publish)
-    return RunResult(
-        name,
-        storage.qualify(base),
-        counts["lines"],
-        counts["good"],
-        counts["bad"],
-        counts["natural"],
-        counts["duplicates"],
-        message,
+        source=source,
+        output=job.storage.qualify(join(job.config.output, name)),
+        rerun=rerun,
+        advice=job.advice,
     )
 
 
-def _parsed(spark: SparkSession, source: str, parse: Parse) -> DataFrame:
-    """The run's lines (Spark's text reader: every file directly in the folder, `_*` and `.*` left
-    out, compressed ones decoded), parsed by the core (`Parse`) one Arrow batch at a time."""
+def _held(error: RunConflictError, name: str) -> ManifestError:
+    """A ledger refusal, or, when another transformer's run of it is running, the way held."""
+    text = str(error)
+    if "is still running" in text:
+        return RunHeldError(f"{name}: {text}; it and the runs after it are left to it")
+    return error
+
+
+def _finish(job: _Job, name: str, staging: str, progress: Progress) -> RunResult:
+    """Deliver a run a stopped invocation sealed: the same rows, counts and message."""
+    storage = job.storage
+    _, counts = sealed_run(storage, staging)
+    progress.sealed = True
+    try:
+        with _begin(job, name, source="", rerun=True) as run:
+            run.start(datetime.now(UTC))
+            base = storage.qualify(join(job.config.output, name))
+            message = deliver(storage, base, staging, job.send(name), outputs=job.outputs())
+    except RunConflictError as e:
+        raise _held(e, name) from None
+    return RunResult(name, storage.qualify(join(job.config.output, name)), counts, message)
+
+
+def _transform(job: _Job, name: str, progress: Progress) -> RunResult:
+    storage, config = job.storage, job.config
+    source, base = join(config.input, name), storage.qualify(join(config.output, name))
+    listing = storage.folder_files(source)
+    now = time.time_ns()
+    try:
+        with _begin(job, name, source=listing.identity(), rerun=job.rerun) as run:
+            started = time.time_ns()
+            staging = join(base, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}")
+            try:
+                counts = _write_run(job, run, listing, staging, now)
+                steps.reached("staged")
+                message = _message(job, base, counts, started)
+                seal(storage, staging, message, counts)
+            except BaseException:
+                storage.delete(staging)
+                raise
+            progress.sealed = True
+            deliver(storage, base, staging, job.send(name), outputs=job.outputs())
+    except RunConflictError as e:
+        raise _held(e, name) from None
+    return RunResult(name, base, counts, message)
+
+
+def _write_run(job: _Job, run: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
+    """Read, decide and write the run's rows under `staging`; its counts. A run of no lines
+    writes nothing and is counted so (the ledger records it all the same)."""
+    spark, config, handle = job.spark, job.config, job.handle
+    shred_mode = config.transformation == "shred"
+    parquet_mode = not shred_mode and config.file_format == "parquet"
+    parse = Parse(job.limits, config.minimum_timestamp, now, wide_rows=not shred_mode and not parquet_mode)
+    lines = _lines(spark, job.storage, listing)
+    if lines is None:
+        run.start(datetime.now(UTC))
+        return RunCounts()
+    parsed = lines.mapInArrow(_parser(parse), PARSED_TYPE)
+    cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
+    if cache:
+        parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        columns = _columns(parsed, job.iglu, config) if parquet_mode else None
+        etl = run.start(_batch_etl(parsed) if handle is not None else datetime.now(UTC))
+        decide = Decide(
+            natural=config.natural,
+            threshold=config.synthetic_threshold,
+            manifest=handle,
+            etl_seconds=to_epoch_seconds(etl),
+            random_ids=job.random_ids,
+            limits=job.limits,
+            skip=config.skip_schemas,
+            shredder=job.shredder(),
+            parquet=columns,
+            now=now,
+        )
+        counts = _write(parsed, decide, join(staging, DATA), config, shred_mode, job.kinesis)
+    finally:
+        if cache:
+            parsed.unpersist()
+    counts.check()
+    return counts
+
+
+def _message(job: _Job, base: str, counts: RunCounts, started: int) -> str:
+    config = job.config
+    return shredding_complete(
+        folder_uri(base),
+        [(t.schema_key, t.entity, t.format) for t in counts.types],
+        file_format=None if config.transformation == "shred" else config.file_format,
+        legacy=config.legacy_message,
+        started=started,
+        completed=time.time_ns(),
+        earliest=counts.earliest,
+        latest=counts.latest,
+        compression=config.compression,
+        good=counts.good,
+        bad=counts.bad,
+    )
+
+
+def _lines(spark: SparkSession, storage: HadoopStorage, listing: Listing) -> DataFrame | None:
+    """The run's lines: every file of `listing` (the files directly in its folder, whatever their
+    names), compressed ones decoded, lines ending at LF, CRLF or CR; None when there are none."""
+    if not listing.bytes:
+        return None
+    lines = spark.read.text([_literal(name) for name, _ in listing.files]).select(F.col("value").cast("binary"))
+    if all(_compressed(name) for name, size in listing.files if size) and lines.isEmpty():
+        return None  # compressed files of no lines: Spark's plan of them may have no partition at all
+    return lines
+
+
+_GLOB = re.compile(r"([\\\[\]{}*?])")
+
+
+def _literal(path: str) -> str:
+    """A path Spark's reader takes as itself: its glob characters escaped."""
+    return _GLOB.sub(r"\\\1", path)
+
+
+def _compressed(name: str) -> bool:
+    return name.rsplit(".", 1)[-1].lower() in {"gz", "bz2", "deflate", "snappy", "lz4", "zst", "lzo", "br"}
+
+
+def _parser(parse: Parse) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The lines parsed by the core (`Parse`), one Arrow batch at a time."""
 
     def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in iterator:
             yield parse.batch(batch.column(0))
 
-    lines = spark.read.text(source).select(F.col("value").cast("binary").alias("line"))
-    return lines.mapInArrow(batches, PARSED_TYPE)
+    return batches
+
+
+def _to_kinesis(stream: kinesis.Stream) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Decided rows with their bad rows sent to Kinesis (`kinesis.KinesisSink`) and left out."""
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        writer = KinesisSink(stream.sink, stream.client())
+        for batch in iterator:
+            bad = pc.fill_null(pc.equal(batch.column("output"), BAD), False)
+            writer.write(value for value in batch.filter(bad).column("value").to_pylist() if value is not None)
+            yield batch.filter(pc.invert(bad))
+
+    return batches
 
 
 def _batch_etl(parsed: DataFrame) -> datetime:
@@ -313,10 +530,17 @@ def _row_columns(columns: ParquetColumns) -> list[Column]:
     return selected
 
 
-def _write(parsed: DataFrame, decide: Decide, path: str, config: TransformerConfig, shred_mode: bool) -> dict[str, Any]:
+def _write(
+    parsed: DataFrame,
+    decide: Decide,
+    path: str,
+    config: TransformerConfig,
+    shred_mode: bool,
+    sink: kinesis.Stream | None,
+) -> RunCounts:
     """Decide every row (an id's rows brought together by Spark's shuffle, then `Decide`) and write
     the good and bad lines under `path` (`output=good/`, `output=bad/`, in shred mode each line
-    under its schema's partition); the counts, observed on the way."""
+    under its schema's partition; bad rows to Kinesis with a `sink`); the counts, observed on the way."""
 
     def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield from decide.partition(iterator)
@@ -339,6 +563,8 @@ def _write(parsed: DataFrame, decide: Decide, path: str, config: TransformerConf
         F.max(F.when(good, collector)).alias("latest"),
         F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types"))))).alias("types"),
     )
+    if sink is not None:
+        observed = observed.mapInArrow(_to_kinesis(sink), decided_type)
     compression = {"compression": "gzip"} if config.compression == "GZIP" else {}
     if decide.parquet is None:
         partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
@@ -352,20 +578,24 @@ def _write(parsed: DataFrame, decide: Decide, path: str, config: TransformerConf
             rows = observed.filter(F.col("output") == GOOD).select(*_row_columns(decide.parquet))
             records = config.max_records_per_file if config.enable_max_records_per_file else 0
             rows.write.option("maxRecordsPerFile", records).parquet(join(path, f"output={GOOD}"))
-            bad_rows = observed.filter(F.col("output") == BAD).select("value")
-            bad_rows.write.options(**compression).text(join(path, f"output={BAD}"))
+            if sink is None:
+                bad_rows = observed.filter(F.col("output") == BAD).select("value")
+                bad_rows.write.options(**compression).text(join(path, f"output={BAD}"))
         finally:
             observed.unpersist()
-    counts: dict[str, Any] = dict(tally.get)
-    counts["lines"] = int(lines.get["lines"])
-    for bound in ("earliest", "latest"):
-        moment = counts[bound]
-        counts[bound] = None if moment is None else moment["collector"] * NANOS + moment["collector_nanos"]
-    counts["types"] = sorted(counts["types"] or [])
-    accounted = counts["good"] + counts["bad"] + counts["duplicates"] + counts["natural"]
-    if accounted != counts["lines"]:
-        raise RuntimeError(f"internal error, nothing committed: {counts['lines']} lines but {accounted} accounted for")
-    return counts
+    found = tally.get
+    earliest, latest = found["earliest"], found["latest"]
+    types = (t.split(" ") for t in found["types"] or [])
+    return RunCounts(
+        lines=int(lines.get["lines"]),
+        good=int(found["good"]),
+        bad=int(found["bad"]),
+        natural=int(found["natural"]),
+        cross_batch=int(found["duplicates"]),
+        earliest=None if earliest is None else earliest["collector"] * NANOS + earliest["collector_nanos"],
+        latest=None if latest is None else latest["collector"] * NANOS + latest["collector_nanos"],
+        types=tuple(sorted(EntityType(uri, entity, fmt[0] if fmt else "") for entity, uri, *fmt in types)),
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -396,50 +626,77 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configs(args: argparse.Namespace) -> tuple[TransformerConfig, ResolverConfig, str | DuplicateStorage | None]:
+@attrs.frozen
+class _Manifest:
+    """The manifest the command line names: a URL, or a DynamoDB config opened when the job runs
+    (an unreachable table is then one line, exit 1)."""
+
+    url: str | None = None
+    config: DynamoDbConfig | None = None
+    endpoint: str | None = None
+
+    def open(self) -> str | DuplicateStorage | None:
+        if self.config is not None:
+            return init_storage(self.config, endpoint_url=self.endpoint)
+        return self.url
+
+
+def _configs(args: argparse.Namespace) -> tuple[TransformerConfig, ResolverConfig, _Manifest]:
     """The three values decoded as the reference decodes them; any problem is a config error."""
-    config = TransformerConfig.parse(decode_value(args.config))
+    config = TransformerConfig.parse(decode_value(args.config, "--config"))
     try:
-        iglu = ResolverConfig.parse(hocon_to_json(decode_value(args.iglu_config)), flag="--iglu-config")
+        iglu = ResolverConfig.parse(
+            hocon_to_json(decode_value(args.iglu_config, "--iglu-config")), flag="--iglu-config"
+        )
     except TransformerConfigError:
         raise
     except ManifestConfigError as e:
         raise TransformerConfigError(f"Could not parse iglu resolver config: {e}") from None
-    manifest: str | DuplicateStorage | None = args.manifest
     if args.duplicate_storage_config:
-        document = json.loads(hocon_to_json(decode_value(args.duplicate_storage_config)))
-        manifest = init_storage(parse_config(document), endpoint_url=args.dynamodb_endpoint)
-    _check_supported(config, manifest)
+        text = hocon_to_json(decode_value(args.duplicate_storage_config, "--duplicate-storage-config"))
+        manifest = _Manifest(config=parse_config(json.loads(text)), endpoint=args.dynamodb_endpoint)
+    elif args.manifest:
+        manifest = _Manifest(with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint))
+    elif args.dynamodb_endpoint:
+        raise TransformerConfigError(
+            "--dynamodb-endpoint goes with a DynamoDB manifest: --duplicate-storage-config or --manifest dynamodb://"
+        )
+    else:
+        manifest = _Manifest()
+    _check_supported(config, manifest.url or manifest.config)
     return config, iglu, manifest
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config, iglu, manifest = _configs(args)
+        config, iglu, named = _configs(args)
     except ManifestConfigError as e:  # the transformer's config, or the manifest's
         print(str(e), file=sys.stderr)
         return 2
+    progress = Progress()
 
     def job() -> int:
+        manifest = named.open()
         spark = local_session(args.master, verbose=args.verbose)
         try:
-            results = transform(
+            transform(
                 spark,
                 config,
                 iglu=iglu,
                 manifest=manifest,
                 random_synthetic_ids=args.random_synthetic_ids,
                 rerun=args.rerun,
+                progress=progress,
             )
-        except TransformerConfigError as e:
-            print(str(e), file=sys.stderr)
+        except ManifestConfigError as e:
+            if progress.started:
+                raise
+            print(str(e), file=sys.stderr)  # refused before anything was read or written
             return 2
-        for result in results:
-            print(result.line())
         return 0
 
-    return run_job("transformer", job, verbose=args.verbose)
+    return run_job("transformer", job, verbose=args.verbose, interrupted=progress.interrupted)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from events_manifest import liveness
 from events_manifest.base import DuplicateStorage
 from events_manifest.errors import ManifestConfigError, ManifestRequestError, ManifestUnavailableError
 from events_manifest.model import DEFAULT_TTL, EventId, ManifestEntry, PutBatch, check_fingerprint, normalize_event_id
@@ -138,6 +139,8 @@ class SqliteManifest(DuplicateStorage):
     def url(self) -> str:
         """The `manifest_from_url` form of this manifest, options included."""
         options = f"ttl={self._ttl_seconds}s&cache_mib={self._cache_mib}"
+        if self._busy_timeout != timedelta(seconds=60):
+            options += f"&busy_timeout={max(int(self._busy_timeout.total_seconds()), 1)}"
         return f"sqlite://{self.path.resolve()}?{options}" + ("&durable=true" if self._durable else "")
 
     def __getstate__(self) -> dict[str, Any]:
@@ -175,6 +178,11 @@ class SqliteManifest(DuplicateStorage):
             raise ManifestUnavailableError(f"cannot open SQLite manifest [{self.path}]: {e}") from None
         try:
             self._prepare(conn)
+        except sqlite3.OperationalError as e:
+            conn.close()
+            if not _locked(e):
+                raise ManifestUnavailableError(f"cannot open SQLite manifest [{self.path}]: {e}") from None
+            raise self._locked() from None
         except sqlite3.DatabaseError as e:
             conn.close()
             raise ManifestConfigError(
@@ -348,8 +356,21 @@ class SqliteManifest(DuplicateStorage):
                         conn.execute("ROLLBACK")
                     raise
             except sqlite3.Error as e:
+                if isinstance(e, sqlite3.OperationalError) and _locked(e):
+                    raise self._locked() from e
                 raise ManifestUnavailableError(f"SQLite manifest [{self.path}]: {e}") from e
         return result
+
+    def _locked(self) -> ManifestUnavailableError:
+        """Another process held the file's lock for longer than the busy timeout: say who, if this
+        host tells."""
+        files = [str(self.path), f"{self.path}-wal", f"{self.path}-journal"]
+        found = liveness.holders(*files)
+        by = f" by {', '.join(found[:3])}" if found else " by another process"
+        return ManifestUnavailableError(
+            f"SQLite manifest [{self.path}] is locked{by}: it held the lock for over "
+            f"{self._busy_timeout.total_seconds():g} s; nothing was stored. Run again once it has ended"
+        )
 
     def close(self) -> None:
         super().close()
@@ -357,6 +378,10 @@ class SqliteManifest(DuplicateStorage):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
+
+
+def _locked(error: sqlite3.OperationalError) -> bool:
+    return error.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(error)
 
 
 class SqliteProcessingManifest(ProcessingManifest):

@@ -29,9 +29,11 @@ import attrs
 import jsonschema_rs
 import urllib3
 
+from events_manifest import redact
 from events_manifest.config import load_document
 from events_manifest.errors import ManifestConfigError, ManifestUnavailableError
 from events_manifest.iglu.keys import SchemaKey
+from events_manifest.redact import brief
 
 CONFIG_SCHEMA = re.compile(r"iglu:com\.snowplowanalytics\.iglu/resolver-config/jsonschema/1-0-\d+")
 BUNDLED = Path(__file__).parent / "bundled"
@@ -52,9 +54,14 @@ class Repository:
     name: str
     priority: int
     vendor_prefixes: tuple[str, ...]
-    location: str
+    location: str = attrs.field(repr=lambda location: repr(redact.text(location)))
     embedded: bool
     apikey: str | None = attrs.field(default=None, repr=lambda key: "None" if key is None else "'***'")
+
+    @property
+    def shown(self) -> str:
+        """The location as messages show it: a URL's password hidden."""
+        return redact.text(self.location)
 
     def order(self, vendor: str) -> tuple[bool, int, int]:
         matched = any(vendor.startswith(prefix) for prefix in self.vendor_prefixes)
@@ -80,23 +87,23 @@ class ResolverConfig:
         schema = document.get("schema") if isinstance(document, Mapping) else None
         if not isinstance(schema, str) or not CONFIG_SCHEMA.fullmatch(schema):
             raise ManifestConfigError(
-                f"{flag}: field [schema] is [{schema}], not "
+                f"{flag}: field [schema] is [{brief(schema)}], not "
                 "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-*"
             )
         data = _object(document.get("data"), f"{flag}: field [data]")
         cache_size = data.get("cacheSize")
         if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 0:
-            raise ManifestConfigError(f"{flag}: field [data.cacheSize] must be a count, got [{cache_size}]")
+            raise ManifestConfigError(f"{flag}: field [data.cacheSize] must be a count, got [{brief(cache_size)}]")
         listed = data.get("repositories")
         if not isinstance(listed, list):
-            raise ManifestConfigError(f"{flag}: field [data.repositories] must be a list, got [{listed}]")
+            raise ManifestConfigError(f"{flag}: field [data.repositories] must be a list, got [{brief(listed)}]")
         where = f"{flag}: field [data.repositories"
         return cls(cache_size, tuple(_repository(item, f"{where}.{n}") for n, item in enumerate(listed)))
 
 
 def _object(value: object, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ManifestConfigError(f"{where} must be an object, got [{value}]")
+        raise ManifestConfigError(f"{where} must be an object, got [{brief(value)}]")
     return value
 
 
@@ -104,24 +111,24 @@ def _repository(item: object, where: str) -> Repository:
     data = _object(item, where + "]")
     name, priority, prefixes = data.get("name"), data.get("priority"), data.get("vendorPrefixes", [])
     if not isinstance(name, str):
-        raise ManifestConfigError(f"{where}.name] must be a string, got [{name}]")
+        raise ManifestConfigError(f"{where}.name] must be a string, got [{brief(name)}]")
     if not isinstance(priority, int) or isinstance(priority, bool):
-        raise ManifestConfigError(f"{where}.priority] must be an integer, got [{priority}]")
+        raise ManifestConfigError(f"{where}.priority] must be an integer, got [{brief(priority)}]")
     if not isinstance(prefixes, list) or not all(isinstance(p, str) for p in prefixes):
-        raise ManifestConfigError(f"{where}.vendorPrefixes] must be a list of strings, got [{prefixes}]")
+        raise ManifestConfigError(f"{where}.vendorPrefixes] must be a list of strings, got [{brief(prefixes)}]")
     connection = _object(data.get("connection"), where + ".connection]")
     if "http" in connection:
         http = _object(connection["http"], where + ".connection.http]")
         uri, apikey = http.get("uri"), http.get("apikey")
         if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
-            raise ManifestConfigError(f"{where}.connection.http.uri] must be an http(s) URI, got [{uri}]")
+            raise ManifestConfigError(f"{where}.connection.http.uri] must be an http(s) URI, got [{brief(uri)}]")
         if apikey is not None and not isinstance(apikey, str):
             raise ManifestConfigError(f"{where}.connection.http.apikey] must be a string")
         return Repository(name, priority, tuple(prefixes), uri, False, apikey)
     if "embedded" in connection:
         path = _object(connection["embedded"], where + ".connection.embedded]").get("path")
         if not isinstance(path, str):
-            raise ManifestConfigError(f"{where}.connection.embedded.path] must be a string, got [{path}]")
+            raise ManifestConfigError(f"{where}.connection.embedded.path] must be a string, got [{brief(path)}]")
         return Repository(name, priority, tuple(prefixes), path, True)
     raise ManifestConfigError(f"{where}.connection] must hold http or embedded, got {sorted(connection)}")
 
@@ -282,6 +289,10 @@ class Resolver:
         if repository.embedded:
             return self._embedded(repository, key)
         headers = {"apikey": repository.apikey} if repository.apikey else {}
+        url = urllib3.util.parse_url(repository.url(key))
+        if url.auth:  # user information in the URI: HTTP basic authentication, kept out of the URL
+            headers.update(urllib3.make_headers(basic_auth=url.auth))
+            url = url._replace(auth=None)
         deadline = time.monotonic() + self.deadline
         failure, attempt = "", 0
         for attempt in range(1, self.attempts + 1):
@@ -293,9 +304,7 @@ class Resolver:
                 break
             limit = urllib3.Timeout(connect=min(self.timeout, remaining), read=min(self.timeout, remaining))
             try:
-                response = self._http.request(
-                    "GET", repository.url(key), headers=headers, timeout=limit, preload_content=False
-                )
+                response = self._http.request("GET", url.url, headers=headers, timeout=limit, preload_content=False)
                 try:
                     if response.status == 404:
                         return None
@@ -308,9 +317,9 @@ class Resolver:
                 finally:
                     response.release_conn()
             except (urllib3.exceptions.HTTPError, OSError) as e:
-                failure = _failure(e)
+                failure = redact.text(_failure(e))
         raise IgluRepositoryError(
-            f"Iglu repository [{repository.name}] ({repository.location}) could not be read for {key.uri} "
+            f"Iglu repository [{repository.name}] ({repository.shown}) could not be read for {key.uri} "
             f"after {attempt} attempts ({failure}): check it is reachable from here, or remove it from "
             "--iglu-config; nothing was written"
         )
@@ -358,7 +367,10 @@ def _schema(body: bytes, repository: Repository, key: SchemaKey) -> dict[str, An
     except RecursionError:
         schema, reason = None, "JSON nested too deeply to be read"
     if not isinstance(schema, dict):
-        raise IgluRepositoryError(f"Iglu repository [{repository.name}] answered {key.uri} with {reason}")
+        raise IgluRepositoryError(
+            f"Iglu repository [{repository.name}] answered {key.uri} with {reason}: fix that schema in the "
+            "repository, or take the repository out of the resolver config"
+        )
     return schema
 
 

@@ -19,6 +19,7 @@ PARSING_ERROR = f"{BADROWS}/loader_parsing_error/jsonschema/2-0-0"
 RUNTIME_ERROR = f"{BADROWS}/loader_runtime_error/jsonschema/1-0-1"
 GENERIC_ERROR = f"{BADROWS}/generic_error/jsonschema/1-0-0"
 IGLU_ERROR = f"{BADROWS}/loader_iglu_error/jsonschema/2-0-0"
+SIZE_VIOLATION = f"{BADROWS}/size_violation/jsonschema/1-0-0"
 CONTEXTS_1_0_0 = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0"
 UNSTRUCT_1_0_0 = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
 MINIMUM_TIMESTAMP_FIELDS = (
@@ -49,6 +50,21 @@ def runtime_error(event: Event, message: str) -> str:
 def iglu_error(event: Event, failures: list[dict[str, Any]]) -> str:
     """An event whose entities' schemas could not be fetched or read: the failures, the event."""
     return _bad_row(IGLU_ERROR, sdjson.dumps(failures), event_payload(event))
+
+
+def size_violation(row: str, size: int, limit: int, now: int) -> str:
+    """A row too large for where it goes (a Kinesis record): its beginning, as much as fits in
+    `limit` bytes with the envelope, in a `size_violation` bad row dated `now`."""
+    failure = sdjson.dumps(
+        {
+            "timestamp": instant_to_string(now),
+            "maximumAllowedSizeBytes": sdjson.Number(limit),
+            "actualSizeBytes": sdjson.Number(size),
+            "expectation": "a bad row within the Kinesis record limit",
+        }
+    )
+    room = max(limit - len(_bad_row(SIZE_VIOLATION, failure, '""').encode()), 0) // 6  # a character escaped takes 6
+    return _bad_row(SIZE_VIOLATION, failure, sdjson.string(row[:room]))
 
 
 def schema_of(bad_row: str) -> str:

@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from dateutil.relativedelta import relativedelta
 from pyhocon import ConfigFactory, ConfigTree, HOCONConverter
 from pyhocon.config_parser import ConfigParser
 from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
+from events_manifest import redact
+from events_manifest.config import known_regions
 from events_manifest.errors import ManifestConfigError
 from events_manifest.iglu.keys import NAME, VENDOR
 from events_manifest.transformer.event import parse_instant
@@ -52,38 +55,68 @@ featureFlags { legacyMessageFormat = false, enableMaxRecordsPerFile = false, tru
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
-def decode_value(value: str) -> str:
+def decode_value(value: str, flag: str = "the value") -> str:
     """A command-line value as the reference reads it: base64 of the text when it decodes as
-    standard base64 and UTF-8, and parses as HOCON; else the path of a file holding it."""
+    standard base64 and UTF-8, and parses as HOCON; else the path of a file holding it. A value
+    that decodes as base64 text but is no HOCON and no file is said to be so, never shown: it may
+    hold credentials."""
+    decoded = None
     if _BASE64.fullmatch(value) and value:
         try:
             stripped = value.rstrip("=")  # Java's decoder takes the padding as optional
-            text = base64.b64decode(stripped + "=" * (-len(stripped) % 4), validate=True).decode()
-            ConfigFactory.parse_string(text)
-            return text
-        except (binascii.Error, UnicodeDecodeError, ConfigException, ParseBaseException, ValueError):
+            decoded = base64.b64decode(stripped + "=" * (-len(stripped) % 4), validate=True).decode()
+            parse_hocon(decoded, flag)
+            return decoded
+        except (binascii.Error, UnicodeDecodeError, TransformerConfigError, ValueError):
             pass
     if "\x00" in value:
-        raise TransformerConfigError(f"Value {value} cannot be parsed as Base64 hocon neither as FS path")
+        raise TransformerConfigError(f"Value of {flag} cannot be parsed as Base64 hocon neither as FS path")
     path = Path(value).absolute()
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
+        if decoded is not None and len(value) >= _SHORTEST_SHOWN_BASE64:
+            raise TransformerConfigError(
+                f"Value of {flag} decodes as Base64 but is not valid HOCON ({_hocon_problem(decoded)}), and is no "
+                "file either: check the encoded text"
+            ) from None
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise TransformerConfigError(f"Error reading {path} file from filesystem: {reason}") from None
 
 
+_SHORTEST_SHOWN_BASE64 = 24
+"""Below this, a value that happens to decode as Base64 (`conf`, `abcd`) is taken for the file name
+it more likely is, in the message."""
+
+
+def _hocon_problem(text: str) -> str:
+    try:
+        parse_hocon(text, "it")
+    except TransformerConfigError as e:
+        return str(e).rsplit(": ", 1)[-1]
+    return "unreadable"
+
+
 def parse_hocon(text: str, what: str) -> ConfigTree:
-    """HOCON (or JSON) text, substitutions resolved."""
+    """HOCON (or JSON) text, substitutions resolved. A syntax error names its line and column,
+    never the text there (a config holds credentials)."""
     try:
         return ConfigFactory.parse_string(text)
-    except (ConfigException, ParseBaseException, ValueError) as e:
-        raise TransformerConfigError(f"Cannot resolve config: {what} is not valid HOCON: {_line(e)}") from None
+    except ParseBaseException as e:
+        where = f"line {e.lineno}, column {e.col}"
+    except (ConfigException, ValueError) as e:  # its words quote the values: not shown
+        where = f"{type(e).__name__}, at no position pyhocon tells"
+    except RecursionError:
+        where = "nested too deeply"
+    raise TransformerConfigError(f"Cannot resolve config: {what} is not valid HOCON: {where}") from None
 
 
 def hocon_to_json(text: str) -> str:
     """The iglu and dedup configs, HOCON resolved to JSON without defaults."""
-    converted: str = HOCONConverter.to_json(parse_hocon(text, "the value"))
+    try:
+        converted: str = HOCONConverter.to_json(parse_hocon(text, "the value"))
+    except RecursionError:
+        raise TransformerConfigError("Cannot resolve config: the value is not valid HOCON: nested too deeply") from None
     return converted
 
 
@@ -163,19 +196,83 @@ _DURATION_UNITS = {
 _DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]+)\s*")
 
 
+MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
+"""Scala's limit of a finite duration: 2^63-1 nanoseconds, about 292 years."""
+
+
 def duration(value: object, key: str) -> timedelta:
-    """A Scala duration (`14 days`, `2 hours`, `100 milliseconds`): finite only."""
-    match = _DURATION.fullmatch(str(value))
-    if match is None or match.group(2).lower() not in _DURATION_UNITS:
-        raise _error(f"{key}: {value} is not a finite duration, such as 14 days")
-    return timedelta(seconds=float(match.group(1)) * _DURATION_UNITS[match.group(2).lower()])
+    """A Scala duration (`14 days`, `2 hours`, `100 milliseconds`), quoted or not: finite only,
+    within Scala's limit (`MAX_DURATION`)."""
+    if isinstance(value, relativedelta | timedelta):  # pyhocon reads an unquoted duration as one
+        if isinstance(value, relativedelta) and (value.years or value.months):
+            raise _error(f"DecodingFailure at .{key}: {_brief(value)} is not a finite duration, such as 14 days")
+        found = _timedelta(value)
+    else:
+        match = _DURATION.fullmatch(str(value))
+        if not isinstance(value, str) or match is None or match.group(2).lower() not in _DURATION_UNITS:
+            raise _error(f"DecodingFailure at .{key}: {_brief(value)} is not a finite duration, such as 14 days")
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2).lower()]
+        if seconds > MAX_DURATION.total_seconds():
+            raise _limit(key, value)
+        found = timedelta(seconds=seconds)
+    if found > MAX_DURATION:
+        raise _limit(key, value)
+    return found
+
+
+def _timedelta(value: relativedelta | timedelta) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    return timedelta(
+        days=value.days, hours=value.hours, minutes=value.minutes, seconds=value.seconds,
+        microseconds=value.microseconds,
+    )  # fmt: skip
+
+
+def _limit(key: str, value: object) -> TransformerConfigError:
+    return _error(
+        f"DecodingFailure at .{key}: Duration is limited to +-(2^63-1)ns (ca. 292 years), got {_brief(value)}"
+    )
+
+
+def _brief(value: object) -> str:
+    """A config value as a message shows it: secrets hidden (`redact`)."""
+    if isinstance(value, relativedelta) and (value.years or value.months):
+        return f"{value.years * 12 + value.months} months"
+    if isinstance(value, relativedelta | timedelta):
+        found = _timedelta(value)
+        if not found.microseconds and not found.seconds:
+            return f"{found.days} days"
+        return f"{found.total_seconds():g} seconds"
+    return redact.brief(value, 200)
+
+
+def _wrong_type(key: str, value: object, expected: str) -> TransformerConfigError:
+    """circe's words for a value of the wrong JSON type."""
+    return _error(
+        f"DecodingFailure at .{key}: Got value '{redact.shown(value, 200)}' with wrong type, expecting {expected}"
+    )
+
+
+def _string(value: object, key: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _wrong_type(key, value, "string")
+    return str(value)
+
+
+def _strings(value: object, key: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _wrong_type(key, value, "array")
+    return [_string(item, f"{key}[{n}]") for n, item in enumerate(value)]
 
 
 def _enum(value: object, allowed: Mapping[str, str], message: str, *, exact: bool = False) -> str:
     text = str(value)
     found = allowed.get(text if exact else text.lower())
     if found is None:
-        raise _error(message.format(text))
+        raise _error(message.format(_brief(text)))
     return found
 
 
@@ -186,16 +283,54 @@ def _bool(value: object, key: str) -> bool:
         return True
     if str(value).lower() in ("false", "no", "off"):
         return False
-    raise _error(f"{key}: {value} is not a boolean")
+    raise _error(f"{key}: {_brief(value)} is not a boolean")
 
 
-def _int(value: object, key: str) -> int:
+def _int(value: object, key: str, *, least: int | None = None, most: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise _error(f"{key}: {value} is not an integer")
+        raise _error(f"{key}: {_brief(value)} is not an integer")
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise _error(f"{key}: {value} is not an integer") from None
+        raise _error(f"{key}: {_brief(value)} is not an integer") from None
+    if (least is not None and number < least) or (most is not None and number > most):
+        bounds = f"at least {least}" if most is None else f"from {least} to {most}"
+        raise _error(f"DecodingFailure at .{key}: {number} is out of range, it must be {bounds}")
+    return number
+
+
+def check_region(region: str, key: str | None = None) -> str:
+    """An AWS region the SDK knows, or the reference's refusal naming it (`key`: the config's)."""
+    if region not in known_regions():
+        message = f"Region {_brief(region)} is unknown, choose from [{', '.join(known_regions())}]"
+        raise _error(f"DecodingFailure at .{key}: {message}") if key is not None else TransformerConfigError(message)
+    return region
+
+
+@attrs.frozen
+class Backoff:
+    """How long to wait before retrying a Kinesis write: from `min` to `max` seconds, at most
+    `retries` times (None: until it succeeds)."""
+
+    min: float
+    max: float
+    retries: int | None
+
+
+@attrs.frozen
+class BadSink:
+    """Where bad rows go: files under `output=bad/` (`file`), or a Kinesis stream (`kinesis`),
+    written in `PutRecords` calls of at most `record_limit` records and `byte_limit` bytes."""
+
+    type: str = "file"
+    stream: str = ""
+    region: str | None = None
+    record_limit: int = 500
+    byte_limit: int = 5242880
+    backoff: Backoff = Backoff(0.1, 10.0, 10)
+    """For failures other than throttling: full jitter."""
+    throttled: Backoff = Backoff(0.1, 1.0, None)
+    """For throttled records: Fibonacci steps, without end: a throttled stream loses nothing."""
 
 
 @attrs.frozen
@@ -246,7 +381,11 @@ class TransformerConfig:
     max_records_per_file: int = 10000
     spark_cache: bool | None = None
     queue: Queue | None = None
-    bad_type: str = "file"
+    bad: BadSink = BadSink()
+
+    @property
+    def bad_type(self) -> str:
+        return self.bad.type
 
     @property
     def synthetic_threshold(self) -> int | None:
@@ -280,17 +419,13 @@ class TransformerConfig:
                 node = node[part]
             return node
 
-        inp, out = get("input", True), get("output.path", True)
+        inp, out = _string(get("input", True), "input"), _string(get("output.path", True), "output.path")
+        if get("output.region") is not None:
+            check_region(_string(get("output.region"), "output.region"), "output.region")
         compression = _enum(
             get("output.compression"), {"GZIP": "GZIP", "NONE": "NONE"}, "Unknown Compression [{}]", exact=True
         )
-        bad_type = _enum(
-            get("output.bad.type"),
-            {"file": "file", "kinesis": "kinesis"},
-            "Bad output type '{}' is not supported yet. Supported types: 'kinesis', 'file'",
-        )
-        if bad_type == "kinesis":
-            raise _error("output.bad.type kinesis is not supported by this transformer: use file")
+        bad = _bad_sink(get)
         transformation = _enum(
             get("formats.transformationType", True),
             {"shred": "shred", "widerow": "widerow"},
@@ -306,7 +441,10 @@ class TransformerConfig:
             {"tsv": "TSV", "json": "JSON"},
             "{} is unexpected format. TSV and JSON are possible options",
         )
-        groups = {name: tuple(map(Criterion.parse, get(f"formats.{name}") or [])) for name in ("json", "tsv", "skip")}
+        groups = {
+            name: tuple(map(Criterion.parse, _strings(get(f"formats.{name}"), f"formats.{name}")))
+            for name in ("json", "tsv", "skip")
+        }
         if transformation == "shred":
             _check_overlaps(groups)
         synthetic = _enum(
@@ -326,8 +464,11 @@ class TransformerConfig:
                 {"sqs": "sqs", "sns": "sns"},
                 "Queue type {} is not supported yet. Supported types: 'SNS' and 'SQS'",
             )
-            name = get("queue.queueName" if kind == "sqs" else "queue.topicArn", True)
-            queue = Queue(kind, str(name), get("queue.region"))
+            key = "queue.queueName" if kind == "sqs" else "queue.topicArn"
+            region = get("queue.region")
+            if region is not None:
+                check_region(_string(region, "queue.region"), "queue.region")
+            queue = Queue(kind, _string(get(key, True), key), None if region is None else str(region))
         interval = RunInterval(
             _run_time(get("runInterval.sinceTimestamp"), "runInterval.sinceTimestamp"),
             duration(get("runInterval.sinceAge"), "runInterval.sinceAge") if get("runInterval.sinceAge") else None,
@@ -340,8 +481,8 @@ class TransformerConfig:
         }
         cache = get("featureFlags.sparkCacheEnabled")
         return cls(
-            input=str(inp),
-            output=str(out),
+            input=inp,
+            output=out,
             compression=compression,
             transformation=transformation,
             file_format=file_format,
@@ -349,20 +490,56 @@ class TransformerConfig:
             json=groups["json"],
             tsv=groups["tsv"],
             skip=groups["skip"],
-            skip_schemas=tuple(map(Criterion.parse, get("skipSchemas") or [])),
+            skip_schemas=tuple(map(Criterion.parse, _strings(get("skipSchemas"), "skipSchemas"))),
             synthetic=synthetic,
-            cardinality=_int(get("deduplication.synthetic.cardinality") or 1, "deduplication.synthetic.cardinality"),
+            cardinality=_int(
+                get("deduplication.synthetic.cardinality"),
+                "deduplication.synthetic.cardinality",
+                least=1 if synthetic == "broadcast" else None,
+            ),
             natural=natural,
             run_interval=interval,
             minimum_timestamp=_instant(minimum) if minimum is not None else None,
             legacy_message=flags["legacyMessageFormat"],
             truncate_atomic_fields=flags["truncateAtomicFields"],
             enable_max_records_per_file=flags["enableMaxRecordsPerFile"],
-            max_records_per_file=_int(get("output.maxRecordsPerFile") or 0, "output.maxRecordsPerFile"),
+            max_records_per_file=_int(get("output.maxRecordsPerFile") or 0, "output.maxRecordsPerFile", least=0),
             spark_cache=None if cache is None else _bool(cache, "featureFlags.sparkCacheEnabled"),
             queue=queue,
-            bad_type=bad_type,
+            bad=bad,
         )
+
+
+def _bad_sink(get: Any) -> BadSink:
+    """`output.bad`: files, or a Kinesis stream with its limits and backoff policies."""
+    kind = _enum(
+        get("output.bad.type"),
+        {"file": "file", "kinesis": "kinesis"},
+        "Bad output type '{}' is not supported yet. Supported types: 'kinesis', 'file'",
+    )
+    if kind == "file":
+        return BadSink()
+    region = get("output.bad.region")
+    if region is not None:
+        check_region(_string(region, "output.bad.region"), "output.bad.region")
+
+    def backoff(path: str, retries: bool) -> Backoff:
+        least = duration(get(f"{path}.minBackoff"), f"{path}.minBackoff").total_seconds()
+        most = duration(get(f"{path}.maxBackoff"), f"{path}.maxBackoff").total_seconds()
+        if least > most:
+            raise _error(f"DecodingFailure at .{path}: minBackoff is longer than maxBackoff")
+        count = get(f"{path}.maxRetries") if retries else None
+        return Backoff(least, most, None if count is None else _int(count, f"{path}.maxRetries", least=0))
+
+    return BadSink(
+        "kinesis",
+        _string(get("output.bad.streamName", True), "output.bad.streamName"),
+        None if region is None else str(region),
+        _int(get("output.bad.recordLimit"), "output.bad.recordLimit", least=1, most=500),
+        _int(get("output.bad.byteLimit"), "output.bad.byteLimit", least=1, most=5242880),
+        backoff("output.bad.backoffPolicy", True),
+        backoff("output.bad.throttledBackoffPolicy", False),
+    )
 
 
 def _plain(tree: Any) -> Any:
@@ -396,7 +573,7 @@ def _check_overlaps(groups: Mapping[str, tuple[Criterion, ...]]) -> None:
             for a in groups[first]:
                 for b in groups[second]:
                     if a.overlaps(b):
-                        raise _error(
+                        raise TransformerConfigError(
                             f"Following schema criterions overlap in different groups (TSV, JSON, skip): {a}, {b}. "
                             "Make sure every schema can have only one format"
                         )

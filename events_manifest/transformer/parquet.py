@@ -322,7 +322,7 @@ def build_columns(
         assert key is not None
         families.setdefault((entity, key.vendor, key.name, key.format, key.model), []).append(key)
     columns: list[EntityColumn] = []
-    for (entity, *_), keys in families.items():
+    for (entity, *_), keys in sorted(families.items(), key=_family_order):
         highest = max(keys, key=lambda k: (k.revision, k.addition))
         versions = model_versions(iglu, highest.uri)
         if isinstance(versions, IgluFailure):
@@ -339,8 +339,16 @@ def build_columns(
         columns.append(EntityColumn(folded.column, context, base_keys, highest.uri))
         for version, field in folded.recovered:
             columns.append(EntityColumn(field, context, frozenset({prefix + version}), prefix + version))
-    columns.sort(key=lambda c: (c.field.name.split("_recovered_")[0], "_recovered_" in c.field.name, c.field.name))
     return ParquetColumns(tuple(columns))
+
+
+def _family_order(family: tuple[tuple[str, str, str, str, int], list[SchemaKey]]) -> tuple[object, ...]:
+    """The reference's order of entity columns: families by their first type, types ordered as
+    its loader message orders them (contexts before the unstruct event, then the schema key:
+    vendor, name, format, version); a family's recovered columns right after its own."""
+    (entity, vendor, name, fmt, _), keys = family
+    first = min((k.model, k.revision, k.addition) for k in keys)
+    return (entity != CONTEXT, vendor, name, fmt, first)
 
 
 def _detail(failure: IgluFailure) -> str:

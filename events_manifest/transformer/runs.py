@@ -1,8 +1,8 @@
 """Which sub-folders of the transformer's input are runs to transform (docs/transformer.md, runs).
 
 A run is an immediate sub-folder of the input; one whose name is under the output folder already is
-done (whatever it holds), except a folder that only a killed run of this transformer left (its
-claim and staging): that run is finished. `run=yyyy-MM-dd-HH-mm-ss` names are filtered by the
+done, unless its folder says a transformer run of it was stopped before its commit
+(`commit.inspect`): that run is finished. `run=yyyy-MM-dd-HH-mm-ss` names are filtered by the
 config's run interval; other names always pass.
 """
 
@@ -15,10 +15,8 @@ import attrs
 
 from events_manifest.transformer.config import RunInterval, run_time
 
-COMPLETE = "shredding_complete.json"
-"""Written into a run's output folder last: the run is committed."""
 CHECKED_FOR_COMPLETION = 512
-"""Of the runs found in both folders, the last this many are checked for `COMPLETE`."""
+"""Of the runs found in both folders, the last this many are checked for `commit.COMPLETE`."""
 
 
 _SCHEMES = {"s3a://": "s3://", "s3n://": "s3://", "gcs://": "gs://"}

@@ -8,6 +8,8 @@ import json
 import re
 from typing import Any
 
+from events_manifest.transformer import jawn
+
 JsonValue = Any
 """A parsed JSON value: dict, list, str, `Number`, bool or None."""
 
@@ -30,13 +32,20 @@ _DECODER = json.JSONDecoder(parse_float=Number, parse_int=Number, parse_constant
 
 
 def loads(text: str) -> JsonValue:
-    """One JSON value, strictly (no NaN, no control characters in strings, nothing after it)."""
+    """One JSON value, strictly (no NaN, no control characters in strings, nothing after it); what
+    is wrong with text that is not one, in the reference parser's words (`jawn`)."""
     try:
         return _DECODER.decode(text)
-    except json.JSONDecodeError as e:
-        raise JsonSyntaxError(f"{e.msg} (line {e.lineno}, column {e.colno})") from None
+    except (json.JSONDecodeError, JsonSyntaxError) as e:
+        problem = e
     except RecursionError:
+        problem = None
+    words = jawn.error(text)  # the reference parser's words for what is wrong
+    if words is not None:
+        raise JsonSyntaxError(words) from None
+    if problem is None:
         raise JsonSyntaxError("nested too deeply (line 1, column 1)") from None
+    raise JsonSyntaxError(str(problem)) from None
 
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}

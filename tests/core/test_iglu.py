@@ -210,7 +210,7 @@ def test_the_configuration_is_checked_field_by_field() -> None:
     assert ResolverConfig.parse(encoded).cache_size == 5, "base64, as --iglu-config takes it"
     cases = [
         ({**config(), "schema": "iglu:com.acme/x/jsonschema/1-0-0"}, "field [schema] is [iglu:com.acme/x/"),
-        ({**config(), "data": {"repositories": []}}, "field [data.cacheSize] must be a count, got [None]"),
+        ({**config(), "data": {"repositories": []}}, "field [data.cacheSize] must be a count, got [null]"),
         (config({"name": "x", "priority": "high", "connection": {}}), "[data.repositories.0.priority] must be an"),
         (config({"name": "x", "priority": 0, "connection": {"ftp": {}}}), "[data.repositories.0.connection] must"),
         (config(http("x", "iglucentral.com")), "connection.http.uri] must be an http(s) URI, got [iglucentral.com]"),

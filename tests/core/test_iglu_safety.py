@@ -199,15 +199,25 @@ def test_a_missing_embedded_repository_or_a_deep_schema_stops_the_run_in_one_lin
     (repository / "schemas" / "com.acme" / "checkout" / "jsonschema" / "1-0-0").write_text(deep)
     done, _ = dedup(tmp_path, config(embedded("repo", repository)), [{"schema": ACME, "data": {}}])
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert f"Iglu repository [repo] answered {ACME} with JSON nested too deeply to be read" in done.stderr
+    [said] = done.stderr.strip().splitlines()
+    assert f"Iglu repository [repo] answered {ACME} with JSON nested too deeply to be read: fix that schema" in said
+    assert said.endswith("once the cause is fixed, run the same command again to finish it")
+    assert ledger(tmp_path) == ["failed"], "never started after it ended"
+    (repository / "schemas" / "com.acme" / "checkout" / "jsonschema" / "1-0-0").write_text('{"type": "object"}')
+    done, _ = dedup(tmp_path, config(embedded("repo", repository)), [{"schema": ACME, "data": {}}])
+    assert done.returncode == 0 and ledger(tmp_path) == ["finished"], "the advice, followed, finishes the run"
+
+
+def ledger(folder: Path) -> list[str]:
+    """The states of the runs in the ledger of the manifest `folder/m.db`, as `events-manifest runs` lists them."""
     runs = subprocess.run(
-        [sys.executable, "-m", "events_manifest", "runs", "--manifest", f"sqlite:///{tmp_path}/m.db"],
+        [sys.executable, "-m", "events_manifest", "runs", "--manifest", f"sqlite:///{folder}/m.db"],
         env=env(),
         capture_output=True,
         text=True,
         check=False,
     )
-    assert [line.split()[2] for line in runs.stdout.splitlines()] == ["failed"], "never started after it ended"
+    return [line.split()[2] for line in runs.stdout.splitlines()]
 
 
 def test_a_deeply_nested_record_is_an_error_record(tmp_path: Path) -> None:

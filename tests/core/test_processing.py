@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,9 @@ def manifest(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Duplica
 
 @pytest.fixture
 def table(manifest: DuplicateStorage) -> ProcessingManifest:
-    return manifest.processing_manifest("processing")
+    """A table of its own: on a DynamoDB server a processing table lives beside the manifest's, for
+    every test of the process."""
+    return manifest.processing_manifest(f"processing-{uuid.uuid4().hex[:8]}")
 
 
 def test_an_item_is_claimed_then_processed_and_never_taken_again(table: ProcessingManifest) -> None:

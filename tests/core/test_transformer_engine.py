@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from events_manifest.errors import ManifestConfigError
 from events_manifest.iglu.keys import SchemaKey
 from events_manifest.snowplow.fields import ATOMIC_FIELDS, FIELD_NAMES
-from events_manifest.transformer import bad_rows, sdjson, widerow
+from events_manifest.transformer import bad_rows, jawn, sdjson, widerow
 from events_manifest.transformer.batch import DUPLICATE_KEY, Decide, Parse, with_new_id
 from events_manifest.transformer.config import Criterion, TransformerConfig, TransformerConfigError, decode_value
 from events_manifest.transformer.event import Event, atomic_limits, decode, java_cut, parse_instant
@@ -204,10 +204,58 @@ def test_line_shapes_and_every_error_in_field_order() -> None:
             "Invalid schema version: 1-0, code: INVALID_SCHEMAVER",
         ),
         ('{"schema":7,"data":[]}', "Got value '7' with wrong type, expecting string"),
+        ("&&&", "ParsingFailure: expected json value got '&&&' (line 1, column 1)"),
+        ('{"schema":"x",,', "ParsingFailure: expected \" got ',' (line 1, column 15)"),
+        ('{"schema":', "ParsingFailure: exhausted input"),
     ],
 )
 def test_contexts_errors_as_the_sdk_words_them(text: str, message: str) -> None:
     assert errors_of(event(A, contexts=text))[0]["message"] == message
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("&&&", "expected json value got '&&&' (line 1, column 1)"),
+        ("abcdefghij", "expected json value got 'abcdef...' (line 1, column 1)"),
+        ("", "exhausted input"),
+        ('{"a":', "exhausted input"),
+        ("[1,", "exhausted input"),
+        ('"abc', "exhausted input"),
+        ("tru", "exhausted input"),
+        ("[1,]", "expected json value got ']' (line 1, column 4)"),
+        ('{"a" 1}', "expected : got '1}' (line 1, column 6)"),
+        ("{a:1}", "expected \" got 'a:1}' (line 1, column 2)"),
+        ("[1 2]", "expected ] or , got '2]' (line 1, column 4)"),
+        ('{"a":1 "b":2}', "expected } or , got '\"b\":2}' (line 1, column 8)"),
+        ('"\\x"', "illegal escape sequence (\\x) got '\\...' (line 1, column 2)"),
+        ('"\\u12G4"', "expected valid unicode escape got '\\u12G4...' (line 1, column 2)"),
+        ('"a\tb"', "control char (9) in string got '\t...' (line 1, column 3)"),
+        ("trux", "expected true got 'trux' (line 1, column 1)"),
+        ("nulx", "expected null got 'nulx' (line 1, column 1)"),
+        ("1.e5", "expected digit got '1.e5' (line 1, column 1)"),
+        ("[-]", "expected digit got '-]' (line 1, column 2)"),
+        ("-x", "expected digit got '-x' (line 1, column 1)"),
+        ("01", "expected whitespace or eof got '1' (line 1, column 2)"),
+        ("[01]", "expected ] or , got '1]' (line 1, column 3)"),
+        ("\n\n  &", "expected json value got '&' (line 3, column 3)"),
+        ("NaN", "expected json value got 'NaN' (line 1, column 1)"),
+        ('{"a":1}}', "expected whitespace or eof got '}' (line 1, column 8)"),
+        ('["\U0001f600", x]', "expected json value got 'x]' (line 1, column 8)"),
+    ],
+)
+def test_json_syntax_errors_in_the_reference_parser_s_words(text: str, message: str) -> None:
+    """jawn's words, line and column (UTF-16 units: an emoji counts two), where Python's parser
+    has its own."""
+    assert jawn.error(text) == message
+    with pytest.raises(sdjson.JsonSyntaxError) as raised:
+        sdjson.loads(text)
+    assert str(raised.value) == message
+
+
+def test_jawn_accepts_what_python_accepts() -> None:
+    for text in ['{"a":[1,2.5e-3,true,false,null,"x\\u00e9"]}', " 1 ", '"\\ud800"', "[]", "{}"]:
+        assert jawn.error(text) is None
 
 
 def test_truncation_limits_come_from_the_atomic_schema() -> None:
@@ -434,7 +482,9 @@ def test_config_defaults_and_the_references_messages() -> None:
         "formats.fileFormat = avro": f"Widerow file format type avro {supported} 'json'",
         "deduplication.synthetic.type = magic": "Type magic is unknown for synthetic deduplication",
         'skipSchemas = ["iglu:a/x/jsonschema/01-*-*"]': "iglu:a/x/jsonschema/01-*-* is invalid Iglu schema criterion",
-        "runInterval.sinceAge = forever": "runInterval.sinceAge: forever is not a finite duration, such as 14 days",
+        "runInterval.sinceAge = forever": (
+            "DecodingFailure at .runInterval.sinceAge: forever is not a finite duration, such as 14 days"
+        ),
     }
     messages = {extra: "Cannot resolve config: " + message for extra, message in cases.items()}
     messages["deduplication.natural = false"] = (

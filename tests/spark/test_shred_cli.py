@@ -82,7 +82,12 @@ def test_cli_runs_and_refuses_a_non_empty_output(
     ("extra", "message"),
     [
         (["--duplicate-storage-config", "bm90IGpzb24="], "base64 config is not valid JSON"),
-        (["--dynamodb-endpoint", "http://127.0.0.1:1"], "--dynamodb-endpoint goes with --duplicate-storage-config"),
+        (["--dynamodb-endpoint", "http://127.0.0.1:1"], "--dynamodb-endpoint and --create-table go with a DynamoDB"),
+        (
+            ["--manifest", "sqlite:///tmp/never-made.db", "--dynamodb-endpoint", "http://127.0.0.1:1"],
+            "--dynamodb-endpoint is for a DynamoDB manifest, and [sqlite:///tmp/never-made.db] is not one",
+        ),
+        (["--manifest", "sqlite:///tmp/never-made.db", "--create-table"], "--create-table is for a DynamoDB manifest"),
         (["--iglu-config", "%%%"], "the --iglu-config is neither JSON, an existing file nor valid base64"),
         (["--etl-time", "soon"], "timestamp [soon]"),
         (["--manifest", "memory://"], "in-memory manifest would not be shared"),

@@ -110,7 +110,7 @@ def runs(tmp_path: Path) -> Path:
             event(B, "fb1", unstruct_event=unstruct(sdj(CLICK, '{"target":"buy"}'))),
             event(B, "fb2", collector="2026-11-01 05:00:00.250"),
             "a line without tabs",
-            event(C, txn_id="not a number"),
+            event(C, txn_id="not a number", contexts="&&&"),
             event(D, collector="2026-01-01 00:00:00"),
         ],
         gz=True,
@@ -153,6 +153,11 @@ def test_runs_of_wide_rows_with_every_kind_of_bad_row_and_dedup(runs: Path, spar
         "loader_parsing_error",
         "loader_parsing_error",
     ]
+    [decoding] = [b["data"]["failure"] for b in bad if b["data"]["failure"].get("type") == "RowDecodingError"]
+    assert [(e["key"], e["message"]) for e in decoding["errors"]] == [
+        ("txn_id", "Cannot parse key txn_id into integer"),
+        ("contexts", "ParsingFailure: expected json value got '&&&' (line 1, column 1)"),
+    ], "the reference parser's words"
     assert types(message) == [(PRODUCT, "CONTEXT"), (DUPLICATE, "CONTEXT")], "the click left out by skipSchemas"
     data = message["data"]
     assert data["count"] == {"good": 3, "bad": 3} and data["compression"] == "GZIP"
@@ -213,6 +218,7 @@ def test_a_failing_run_leaves_the_runs_before_it_complete(tmp_path: Path) -> Non
     write_run(tmp_path, "run=4", [event(D)])
     done = run(tmp_path, '"output": {"path": "%s", "compression": "NONE"}' % (tmp_path / "out"))
     assert done.returncode == 1 and "transformer: error:" in done.stderr
+    assert "run=1: 1 lines, 1 good" in done.stdout and "run=2: 1 lines, 1 good" in done.stdout, "printed once committed"
     assert (tmp_path / "out/run=1/shredding_complete.json").exists() and (
         tmp_path / "out/run=2/shredding_complete.json"
     ).exists()
@@ -449,6 +455,10 @@ def test_wide_row_parquet_columns_values_and_misfits(tmp_path: Path, spark: Any)
             "required": ["sku"],
         },
     }
+    schemas["zeta/jsonschema/1-0-0"] = schemas["../com.acme.sub/alpha/jsonschema/1-0-0"] = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+    }
     for path, schema in schemas.items():
         file = tmp_path / "acme/schemas/com.acme" / path
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -463,7 +473,10 @@ def test_wide_row_parquet_columns_values_and_misfits(tmp_path: Path, spark: Any)
     E = "9e8d7c6b-5a49-4382-9716-0a1b2c3d4e5f"
     pro = unstruct(sdj(signup + "1-0-1", '{"plan":"pro","trial":true}'))
     items = contexts(
-        sdj(item, '{"sku":"a","price":9.99,"at":"2026-11-01T06:00:00.123456789+01:00"}'), sdj(item, '{"sku":"b"}')
+        sdj(item, '{"sku":"a","price":9.99,"at":"2026-11-01T06:00:00.123456789+01:00"}'),
+        sdj(item, '{"sku":"b"}'),
+        sdj("iglu:com.acme.sub/alpha/jsonschema/1-0-0", '{"n":1}'),
+        sdj("iglu:com.acme/zeta/jsonschema/1-0-0", '{"n":2}'),
     )
     write_run(
         tmp_path,
@@ -487,13 +500,15 @@ def test_wide_row_parquet_columns_values_and_misfits(tmp_path: Path, spark: Any)
     table = pq.read_table(base / "output=good")
     schema = table.schema
     names = schema.names
-    assert len(names) == 128 + 4 and names[:3] == ["app_id", "platform", "etl_tstamp"]
+    assert len(names) == 128 + 6 and names[:3] == ["app_id", "platform", "etl_tstamp"]
     recovered = names[-1]
     assert names[128:-1] == [
         "contexts_com_acme_item_1",
+        "contexts_com_acme_zeta_1",
+        "contexts_com_acme_sub_alpha_1",
         "contexts_com_snowplowanalytics_snowplow_duplicate_1",
         "unstruct_event_com_acme_signup_1",
-    ]
+    ], "by schema key (vendor com.acme before com.acme.sub), contexts before the unstruct event, as the reference"
     assert re.fullmatch(r"unstruct_event_com_acme_signup_1_recovered_1_0_2_\d+", recovered)
     assert schema.field("tr_total").type == pa.decimal128(18, 2) and schema.field("txn_id").type == pa.int32()
     assert (

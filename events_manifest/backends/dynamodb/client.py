@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from botocore.config import Config
 
-from events_manifest.config import Credentials, no_region
+from events_manifest.config import Credentials, default_region, no_region
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -46,8 +46,9 @@ class ClientOptions:
     def client_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `session.client("dynamodb", ...)`, for boto3 and aioboto3 alike."""
         kwargs: dict[str, Any] = {"config": self.botocore_config()}
-        if self.region:
-            kwargs["region_name"] = self.region
+        region = self.region or default_region()
+        if region:
+            kwargs["region_name"] = region
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
         if self.credentials is not None:

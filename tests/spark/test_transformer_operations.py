@@ -1,0 +1,516 @@
+"""The transformer on an operator's day, through its command line: the runs an archive really
+holds (empty ones, odd names, sub-folders), a run stopped anywhere in its commit and finished by
+the next invocation, a queue that refuses or does not answer, an interruption, every ledger
+refusal's advice followed to the end, and flags that are used or refused, never ignored."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from events_manifest import SqliteManifest, steps
+from events_manifest.testing.servers import LocalServer
+from events_manifest.transformer import queue as queues
+from tests.commands import events_manifest
+from tests.spark.test_crash_rerun import killed_at
+from tests.spark.test_transformer import A, B, C, D, aws, outputs, queue_config, read_lines, run, transformer, write_run
+from tests.transformer_helpers import RESOLVER, b64, config, event
+
+__all__ = ["aws"]  # the fixture, used here
+
+EMPTY_MESSAGE_COUNT = {"good": 0, "bad": 0}
+
+
+def flags(tmp: Path, extra: str = "", *more: str) -> list[str]:
+    """The command line of a transformer in `tmp` reading `in/` into `out/`, its config a file."""
+    (tmp / "iglu.json").write_text(json.dumps(RESOLVER))
+    (tmp / "c.hocon").write_text(config("in", "out", extra))
+    return ["--iglu-config", "iglu.json", "--config", "c.hocon", *more]
+
+
+def good_ids(base: Path) -> list[str]:
+    return sorted(row["event_id"] for row in outputs(base)[0])
+
+
+def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
+    """Empty runs of every kind are committed as runs of 0 lines and the runs after them go on;
+    files are read whatever their names, sub-folders left out."""
+    write_run(tmp_path, "run=1")
+    hidden = write_run(tmp_path, "run=2")
+    (hidden / "_SUCCESS").touch()
+    (hidden / "._SUCCESS.crc").write_bytes(b"crc")
+    (write_run(tmp_path, "run=3") / "part-0.tsv").touch()
+    (write_run(tmp_path, "run=4") / "part-0.tsv.gz").write_bytes(gzip.compress(b""))
+    nested = write_run(tmp_path, "run=5") / "sub"
+    nested.mkdir()
+    (nested / "part-0.tsv").write_text(event(A) + "\n")
+    odd = write_run(tmp_path, "run=6 copy")
+    (odd / "part 1%[x]{y}.tsv").write_text(event(B) + "\n")
+    (odd / "part 2%20.tsv.gz").write_bytes(gzip.compress((event(C) + "\n").encode()))
+    (odd / "sub").mkdir()
+    (odd / "sub" / "part-0.tsv").write_text(event(D) + "\n")
+    done = run(tmp_path, '"output": {"path": "out", "compression": "NONE"}')
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("run=1", "run=2", "run=3", "run=4", "run=5"):
+        base = tmp_path / "out" / name
+        good, bad, message = outputs(base)
+        assert (good, bad) == ([], []) and message["data"]["count"] == EMPTY_MESSAGE_COUNT
+        assert message["data"]["timestamps"]["min"] is None and message["data"]["timestamps"]["max"] is None
+        assert (base / "output=good/_SUCCESS").exists() and (base / "output=bad/_SUCCESS").exists()
+        assert f"{name}: 0 lines, 0 good, 0 bad" in done.stdout
+    odd_out = tmp_path / "out/run=6 copy"
+    good = sorted(json.loads(text)["event_id"] for text in read_lines(odd_out / "output=good"))
+    assert good == sorted([B, C]), "every file of the run, none of its sub-folder"
+    message = json.loads((odd_out / "shredding_complete.json").read_text())
+    assert message["data"]["base"] == f"file:{odd_out}/", "named as it is, for the loader to find its files"
+    assert done.stdout.index("run=5: 0 lines") < done.stdout.index("processing file:" + str(tmp_path / "in/run=6"))
+
+
+@pytest.mark.process
+def test_a_run_killed_between_the_files_of_its_move_is_finished(tmp_path: Path, moto_server: LocalServer) -> None:
+    """Killed after its first staged file moved into place: the next invocation moves the rest,
+    sends the message and commits; the output is an unbroken run's, the later run follows."""
+    lines = [event(A, "f"), event(A, "f", etl="2026-11-01 06:00:09"), event(B), event(B), "bad"]
+    write_run(tmp_path, "run=1", *([line] for line in lines))
+    unbroken = tmp_path / "unbroken"
+    write_run(unbroken, "run=1", *([line] for line in lines))
+    sqs = boto3.client("sqs", region_name="eu-west-1", endpoint_url=moto_server.endpoint)
+    url = sqs.create_queue(QueueName=f"moved-{time.time_ns()}.fifo", Attributes=FIFO)["QueueUrl"]
+    command = flags(tmp_path, queue_config("sqs", "queueName", url), "--manifest", "sqlite://m.db")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_ENDPOINT_URL_SQS", moto_server.endpoint)
+        killed_at("moving", tmp_path, *command, module="spark_integration.transformer")
+        left = tmp_path / "out/run=1"
+        assert not (left / "shredding_complete.json").exists() and any(left.glob(".staging-*/message.json"))
+        write_run(tmp_path, "run=2", [event(C)])
+        done = transformer(tmp_path, *command)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.index("run=1: 5 lines") < done.stdout.index("run=2: 1 lines")
+    assert run(unbroken).returncode == 0
+    assert sorted(read_lines(left / "output=good")) == sorted(read_lines(unbroken / "out/run=1/output=good"))
+    assert sorted(p.name for p in left.iterdir()) == ["output=bad", "output=good", "shredding_complete.json"]
+    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
+    assert bodies == [(tmp_path / f"out/run={n}/shredding_complete.json").read_text() for n in (1, 2)]
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        assert [record.state for record in manifest.runs()] == ["finished", "finished"]
+
+
+@pytest.mark.process
+def test_a_run_killed_after_its_commit_blocks_nothing(tmp_path: Path) -> None:
+    """Killed once `shredding_complete.json` is written, before the ledger records the run finished:
+    the next invocation brings the ledger to what the folder says and goes on with the next run."""
+    write_run(tmp_path, "run=1", [event(A, "f"), event(B, "f")])
+    command = flags(tmp_path, "", "--manifest", "sqlite://m.db")
+    killed_at("committed", tmp_path, *command, module="spark_integration.transformer")
+    assert (tmp_path / "out/run=1/shredding_complete.json").exists()
+    write_run(tmp_path, "run=2", [event(A, "f"), event(C, "f")])
+    done = transformer(tmp_path, *command)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "processing file:" + str(tmp_path / "in/run=1") not in done.stdout, "a committed run is done"
+    assert good_ids(tmp_path / "out/run=1") == sorted([A, B]) and good_ids(tmp_path / "out/run=2") == [C]
+    assert not any(p.name.startswith((".staging", "_claim")) for p in (tmp_path / "out/run=1").iterdir())
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        assert [record.state for record in manifest.runs()] == ["finished", "finished"]
+
+
+FIFO = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+
+
+def test_a_refused_message_is_sent_by_the_next_invocation(tmp_path: Path, aws: dict[str, Any]) -> None:
+    """The queue refuses: the run fails in one line that says what to do, its rows sealed, and the
+    next invocation (the queue there now) sends the same message and commits the run. The queue's
+    region comes from AWS_REGION, as the AWS SDKs read it."""
+    sqs = aws["sqs"]
+    url = f"{sqs.meta.endpoint_url}/123456789012/loader-{time.time_ns()}.fifo"
+    write_run(tmp_path, "run=1", [event(A)])
+    command = flags(tmp_path, '"queue": ' + json.dumps({"type": "sqs", "queueName": url}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_REGION", "eu-west-1")
+        patch.delenv("AWS_DEFAULT_REGION")
+        refused = transformer(tmp_path, *command)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert "Could not send shredded types" in refused.stderr and "run the transformer again" in refused.stderr
+        base = tmp_path / "out/run=1"
+        [sealed] = base.glob(".staging-*/message.json")
+        message_sealed = sealed.read_text()
+        assert not (base / "shredding_complete.json").exists()
+        sqs.create_queue(QueueName=url.rsplit("/", 1)[1], Attributes=FIFO)
+        done = transformer(tmp_path, *command)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "run=1: 1 lines, 1 good" in done.stdout
+    [message] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert message["Body"] == (base / "shredding_complete.json").read_text() == message_sealed
+    assert sorted(p.name for p in base.iterdir()) == ["output=bad", "output=good", "shredding_complete.json"]
+    assert good_ids(base) == [A]
+
+
+@pytest.fixture
+def silent_queue(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """An endpoint that takes connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    taken: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                taken.append(server.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    monkeypatch.setattr(queues, "CONNECT_TIMEOUT", 0.5)
+    monkeypatch.setattr(queues, "READ_TIMEOUT", 0.5)
+    monkeypatch.setattr(queues, "ATTEMPTS", 2)
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for connection in taken:
+        connection.close()
+    server.close()
+
+
+def test_a_queue_that_does_not_answer_fails_the_run_within_its_deadline(
+    tmp_path: Path, silent_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", silent_queue)
+    write_run(tmp_path, "run=1", [event(A)])
+    command = flags(tmp_path, queue_config("sqs", "queueName", f"{silent_queue}/1/q.fifo"))
+    started = time.monotonic()
+    done = transformer(tmp_path, *command)
+    assert done.returncode == 1 and time.monotonic() - started < 60
+    [said] = done.stderr.strip().splitlines()
+    assert said.startswith("transformer: error: Could not send shredded types {") and "Read timeout" in said
+    assert any((tmp_path / "out/run=1").glob(".staging-*/message.json")), "sealed, for the next invocation"
+
+
+def test_an_interruption_after_a_commit_says_what_was_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C once run 2's commit file is written: both runs' counts were printed as they were
+    committed, the line says where it stopped, and the next invocation has nothing to redo."""
+    write_run(tmp_path, "run=1", [event(A)])
+    write_run(tmp_path, "run=2", [event(B)])
+    write_run(tmp_path, "run=3", [event(C)])
+    command = flags(tmp_path, "", "--manifest", "sqlite://m.db")
+    reached = steps.reached
+    seen: list[str] = []
+
+    def interrupt(step: str) -> None:
+        seen.append(step)
+        if step == "committed" and seen.count("committed") == 2:
+            raise KeyboardInterrupt
+        reached(step)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(steps, "reached", interrupt)
+        stopped = transformer(tmp_path, *command)
+    assert stopped.returncode == 130 and "run=1: 1 lines, 1 good" in stopped.stdout
+    assert stopped.stderr.strip() == (
+        "transformer: interrupted during run=2: 1 runs committed before (run=1); its rows are sealed, and the "
+        "next invocation finishes it"
+    )
+    done = transformer(tmp_path, *command)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "processing file:" + str(tmp_path / "in/run=2") not in done.stdout and "run=3: 1 lines" in done.stdout
+    assert [good_ids(tmp_path / f"out/run={n}") for n in (1, 2, 3)] == [[A], [B], [C]]
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        assert [record.state for record in manifest.runs()] == ["finished"] * 3
+
+
+def test_every_refusal_s_advice_followed_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each refusal a transformer user meets, and its advice followed to a committed run."""
+    write_run(tmp_path, "run=1", [event(A)])
+    command = flags(tmp_path, "", "--manifest", "sqlite://m.db")
+    # a run another transformer holds: wait, or delete the claim it names
+    claim = tmp_path / "out/run=1/_claim.json"
+    claim.parent.mkdir(parents=True)
+    claim.write_text(json.dumps({"run": "other", "host": socket.gethostname(), "pid": 1, "since": time.time()}))
+    held = transformer(tmp_path, *command)
+    assert held.returncode == 1 and f"If no run is writing there, delete {claim}" in held.stderr
+    assert "it and the runs after it are left to it" in held.stderr
+    claim.unlink()
+    assert transformer(tmp_path, *command).returncode == 0 and good_ids(tmp_path / "out/run=1") == [A]
+    # a delivered run whose output was deleted: --rerun
+    shutil.rmtree(tmp_path / "out/run=1")
+    delivered = transformer(tmp_path, *command)
+    assert delivered.returncode == 1 and "pass --rerun" in delivered.stderr, delivered.stderr
+    assert transformer(tmp_path, *command, "--rerun").returncode == 0 and good_ids(tmp_path / "out/run=1") == [A]
+    # a run that failed after its puts, whose input then changed: clean its entries, run again
+    write_run(tmp_path, "run=2", [event(B)])
+    reached = steps.reached
+
+    def fail_when_staged(step: str) -> None:
+        if step == "staged":
+            raise RuntimeError("the disk is full")
+        reached(step)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(steps, "reached", fail_when_staged)
+        failed = transformer(tmp_path, *command)
+    assert failed.returncode == 1 and not (tmp_path / "out/run=2").exists(), failed.stderr
+    (tmp_path / "in/run=2/part-1.tsv").write_text(event(C) + "\n")
+    changed = transformer(tmp_path, *command)
+    assert changed.returncode == 1 and "holds other files than when the run of" in changed.stderr
+    clean = _advised_command(changed.stderr)
+    assert events_manifest(tmp_path, *clean).returncode == 0
+    assert transformer(tmp_path, *command).returncode == 0 and good_ids(tmp_path / "out/run=2") == sorted([B, C])
+    # another input's run, stopped before its commit: run that transformer, or clean its entries
+    write_run(tmp_path / "other", "run=9", [event(D)])
+    other = [
+        "--iglu-config",
+        "iglu.json",
+        "--config",
+        b64(config("other/in", "other/out")),
+        "--manifest",
+        "sqlite://m.db",
+    ]
+    with monkeypatch.context() as patch:
+        patch.setattr(steps, "reached", fail_when_staged)
+        assert transformer(tmp_path, *other).returncode == 1
+    write_run(tmp_path, "run=3", [event(D, "d")])
+    refused = transformer(tmp_path, *command)
+    assert refused.returncode == 1 and "Rerun it first (run the transformer whose input holds it" in refused.stderr
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path, copy, ignore=shutil.ignore_patterns("copy"))
+    assert transformer(tmp_path, *other).returncode == 0 and good_ids(tmp_path / "other/out/run=9") == [D]
+    assert transformer(tmp_path, *command).returncode == 0 and good_ids(tmp_path / "out/run=3") == [D]
+    clean = _advised_command(transformer(copy, *command).stderr)
+    assert events_manifest(copy, *clean).returncode == 0
+    assert transformer(copy, *command).returncode == 0 and good_ids(copy / "out/run=3") == [D]
+
+
+def _advised_command(stderr: str) -> list[str]:
+    """The `events-manifest ...` command a refusal advises, as its words."""
+    text = stderr.split("`events-manifest ", 1)[1].split("`", 1)[0]
+    import shlex
+
+    return shlex.split(text)
+
+
+def test_flags_are_used_or_refused_and_a_manifest_is_never_inside_an_input(
+    tmp_path: Path, dynalite: LocalServer
+) -> None:
+    write_run(tmp_path, "run=1", [event(A, "f")])
+    table = f"transformer-endpoint-{time.time_ns()}"
+    url = f"dynamodb://{table}?region=us-east-1&create=true"
+    done = transformer(tmp_path, *flags(tmp_path, "", "--manifest", url, "--dynamodb-endpoint", dynalite.endpoint))
+    assert done.returncode == 0, done.stderr[-2000:]
+    tables = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=dynalite.endpoint).list_tables()
+    assert table in tables["TableNames"], "the endpoint given is the one used"
+    refused = transformer(tmp_path, *flags(tmp_path, "", "--manifest", "sqlite://m.db", "--dynamodb-endpoint", "x"))
+    assert refused.returncode == 2 and "--dynamodb-endpoint is for a DynamoDB manifest" in refused.stderr
+    write_run(tmp_path, "run=2", [event(B)])
+    inside = transformer(tmp_path, *flags(tmp_path, "", "--manifest", "sqlite://in/run=2/m.db"))
+    assert inside.returncode == 2 and "is inside the input" in inside.stderr, inside.stderr
+    assert sorted(p.name for p in (tmp_path / "in/run=2").iterdir()) == ["part-0.tsv"]
+    assert not (tmp_path / "out/run=2").exists()
+    nested = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", b64(config("in", "in/run=1/out")))
+    assert nested.returncode == 2 and nested.stderr.strip().startswith("output folder [in/run=1/out] is inside")
+
+
+def test_an_unreachable_or_locked_manifest_is_one_line(tmp_path: Path) -> None:
+    write_run(tmp_path, "run=1", [event(A)])
+    dedup = {
+        "schema": "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/2-0-0",
+        "data": {
+            "name": "manifest",
+            "auth": {"accessKeyId": "x", "secretAccessKey": "y"},
+            "awsRegion": "us-east-1",
+            "dynamodbTable": "unreachable",
+            "id": "1b2c3d4e-0000-4000-8000-000000000000",
+            "purpose": "EVENTS_MANIFEST",
+        },
+    }
+    (tmp_path / "dedup.json").write_text(json.dumps(dedup))
+    unreachable = ["--duplicate-storage-config", "dedup.json", "--dynamodb-endpoint", "http://127.0.0.1:9"]
+    done = transformer(tmp_path, *flags(tmp_path, "", *unreachable))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == (
+        "transformer: error: DynamoDB table [unreachable] is unreachable: Could not connect to the endpoint URL: "
+        '"http://127.0.0.1:9/"'
+    )
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        connection = manifest._connection()
+        connection.execute("BEGIN EXCLUSIVE")
+        locked = transformer(tmp_path, *flags(tmp_path, "", "--manifest", "sqlite://m.db?busy_timeout=1"))
+        connection.execute("ROLLBACK")
+    assert locked.returncode == 1 and "Traceback" not in locked.stderr
+    assert "is locked by another process: it held the lock for over 1 s" in locked.stderr
+    assert "choose another path" not in locked.stderr and not (tmp_path / "out/run=1").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            '"runInterval": {"sinceAge": "999999 days"}',
+            "Cannot resolve config: DecodingFailure at .runInterval.sinceAge: Duration is limited to +-(2^63-1)ns "
+            "(ca. 292 years), got 999999 days",
+        ),
+        (
+            '"deduplication": {"synthetic": {"type": "broadcast", "cardinality": 0}}',
+            "Cannot resolve config: DecodingFailure at .deduplication.synthetic.cardinality: 0 is out of range, it "
+            "must be at least 1",
+        ),
+        (
+            '"skipSchemas": "iglu:com.acme/x/jsonschema/1-*-*"',
+            "Cannot resolve config: DecodingFailure at .skipSchemas: Got value '\"iglu:com.acme/x/jsonschema/1-*-*\"' "
+            "with wrong type, expecting array",
+        ),
+        (
+            '"input": ["in"]',
+            "Cannot resolve config: DecodingFailure at .input: Got value '[\"in\"]' with wrong type, expecting string",
+        ),
+        (
+            '"queue": {"type": "sqs", "queueName": "q", "region": "unknown-region-1"}',
+            "Cannot resolve config: DecodingFailure at .queue.region: Region unknown-region-1 is unknown, choose "
+            "from [af-",
+        ),
+        (
+            '"formats": {"transformationType": "shred", "json": ["iglu:com.acme/x/jsonschema/1-*-*"], '
+            '"skip": ["iglu:com.acme/x/jsonschema/1-0-*"]}',
+            "Following schema criterions overlap in different groups (TSV, JSON, skip): "
+            "iglu:com.acme/x/jsonschema/1-*-*, iglu:com.acme/x/jsonschema/1-0-*. Make sure every schema can have only "
+            "one format",
+        ),
+    ],
+)
+def test_config_values_the_reference_refuses_exit_2(tmp_path: Path, extra: str, message: str) -> None:
+    write_run(tmp_path, "run=1", [event(A)])
+    text = (
+        config("in", "out", extra)
+        if '"input"' not in extra
+        else config("in", "out")[:1]
+        + extra
+        + ', "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}'
+    )
+    done = transformer(tmp_path, "--iglu-config", b64(json.dumps(RESOLVER)), "--config", b64(text))
+    assert done.returncode == 2 and done.stderr.strip().startswith(message), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+SECRET = "Pl4nted-S3cret"
+
+
+def test_no_refusal_shows_a_secret(tmp_path: Path, spark: Any) -> None:
+    """Secrets planted wherever a value can be echoed: in the Iglu config, the config, the manifest's
+    config, an Iglu repository's URL; every refusal is one line that says what is wrong without them."""
+    iglu = json.loads(json.dumps(RESOLVER))
+    dedup = {
+        "schema": "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/2-0-0",
+        "data": {"name": "m", "auth": {"accessKeyId": "AKIA", "secretAccessKey": SECRET}, "awsRegion": "nowhere"},
+    }
+    listed = {"name": "r", "priority": 0, "connection": {"http": {"uri": "https://x/", "apikey": SECRET}}}
+    cases = [
+        ({**iglu, "data": {**iglu["data"], "repositories": listed}}, config("in", "out"), None),
+        (
+            {
+                **iglu,
+                "data": {
+                    **iglu["data"],
+                    "repositories": [{**listed, "connection": {"http": {"uri": f"ftp://u:{SECRET}@x/"}}}],
+                },
+            },
+            config("in", "out"),
+            None,
+        ),
+        (iglu, config("in", "out")[:-1] + f', "x": {{"password": {SECRET} }}', None),
+        (iglu, config("in", "out")[:-1] + f', "input": {{"password": "{SECRET}"}}}}', None),
+        (iglu, config("in", "out", f'"deduplication": {{"natural": "https://key:{SECRET}@host/"}}'), None),
+        (iglu, config("in", "out"), dedup),
+    ]
+    write_run(tmp_path, "run=1", [event(A)])
+    for resolver, text, storage in cases:
+        more = ["--duplicate-storage-config", b64(json.dumps(storage))] if storage else []
+        done = transformer(tmp_path, "--iglu-config", b64(json.dumps(resolver)), "--config", b64(text), *more)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert SECRET not in done.stdout + done.stderr, done.stderr
+    (tmp_path / "c.hocon").write_text(
+        config("in", "out", '"formats": {"transformationType": "widerow", "fileFormat": "parquet"}')
+    )
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    remote = {
+        "name": "remote",
+        "priority": 0,
+        "connection": {"http": {"uri": f"http://user:{SECRET}@127.0.0.1:{port}/"}},
+    }
+    resolver = {**iglu, "data": {**iglu["data"], "repositories": [*iglu["data"]["repositories"], remote]}}
+    write_run(
+        tmp_path,
+        "run=2",
+        [
+            event(
+                B,
+                contexts='{"schema":"iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0","data":[{"schema":"iglu:com.acme/gone/jsonschema/1-0-0","data":{}}]}',
+            )
+        ],
+    )
+    failed = transformer(tmp_path, "--iglu-config", b64(json.dumps(resolver)), "--config", "c.hocon")
+    assert failed.returncode == 1 and "remote" in failed.stderr and f"user:***@127.0.0.1:{port}" in failed.stderr
+    assert SECRET not in failed.stdout + failed.stderr
+    hocon = b64(f'{{"input": "in", "password": "{SECRET}" ]')
+    said = transformer(tmp_path, "--iglu-config", "nope.json", "--config", hocon)
+    assert (
+        said.returncode == 2 and SECRET not in said.stderr and "decodes as Base64 but is not valid HOCON" in said.stderr
+    )
+
+
+def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis(
+    tmp_path: Path, moto_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every section of the reference's extended example, its Kinesis bad-row sink included: the
+    bad rows (more than one `PutRecords` call of them) reach the stream whole though it throttles,
+    and no `output=bad/` is written."""
+    from events_manifest.testing import FaultProxy
+
+    region = {"region_name": "eu-west-1", "endpoint_url": moto_server.endpoint}
+    kinesis = boto3.client("kinesis", **region)
+    stream = f"bad-rows-{time.time_ns()}"
+    kinesis.create_stream(StreamName=stream, ShardCount=1)
+    sqs = boto3.client("sqs", **region)
+    url = sqs.create_queue(QueueName=f"extended-{time.time_ns()}.fifo", Attributes=FIFO)["QueueUrl"]
+    now = time.gmtime(time.time() - 86400)
+    name = "run=" + time.strftime("%Y-%m-%d-%H-%M-%S", now)
+    bad = [f"not an event {n}" for n in range(620)]
+    write_run(tmp_path, name, [event(A, "f"), event(B, "f"), *bad])
+    text = (Path(__file__).parent.parent / "data/transformer.extended.hocon").read_text()
+    for key, value in {"INPUT": "in", "OUTPUT": "out", "QUEUE_URL": url, "STREAM": stream,
+                       "SINCE": "2020-01-01-00-00-00", "UNTIL": "2099-01-01-00-00-00"}.items():  # fmt: skip
+        text = text.replace(f'"{key}"', json.dumps(value))
+    (tmp_path / "extended.hocon").write_text(text)
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_server.endpoint)
+    with FaultProxy(moto_server.endpoint, throttle_rate=0.5, operations=frozenset({"PutRecords"}), seed=1) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_KINESIS", proxy.endpoint)
+        done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "extended.hocon")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert proxy.throttled > 0, "the stream throttled"
+    base = tmp_path / "out" / name
+    assert sorted(p.name for p in base.iterdir()) == ["output=good", "shredding_complete.json"]
+    shard = kinesis.describe_stream(StreamName=stream)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    records, position = [], iterator["ShardIterator"]
+    while position:
+        answer = kinesis.get_records(ShardIterator=position, Limit=1000)
+        records += [json.loads(r["Data"]) for r in answer["Records"]]
+        position = answer.get("NextShardIterator") if answer["Records"] else None
+    assert sorted(r["data"]["payload"] for r in records) == sorted(bad), "each bad row once, none lost"
+    message = json.loads((base / "shredding_complete.json").read_text())
+    assert message["data"]["count"] == {"good": 2, "bad": len(bad)}
