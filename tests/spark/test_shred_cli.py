@@ -321,6 +321,8 @@ def test_runs_under_spark_submit(spark: Any, tmp_path: Path) -> None:
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(r"kept events +\d", done.stdout)
+    info = [line for line in done.stderr.splitlines() if " INFO " in line]
+    assert len(info) <= 5 and len(done.stderr.splitlines()) <= 20, "Spark's log at WARN from the session's start"
     summary = ShredSummary.from_json((tmp_path / "out" / "_summary.json").read_text())
     assert summary.balanced and summary.kept_events > 900
     assert (tmp_path / "out" / "atomic-events").is_dir() and list((tmp_path / "bad").glob("part-*"))
