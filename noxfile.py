@@ -1,12 +1,15 @@
-"""Developer sessions: `nox -s tests`, `lint`, `typecheck`, `docs`, `resolve`, `demo`, `transformer`, `benchmarks`."""
+"""Developer sessions: `nox -s tests`, `integration`, `lint`, `typecheck`, `docs`, `resolve`, `demo`,
+`transformer`, `benchmarks`."""
 
 from __future__ import annotations
 
+import tarfile
 import time
+from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "core", "lint", "typecheck", "docs", "resolve"]
+nox.options.sessions = ["tests", "integration", "core", "lint", "typecheck", "docs", "resolve"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_external_run = True
 
@@ -16,7 +19,7 @@ def _npm(session: nox.Session) -> None:
     session.run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error", external=True)
 
 
-SUITE = ["-q", "-n", "2", "--dist", "worksteal", "--durations=10"]
+SUITE = ["-q", "-n", "2", "--dist", "worksteal", "--durations=10", "--ignore=tests/integration"]
 """Two test processes on two cores (each with its own Spark session and servers), and the ten
 slowest tests printed at every run, so that a slow test is seen the day it lands."""
 
@@ -27,6 +30,48 @@ def tests(session: nox.Session) -> None:
     session.install("-c", "constraints.txt", "-e", ".[all,test]")
     _npm(session)
     session.run("pytest", *(session.posargs or SUITE))
+
+
+S3A_SOURCE = "sagemaker_pyspark==1.4.5"
+"""The package-index source of the S3A connector's jars: its sdist ships `hadoop-aws` 3.3.1 and the
+AWS SDK bundle of the same line (`deps/jars/`)."""
+S3A_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
+JARS = Path(".cache/s3a-jars")
+
+
+def _s3a_jars(session: nox.Session) -> Path:
+    """The S3A connector's jars in `JARS`, taken from `S3A_SOURCE`'s sdist once."""
+    if all((JARS / name).exists() for name in S3A_JARS):
+        return JARS.resolve()
+    download = JARS / "download"
+    download.mkdir(parents=True, exist_ok=True)
+    session.run(
+        "python", "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:", "-d", str(download),
+        S3A_SOURCE,
+    )  # fmt: skip
+    [sdist] = download.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        for member in archive.getmembers():
+            if member.name.rsplit("/", 1)[-1] in S3A_JARS:
+                extracted = archive.extractfile(member)
+                assert extracted is not None
+                (JARS / member.name.rsplit("/", 1)[-1]).write_bytes(extracted.read())
+    sdist.unlink()
+    return JARS.resolve()
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """Where users run the jobs: S3 (moto's server, the S3A connector), DynamoDB (dynalite) and SQS
+    (moto) on loopback, kills during the commit on S3, two transformers at once, spark-submit."""
+    session.install("-c", "constraints.txt", "-e", ".[all,test]")
+    _npm(session)
+    jars = _s3a_jars(session)
+    session.run(
+        "pytest",
+        *(session.posargs or ["-q", "--durations=10", "tests/integration"]),
+        env={"EVENTS_MANIFEST_S3A_JARS": str(jars)},
+    )
 
 
 @nox.session

@@ -120,15 +120,30 @@ def check_contents(storage: Storage, layout: Layout, folder: Folder, overwrite: 
     folder.replaced = [child for child in children if child != layout.marker]
 
 
-def _alive(claim: dict[str, Any]) -> bool:
-    """Whether the run that holds a claim may still be running: always, unless it ran on this
-    host and its process is gone (a killed run)."""
-    return liveness.gone(f"{claim.get('host')}:{claim.get('pid')}") is not True
+Judge = Callable[[dict[str, Any]], bool]
+"""Whether the run that holds a claim written on another host is dead (this host cannot see it)."""
 
 
-def claim(storage: Storage, path: str, shown: str, role: str, run_id: str) -> Folder:
+def _alive(claim: dict[str, Any], dead_elsewhere: Judge | None = None) -> bool:
+    """Whether the run that holds a claim may still be running: on this host, whether its process
+    is; on another, unless `dead_elsewhere` says it is dead (by its sign of life in a run ledger)."""
+    gone = liveness.gone(owner(claim))
+    if gone is None:
+        return dead_elsewhere is None or not dead_elsewhere(claim)
+    return not gone
+
+
+def owner(claim: dict[str, Any]) -> str:
+    """The process that wrote a claim, as the run ledger names owners (`host:pid`)."""
+    return f"{claim.get('host')}:{claim.get('pid')}"
+
+
+def claim(
+    storage: Storage, path: str, shown: str, role: str, run_id: str, *, dead_elsewhere: Judge | None = None
+) -> Folder:
     """Claim a folder for this run (made if missing): a second run into it is refused at once; a
-    claim left by a killed run on this host is taken over."""
+    claim left by a killed run is taken over (on this host when its process is gone, on another
+    when `dead_elsewhere` says so)."""
     created = not storage.exists(path)
     target = join(path, CLAIM)
     host, _, pid = liveness.this_process().rpartition(":")
@@ -137,7 +152,7 @@ def claim(storage: Storage, path: str, shown: str, role: str, run_id: str) -> Fo
         if storage.create_new(target, text + "\n"):
             return Folder(storage, path, shown, role, created, run_id)
         held = _read_claim(storage, target)
-        if held is not None and _alive(held):
+        if held is not None and _alive(held, dead_elsewhere):
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(held.get("since", 0))))
             raise FolderClaimedError(
                 f"{role} folder [{shown}] is being written by another run (process {held.get('pid')} on "
@@ -148,12 +163,12 @@ def claim(storage: Storage, path: str, shown: str, role: str, run_id: str) -> Fo
     raise FolderClaimedError(f"{role} folder [{shown}]: another run took it at the same moment; retry")
 
 
-def drop_dead_claim(storage: Storage, path: str) -> bool:
-    """Remove the claim a killed run left in a folder (its process, on this host, is gone);
-    whether no live claim is left there."""
+def drop_dead_claim(storage: Storage, path: str, dead_elsewhere: Judge | None = None) -> bool:
+    """Remove the claim a killed run left in a folder (see `claim`); whether no live claim is left
+    there."""
     target = join(path, CLAIM)
     held = _read_claim(storage, target)
-    if held is not None and _alive(held):
+    if held is not None and _alive(held, dead_elsewhere):
         return False
     storage.delete(target)
     return True

@@ -32,7 +32,17 @@ def gone(owner: str) -> bool | None:
         return True
     except (PermissionError, OverflowError):
         return False
-    return False
+    return _zombie(pid)
+
+
+def _zombie(pid: str) -> bool:
+    """A process that ended but that no parent reaped yet (its parent killed first, as a job's
+    Python driver under a killed spark-submit JVM): gone, though the system still lists it."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as file:
+            return file.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def holders(*paths: str) -> list[str]:

@@ -74,3 +74,45 @@ def local_session(
     if verbose:
         spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+S3A_TIMES = {
+    "fs.s3a.threads.keepalivetime": "60",
+    "fs.s3a.connection.establish.timeout": "5000",
+    "fs.s3a.connection.timeout": "200000",
+    "fs.s3a.multipart.purge.age": "86400",
+    "fs.s3a.connection.request.timeout": "0",
+    "fs.s3a.connection.ttl": "300000",
+    "fs.s3a.connection.idle.time": "60000",
+    "fs.s3a.connection.acquisition.timeout": "60000",
+}
+"""The S3A connector's time settings as plain numbers (seconds or milliseconds): pyspark 4 ships
+Hadoop 3.5's defaults, written with units (`60s`), which the 3.3 connector (`hadoop-aws` 3.3.x)
+cannot read."""
+
+
+def s3a_settings(
+    endpoint: str | None = None, *, access_key: str | None = None, secret_key: str | None = None
+) -> dict[str, str]:
+    """Spark settings for `s3a://` paths with the `hadoop-aws` 3.3 connector (its jars on the
+    classpath: `spark.jars`, or `--jars` of spark-submit): its time settings as numbers, and, for
+    an S3-compatible server at `endpoint` (`http://127.0.0.1:PORT`), path-style access and static
+    keys. Without them the connector takes AWS's default credential chain."""
+    hadoop = dict(S3A_TIMES)
+    if endpoint is not None:
+        hadoop.update(
+            {
+                "fs.s3a.endpoint": endpoint,
+                "fs.s3a.path.style.access": "true",
+                "fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https:")).lower(),
+            }
+        )
+    if access_key is not None and secret_key is not None:
+        hadoop.update(
+            {
+                "fs.s3a.access.key": access_key,
+                "fs.s3a.secret.key": secret_key,
+                "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            }
+        )
+    return {f"spark.hadoop.{key}": value for key, value in hadoop.items()}

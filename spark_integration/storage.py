@@ -14,6 +14,9 @@ from pyspark.sql import SparkSession
 
 from events_manifest.storage import FILE, FOLDER, Listing, LocalStorage, Storage, join, local_path, no_slash
 
+S3_SCHEMES = ("s3a", "s3", "s3n")
+"""The schemes Hadoop's S3 connectors serve (S3A; EMRFS on EMR)."""
+
 
 class HadoopStorage(Storage):
     """Hadoop FileSystem operations for the driver of a Spark session."""
@@ -94,11 +97,15 @@ class HadoopStorage(Storage):
         return folders
 
     def create_new(self, path: str, text: str) -> bool:
-        """Locally an exclusive create of the OS; elsewhere the file system's create without
-        overwrite (atomic on HDFS; object stores have no such guarantee)."""
+        """Locally an exclusive create of the OS; on S3 a conditional write (`If-None-Match: *`,
+        through the AWS SDK: Hadoop's S3 connectors cannot ask for one); elsewhere the file
+        system's create without overwrite (atomic on HDFS)."""
         qualified = self.qualify(path)
         if local_path(qualified) is not None:
             return self._local.create_new(qualified, text)
+        parts = urlsplit(qualified)
+        if parts.scheme in S3_SCHEMES:
+            return self._s3_create_new(parts.netloc, parts.path.lstrip("/"), text)
         fs, p = self._fs(qualified)
         fs.mkdirs(p.getParent())
         try:
@@ -112,6 +119,39 @@ class HadoopStorage(Storage):
         finally:
             stream.close()
         return True
+
+    def _s3_create_new(self, bucket: str, key: str, text: str) -> bool:
+        import botocore.exceptions
+
+        try:
+            self._s3.put_object(Bucket=bucket, Key=key, Body=text.encode(), IfNoneMatch="*")
+        except botocore.exceptions.ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+                return False
+            raise
+        return True
+
+    @functools.cached_property
+    def _s3(self) -> Any:
+        """An S3 client reaching what the session's S3A settings name (endpoint, path style, static
+        keys), else the AWS default chain (EMRFS's `s3://` on EMR)."""
+        import boto3
+        from botocore.config import Config
+
+        from events_manifest.config import default_region
+
+        get = self._conf.get
+        endpoint = get("fs.s3a.endpoint") or None
+        if endpoint is not None and "://" not in endpoint:
+            secure = str(get("fs.s3a.connection.ssl.enabled") or "true").lower() == "true"
+            endpoint = f"{'https' if secure else 'http'}://{endpoint}"
+        style = "path" if str(get("fs.s3a.path.style.access") or "").lower() == "true" else "auto"
+        keys = {}
+        if get("fs.s3a.access.key") and get("fs.s3a.secret.key"):
+            keys = {"aws_access_key_id": get("fs.s3a.access.key"), "aws_secret_access_key": get("fs.s3a.secret.key")}
+        region = get("fs.s3a.endpoint.region") or default_region() or "us-east-1"
+        config = Config(s3={"addressing_style": style}, retries={"mode": "standard"})  # type: ignore[arg-type]
+        return boto3.session.Session().client("s3", region_name=region, endpoint_url=endpoint, config=config, **keys)
 
     def children(self, path: str) -> list[str]:
         fs, p = self._fs(path)

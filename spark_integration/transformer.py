@@ -41,13 +41,13 @@ from events_manifest import (
 from events_manifest.config import DynamoDbConfig
 from events_manifest.errors import RunConflictError
 from events_manifest.factory import manifest_files, with_dynamodb_flags
-from events_manifest.folders import STAGING_PREFIX, FolderClaimedError, claim
+from events_manifest.folders import STAGING_PREFIX, FolderClaimedError, Judge, claim, owner
 from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import ResolverConfig
 from events_manifest.job import JobRun
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from events_manifest.places import INPUT, MANIFEST, Place, check_places
-from events_manifest.runs import Advice
+from events_manifest.runs import LEASE_SECONDS, Advice
 from events_manifest.runs import now_seconds as runs_now
 from events_manifest.storage import Listing, join
 from events_manifest.transformer import kinesis
@@ -289,23 +289,40 @@ class _Job:
         """Bring the ledger to what the output says: a committed run whose ledger record a kill left
         unfinished is finished, and what that kill left beside its output removed. The names of the
         runs the ledger holds as stopped, to finish before any new run."""
-        for found in folders.values():
+        for name, found in folders.items():
             if found.state is State.COMMITTED and (found.leftovers() or found.claimed):
-                tidy(self.storage, found)
+                tidy(self.storage, found, self.dead_elsewhere(name))
         if self.opened is None:
             return []
         now = runs_now()
         names = {self.item(name): name for name in [*folders, *self.storage.children(self.config.input)]}
         stopped = []
         for record in self.opened.runs():
-            name = names.get(record.item)
-            if record.finished or name is None or not record.dead(now):
+            of = names.get(record.item)
+            if record.finished or of is None or not record.dead(now):
                 continue
-            if name in folders and folders[name].state is State.COMMITTED:
+            if of in folders and folders[of].state is State.COMMITTED:
                 self.opened.finish_run(record)
             else:
-                stopped.append(name)
+                stopped.append(of)
         return stopped
+
+    def dead_elsewhere(self, name: str) -> Judge:
+        """Whether a claim on the run `name` written on another host is dead: its run's record in
+        the ledger says so (no sign of life for `runs.LEASE_SECONDS`), or, with no record yet, the
+        claim is older than that. Without a manifest nothing tells: it is not."""
+
+        def judge(held: dict[str, Any]) -> bool:
+            if self.opened is None:
+                return False
+            now = runs_now()
+            item, holder = self.item(name), owner(held)
+            records = [r for r in self.opened.runs() if r.item == item and not r.finished and r.owner == holder]
+            if records:
+                return all(record.dead(now) for record in records)
+            return now - float(held.get("since", now)) > LEASE_SECONDS
+
+        return judge
 
     def run(self, name: str, progress: Progress) -> RunResult | None:
         """Transform, or finish, the run `name` under its claim (see the module); None when
@@ -316,13 +333,15 @@ class _Job:
 def _run(job: _Job, name: str, progress: Progress) -> RunResult | None:
     storage, base = job.storage, join(job.config.output, name)
     try:
-        folder = claim(storage, storage.qualify(base), base, "run", uuid.uuid4().hex)
+        folder = claim(
+            storage, storage.qualify(base), base, "run", uuid.uuid4().hex, dead_elsewhere=job.dead_elsewhere(name)
+        )
     except FolderClaimedError as e:
         raise RunHeldError(f"{e}: it and the runs after it are left to it") from None
     try:
         found = inspect(storage, base)  # again, under the claim: another transformer may have committed it
         if found.state is State.COMMITTED:
-            tidy(storage, found)
+            tidy(storage, found, job.dead_elsewhere(name))
             return None
         if found.state is State.INCOMPLETE:
             return None
@@ -351,15 +370,18 @@ def _begin(job: _Job, name: str, *, source: str, rerun: bool) -> AbstractContext
     )
 
 
-def _held(error: RunConflictError, name: str) -> ManifestError:
-    """A ledger refusal, or, when another transformer's run of it is running, the way held."""
+def _held(error: RunConflictError, job: _Job, name: str) -> ManifestError | None:
+    """What a ledger refusal means here: None when another transformer committed the run meanwhile
+    (done), the way held when one is running it, else the refusal itself."""
+    if inspect(job.storage, join(job.config.output, name)).state is State.COMMITTED:
+        return None
     text = str(error)
     if "is still running" in text:
         return RunHeldError(f"{name}: {text}; it and the runs after it are left to it")
     return error
 
 
-def _finish(job: _Job, name: str, staging: str, progress: Progress) -> RunResult:
+def _finish(job: _Job, name: str, staging: str, progress: Progress) -> RunResult | None:
     """Deliver a run a stopped invocation sealed: the same rows, counts and message."""
     storage = job.storage
     _, counts = sealed_run(storage, staging)
@@ -370,11 +392,13 @@ def _finish(job: _Job, name: str, staging: str, progress: Progress) -> RunResult
             base = storage.qualify(join(job.config.output, name))
             message = deliver(storage, base, staging, job.send(name), outputs=job.outputs())
     except RunConflictError as e:
-        raise _held(e, name) from None
+        if (refusal := _held(e, job, name)) is not None:
+            raise refusal from None
+        return None
     return RunResult(name, storage.qualify(join(job.config.output, name)), counts, message)
 
 
-def _transform(job: _Job, name: str, progress: Progress) -> RunResult:
+def _transform(job: _Job, name: str, progress: Progress) -> RunResult | None:
     storage, config = job.storage, job.config
     source, base = join(config.input, name), storage.qualify(join(config.output, name))
     listing = storage.folder_files(source)
@@ -394,7 +418,9 @@ def _transform(job: _Job, name: str, progress: Progress) -> RunResult:
             progress.sealed = True
             deliver(storage, base, staging, job.send(name), outputs=job.outputs())
     except RunConflictError as e:
-        raise _held(e, name) from None
+        if (refusal := _held(e, job, name)) is not None:
+            raise refusal from None
+        return None
     return RunResult(name, base, counts, message)
 
 

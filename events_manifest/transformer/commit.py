@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from events_manifest import steps
-from events_manifest.folders import CLAIM, STAGING_PREFIX, drop_dead_claim
+from events_manifest.folders import CLAIM, STAGING_PREFIX, Judge, drop_dead_claim
 from events_manifest.storage import Storage, join
 
 COMPLETE = "shredding_complete.json"
@@ -187,10 +187,10 @@ def deliver(
     return message
 
 
-def tidy(storage: Storage, found: RunFolder) -> None:
+def tidy(storage: Storage, found: RunFolder, dead_elsewhere: Judge | None = None) -> None:
     """Remove what a transformer run killed after its commit left in a committed run folder (its
-    staging folder and claim), unless a live run holds the folder."""
-    if found.claimed and not drop_dead_claim(storage, found.base):
+    staging folder and claim), unless a live run holds the folder (see `folders.claim`)."""
+    if found.claimed and not drop_dead_claim(storage, found.base, dead_elsewhere):
         return
     for leftover in found.leftovers():
         storage.delete(leftover)

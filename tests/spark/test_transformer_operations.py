@@ -514,3 +514,23 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis(
     assert sorted(r["data"]["payload"] for r in records) == sorted(bad), "each bad row once, none lost"
     message = json.loads((base / "shredding_complete.json").read_text())
     assert message["data"]["count"] == {"good": 2, "bad": len(bad)}
+
+
+def test_a_claim_from_another_host_is_judged_by_the_ledger(tmp_path: Path) -> None:
+    """A claim written on another host (a cluster since terminated, say) holds the run while its
+    writer may be alive; with a manifest, once the ledger shows no sign of life from it for the
+    lease (no record, and the claim older than that), the next invocation takes the run over."""
+    from events_manifest.runs import LEASE_SECONDS
+
+    write_run(tmp_path, "run=1", [event(A)])
+    command = flags(tmp_path, "", "--manifest", "sqlite://m.db")
+    claim = tmp_path / "out/run=1/_claim.json"
+    claim.parent.mkdir(parents=True)
+    recent = {"run": "r", "host": "ip-10-0-0-9.ec2.internal", "pid": 4242, "since": time.time() - 60}
+    claim.write_text(json.dumps(recent))
+    held = transformer(tmp_path, *command)
+    assert held.returncode == 1 and "process 4242 on ip-10-0-0-9.ec2.internal" in held.stderr
+    claim.write_text(json.dumps({**recent, "since": time.time() - LEASE_SECONDS - 60}))
+    done = transformer(tmp_path, *command)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert good_ids(tmp_path / "out/run=1") == [A] and not claim.exists()

@@ -1,0 +1,202 @@
+"""The transformer where its users run it: runs on S3 (moto's server, through the S3A connector),
+the manifest on DynamoDB (dynalite), the message on SQS (moto). The same rows, bad rows and counts
+as on local folders; a run killed (SIGKILL, under spark-submit) at each named step of its commit,
+between the files of its move included, finished by the next invocation; two transformers started
+together on one output writing each run once."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from events_manifest import steps
+from events_manifest.snowplow.generator import sample_batches
+from events_manifest.testing import LocalServer
+from spark_integration import transformer as transformer_module
+from tests.commands import wait_for
+from tests.integration.conftest import S3, spark_submit, submit_env
+from tests.spark.test_transformer import transformer
+from tests.transformer_helpers import RESOLVER
+
+STEPS = ["sealed", "moving", "moved", "messaged", "committed"]
+FIFO = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+
+
+def lines(data: bytes, name: str) -> list[str]:
+    return (gzip.decompress(data) if name.endswith(".gz") else data).decode().splitlines()
+
+
+def s3_run(s3: S3, name: str) -> dict[str, Any]:
+    """A run folder on S3: its good and bad lines, sorted, its message, its files' names."""
+    keys = s3.keys(f"out/{name}/")
+    found: dict[str, Any] = {"good": [], "bad": [], "names": [k.removeprefix(f"out/{name}/") for k in keys]}
+    for key in keys:
+        part = key.rsplit("/", 1)[-1]
+        if part.startswith("part-"):
+            found["good" if "/output=good/" in key else "bad"] += lines(s3.read(key), part)
+    found["good"].sort()
+    found["bad"].sort()
+    complete = f"out/{name}/shredding_complete.json"
+    found["message"] = json.loads(s3.read(complete)) if complete in keys else None
+    return found
+
+
+def local_run(base: Path) -> dict[str, Any]:
+    found: dict[str, Any] = {"good": [], "bad": []}
+    for part in sorted(base.rglob("part-*")):
+        found["good" if "output=good" in str(part) else "bad"] += lines(part.read_bytes(), part.name)
+    found["good"].sort()
+    found["bad"].sort()
+    found["message"] = json.loads((base / "shredding_complete.json").read_text())
+    return found
+
+
+def same(ours: dict[str, Any], reference: dict[str, Any]) -> None:
+    assert ours["good"] == reference["good"] and ours["bad"] == reference["bad"]
+    mine, theirs = ours["message"]["data"], reference["message"]["data"]
+    assert (mine["count"], mine["typesInfo"]) == (theirs["count"], theirs["typesInfo"])
+
+
+def config(input_path: str, output_path: str, queue: str | None = None) -> str:
+    document: dict[str, Any] = {
+        "input": input_path,
+        "output": {"path": output_path},
+        "formats": {"transformationType": "widerow"},
+    }
+    if queue is not None:
+        document["queue"] = {"type": "sqs", "queueName": queue, "region": "us-east-1"}
+    return json.dumps(document)
+
+
+@pytest.fixture
+def runs(tmp_path: Path, s3: S3) -> Path:
+    """The two bundled sample batches as runs 1 and 2 (the second re-delivers events of the first),
+    locally under `in/` and on S3 under `in/`."""
+    for n, batch in enumerate(sample_batches(), start=1):
+        shutil.copytree(batch, tmp_path / "in" / f"run={n}")
+        s3.put_folder(batch, f"in/run={n}")
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    return tmp_path
+
+
+def manifest(dynalite: LocalServer) -> str:
+    return f"dynamodb://runs-{time.time_ns()}?region=us-east-1&create=true&endpoint={dynalite.endpoint}"
+
+
+def queue(server: LocalServer) -> tuple[Any, str]:
+    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=server.endpoint)
+    return sqs, sqs.create_queue(QueueName=f"loader-{time.time_ns()}.fifo", Attributes=FIFO)["QueueUrl"]
+
+
+def reference(runs: Path, dynalite: LocalServer, *, with_manifest: bool = True) -> dict[str, dict[str, Any]]:
+    """What one transformer writes from the local runs, on a fresh manifest (or none)."""
+    (runs / "local.hocon").write_text(config("in", "local"))
+    more = ["--manifest", manifest(dynalite)] if with_manifest else []
+    done = transformer(runs, "--iglu-config", "iglu.json", "--config", "local.hocon", *more)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: local_run(runs / "local" / name) for name in ("run=1", "run=2")}
+
+
+def test_the_transformer_on_s3_writes_what_it_writes_locally(
+    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, monkeypatch: pytest.MonkeyPatch, spark: Any
+) -> None:
+    expected = reference(runs, dynalite)
+    sqs, url = queue(s3_server)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)
+    (runs / "s3.hocon").write_text(config(s3.url("in"), s3.url("out"), url))
+    done = transformer(runs, "--iglu-config", "iglu.json", "--config", "s3.hocon", "--manifest", manifest(dynalite))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"Batch Transformer: processing s3://{s3.bucket}/in/run=1/" in done.stdout
+    for name in ("run=1", "run=2"):
+        found = s3_run(s3, name)
+        same(found, expected[name])
+        assert found["message"]["data"]["base"] == f"s3://{s3.bucket}/out/{name}/"
+        assert {"output=good/_SUCCESS", "output=bad/_SUCCESS", "shredding_complete.json"} <= set(found["names"])
+        assert not [n for n in found["names"] if n.startswith((".staging", "_claim"))], "nothing left behind"
+    assert expected["run=2"]["message"]["data"]["count"]["good"] < 1058, "run 2's re-delivered events dropped"
+    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
+    assert bodies == [s3.read(f"out/run={n}/shredding_complete.json").decode() for n in (1, 2)]
+
+
+def killed(command: list[str], cwd: Path, step: str, **extra: str) -> None:
+    """`command` (spark-submit) stopped at `step`, then its whole process group killed (SIGKILL)."""
+    signal_file = cwd / f"reached-{step}"
+    child = submit_env(**{steps.STOP_AT: step, steps.SIGNAL: str(signal_file)}, **extra)
+    process = subprocess.Popen(
+        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        wait_for(signal_file.exists, f"the run reaching {step}", process)
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+        process.stderr.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_run_killed_at_each_step_of_its_commit_on_s3_is_finished(
+    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, step: str, spark: Any
+) -> None:
+    """Killed under spark-submit at `step` of run 1's commit (`moving`: after its first file moved,
+    S3's rename being a copy and a delete): the next invocation finishes run 1 (its message sent,
+    the same text), then transforms run 2; both as an unbroken transformer writes them."""
+    expected = reference(runs, dynalite)
+    sqs, url = queue(s3_server)
+    (runs / "s3.hocon").write_text(config(s3.url("in"), s3.url("out"), url))
+    flags = ["--iglu-config", "iglu.json", "--config", "s3.hocon", "--manifest", manifest(dynalite)]
+    command = spark_submit(transformer_module.__file__, *flags, server=s3_server)
+    killed(command, runs, step, AWS_ENDPOINT_URL_SQS=s3_server.endpoint)
+    assert "out/run=1/shredding_complete.json" in s3.keys("out/run=1/") or step != "committed"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)
+        done = transformer(runs, *flags)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("run=1", "run=2"):
+        found = s3_run(s3, name)
+        same(found, expected[name])
+        assert not [n for n in found["names"] if n.startswith((".staging", "_claim"))], "nothing left behind"
+    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
+    committed = [s3.read(f"out/run={n}/shredding_complete.json").decode() for n in (1, 2)]
+    assert sorted(set(bodies)) == sorted(committed), "each run's message, the text of its commit"
+
+
+@pytest.mark.parametrize("with_manifest", [True, False], ids=["manifest", "no-manifest"])
+def test_two_transformers_started_together_on_s3_write_each_run_once(
+    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, spark: Any, with_manifest: bool
+) -> None:
+    """Started at the same moment on one output: whichever claims a run first writes it (S3's
+    conditional write makes the claim exclusive; with a manifest its ledger decides as well); the
+    other stops there or finds it committed. Each run is written once, in order, as one transformer
+    writes it."""
+    expected = reference(runs, dynalite, with_manifest=with_manifest)
+    (runs / "s3.hocon").write_text(config(s3.url("in"), s3.url("out")))
+    flags = ["--iglu-config", "iglu.json", "--config", "s3.hocon"]
+    if with_manifest:
+        flags += ["--manifest", manifest(dynalite)]
+    command = spark_submit(transformer_module.__file__, *flags, server=s3_server)
+    started = [
+        subprocess.Popen(command, cwd=runs, env=submit_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    results = [process.communicate(timeout=600) for process in started]
+    codes = [process.returncode for process in started]
+    assert 0 in codes and set(codes) <= {0, 1}, results
+    for (out, err), code in zip(results, codes, strict=True):
+        said = out + err  # spark-submit sends the Python driver's stderr to its stdout
+        if code == 1:
+            assert "is being written by another run" in said or "is still running" in said, said[-3000:]
+    for name in ("run=1", "run=2"):
+        found = s3_run(s3, name)
+        same(found, expected[name])
+    done = transformer(runs, *flags)
+    assert done.returncode == 0 and "Batch Transformer: processing" not in done.stdout, "nothing left to do"
