@@ -51,3 +51,18 @@ def schema_errors(document: dict[str, Any] | str) -> list[str]:
     key = SchemaKey.parse(parsed["schema"].replace(".storage.rdbloader/", ".storage/"))
     assert key is not None
     return _resolver.validate_data(key, parsed["data"])
+
+
+def dynamodb_config(table: str) -> dict[str, Any]:
+    """An `amazon_dynamodb_config` 2-0-0 naming `table`, with static keys a local server takes."""
+    return {
+        "schema": "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/2-0-0",
+        "data": {
+            "name": "manifest",
+            "auth": {"accessKeyId": "x", "secretAccessKey": "y"},
+            "awsRegion": "us-east-1",
+            "dynamodbTable": table,
+            "id": "1b2c3d4e-0000-4000-8000-000000000000",
+            "purpose": "EVENTS_MANIFEST",
+        },
+    }

@@ -22,7 +22,7 @@ from events_manifest.testing.servers import LocalServer
 from tests.commands import env, in_process
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.test_crash_rerun import killed_at
-from tests.transformer_helpers import RESOLVER, b64, config, event, schema_errors
+from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event, schema_errors
 
 pytestmark = pytest.mark.spark
 
@@ -285,17 +285,7 @@ def queue_config(kind: str, key: str, name: str) -> str:
 
 def test_cross_batch_dedup_on_dynamodb(tmp_path: Path, dynalite: LocalServer) -> None:
     table = f"transformer-{os.getpid()}"
-    storage = {
-        "schema": "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/2-0-0",
-        "data": {
-            "name": "manifest",
-            "auth": {"accessKeyId": "x", "secretAccessKey": "y"},
-            "awsRegion": "us-east-1",
-            "dynamodbTable": table,
-            "id": "1b2c3d4e-0000-4000-8000-000000000000",
-            "purpose": "EVENTS_MANIFEST",
-        },
-    }
+    storage = dynamodb_config(table)
     (tmp_path / "dedup.json").write_text(json.dumps(storage))
     from events_manifest import init_storage, parse_config
 

@@ -24,7 +24,7 @@ from events_manifest.transformer import queue as queues
 from tests.commands import events_manifest
 from tests.spark.test_crash_rerun import killed_at
 from tests.spark.test_transformer import A, B, C, D, aws, outputs, queue_config, read_lines, run, transformer, write_run
-from tests.transformer_helpers import RESOLVER, b64, config, event
+from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event
 
 __all__ = ["aws"]  # the fixture, used here
 
@@ -325,17 +325,7 @@ def test_flags_are_used_or_refused_and_a_manifest_is_never_inside_an_input(
 
 def test_an_unreachable_or_locked_manifest_is_one_line(tmp_path: Path) -> None:
     write_run(tmp_path, "run=1", [event(A)])
-    dedup = {
-        "schema": "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/2-0-0",
-        "data": {
-            "name": "manifest",
-            "auth": {"accessKeyId": "x", "secretAccessKey": "y"},
-            "awsRegion": "us-east-1",
-            "dynamodbTable": "unreachable",
-            "id": "1b2c3d4e-0000-4000-8000-000000000000",
-            "purpose": "EVENTS_MANIFEST",
-        },
-    }
+    dedup = dynamodb_config("unreachable")
     (tmp_path / "dedup.json").write_text(json.dumps(dedup))
     unreachable = ["--duplicate-storage-config", "dedup.json", "--dynamodb-endpoint", "http://127.0.0.1:9"]
     done = transformer(tmp_path, *flags(tmp_path, "", *unreachable))
