@@ -63,6 +63,13 @@ class S3:
             if not token:
                 return sorted(found)
 
+    def download(self, prefix: str, folder: Path) -> None:
+        """Every object under `prefix/` into `folder`, at the same relative place."""
+        for key in self.keys(prefix + "/"):
+            target = folder / key.removeprefix(prefix + "/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(self.read(key))
+
     def read(self, key: str) -> bytes:
         body: bytes = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         return body

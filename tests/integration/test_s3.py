@@ -200,3 +200,44 @@ def test_two_transformers_started_together_on_s3_write_each_run_once(
         same(found, expected[name])
     done = transformer(runs, *flags)
     assert done.returncode == 0 and "Batch Transformer: processing" not in done.stdout, "nothing left to do"
+
+
+def test_the_shred_job_the_populator_and_the_dataframe_dedup_on_s3(
+    tmp_path: Path, s3: S3, dynalite: LocalServer, spark: Any
+) -> None:
+    """The other jobs on `s3a://`, as on local folders: the shred job's outputs and bad rows (its
+    claims and commit on S3), the populator's puts, and a DataFrame deduplicated against the
+    manifest the populator filled."""
+    from spark_integration import deduplicate, populate, shred
+    from tests.shred_helpers import read_bad, read_output
+
+    first, second = sample_batches()
+    s3.put_folder(first, "in/batch-1")
+    for place, source, out, bad in (
+        ("local", str(first), str(tmp_path / "local/out"), str(tmp_path / "local/bad")),
+        ("s3", s3.url("in/batch-1"), s3.url("shredded"), s3.url("bad")),
+    ):
+        summary = shred(spark, source, out, bad, manifest=manifest(dynalite))
+        assert summary.balanced, place
+    s3.download("shredded", tmp_path / "s3/out")
+    s3.download("bad", tmp_path / "s3/bad")
+    assert read_output(tmp_path / "s3/out") == read_output(tmp_path / "local/out")
+    assert read_bad(tmp_path / "s3/bad") == read_bad(tmp_path / "local/bad")
+    assert not [key for key in s3.keys("shredded/") if "_claim" in key or ".staging" in key]
+
+    filled = manifest(dynalite)
+    counted = populate(spark, s3.url("in/batch-1"), filled)
+    local = populate(spark, str(first), manifest(dynalite))
+    assert (counted.input_lines, counted.invalid_lines, counted.events, counted.stored) == (
+        local.input_lines,
+        local.invalid_lines,
+        local.events,
+        local.stored,
+    ) and counted.stored > 900
+    s3.put_folder(second, "in/batch-2")
+    lines = spark.read.text(s3.url("in/batch-2")).where("size(split(value, '\\t')) = 131").selectExpr(
+        "split(value, '\\t')[6] AS event_id", "split(value, '\\t')[129] AS fingerprint"
+    )
+    with deduplicate(lines.where("length(event_id) = 36"), ["event_id"], ["fingerprint"], manifest=filled) as result:
+        assert result.duplicates.count() > 0, "the re-delivered events of batch 1, found through the manifest"
+        assert result.unique.count() > 900
