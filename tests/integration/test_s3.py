@@ -235,8 +235,10 @@ def test_the_shred_job_the_populator_and_the_dataframe_dedup_on_s3(
         local.stored,
     ) and counted.stored > 900
     s3.put_folder(second, "in/batch-2")
-    lines = spark.read.text(s3.url("in/batch-2")).where("size(split(value, '\\t')) = 131").selectExpr(
-        "split(value, '\\t')[6] AS event_id", "split(value, '\\t')[129] AS fingerprint"
+    lines = (
+        spark.read.text(s3.url("in/batch-2"))
+        .where("size(split(value, '\\t')) = 131")
+        .selectExpr("split(value, '\\t')[6] AS event_id", "split(value, '\\t')[129] AS fingerprint")
     )
     with deduplicate(lines.where("length(event_id) = 36"), ["event_id"], ["fingerprint"], manifest=filled) as result:
         assert result.duplicates.count() > 0, "the re-delivered events of batch 1, found through the manifest"
