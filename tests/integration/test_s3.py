@@ -243,3 +243,50 @@ def test_the_shred_job_the_populator_and_the_dataframe_dedup_on_s3(
     with deduplicate(lines.where("length(event_id) = 36"), ["event_id"], ["fingerprint"], manifest=filled) as result:
         assert result.duplicates.count() > 0, "the re-delivered events of batch 1, found through the manifest"
         assert result.unique.count() > 900
+
+
+@pytest.mark.parametrize("mode", ["parquet", "shred"])
+def test_parquet_and_shred_mode_on_s3(tmp_path: Path, s3: S3, spark: Any, mode: str) -> None:
+    """The transformer's other outputs on `s3a://`: the same Parquet rows and shredded lines, under
+    the same partitions, as on local folders."""
+    import pyarrow.parquet as pq
+
+    from tests.shred_helpers import contexts, sdj, unstruct
+    from tests.spark.test_transformer import read_tree, write_run
+    from tests.transformer_helpers import event
+
+    page = sdj("iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0", '{"id":"p1"}')
+    click = sdj(
+        "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1", '{"targetUrl":"https://x/","elementId":"b"}'
+    )
+    ids = ["c6ef3124-b53a-4b13-a233-0088f79dcbcb", "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"]
+    run = write_run(
+        tmp_path,
+        "run=1",
+        [event(ids[0], "f", contexts=contexts(page)), event(ids[1], "g", unstruct_event=unstruct(click)), "bad"],
+    )
+    s3.put_folder(run, "in/run=1")
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    formats = {"transformationType": "widerow", "fileFormat": "parquet"} if mode == "parquet" else {
+        "transformationType": "shred", "default": "TSV"
+    }  # fmt: skip
+    for name, source, target in (("local", "in", "local"), ("s3", s3.url("in"), s3.url("out"))):
+        (tmp_path / f"{name}.hocon").write_text(
+            json.dumps({"input": source, "output": {"path": target, "compression": "NONE"}, "formats": formats})
+        )
+        done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", f"{name}.hocon")
+        assert done.returncode == 0, done.stderr[-3000:]
+    s3.download("out/run=1", tmp_path / "s3")
+    local, remote = tmp_path / "local/run=1", tmp_path / "s3"
+    if mode == "parquet":
+        rows = [
+            sorted(pq.read_table(base / "output=good").to_pylist(), key=lambda row: row["event_id"])
+            for base in (local, remote)
+        ]
+        assert rows[0] == rows[1] and len(rows[0]) == 2
+    else:
+        assert read_tree(local / "output=good") == read_tree(remote / "output=good")
+        assert len(read_tree(remote / "output=good")) == 3, "atomic, web_page, link_click"
+    assert read_tree(local / "output=bad") == read_tree(remote / "output=bad")
+    message = json.loads((remote / "shredding_complete.json").read_text())
+    assert message["data"]["count"] == json.loads((local / "shredding_complete.json").read_text())["data"]["count"]
