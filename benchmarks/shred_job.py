@@ -84,7 +84,7 @@ def interleaved(commands: dict[str, Callable[[int], list[str]]], rounds: int) ->
             done = subprocess.run(commands[name](n), cwd=ROOT, capture_output=True, text=True, check=False)
             seconds = time.monotonic() - started
             if done.returncode != 0:
-                print(done.stderr[-3000:])
+                print(done.stderr[-3000:], *done.stdout.splitlines()[-3:], sep="\n")  # spark-submit's driver: stdout
                 return None
             times[name].append(seconds)
             print(f"round {n + 1} {name:<11} {seconds:6.1f} s", *done.stdout.splitlines()[-1:], sep="  ")
