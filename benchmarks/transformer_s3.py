@@ -73,7 +73,13 @@ def measure(work: Path, events: int, rounds: int, jars: list[Path]) -> int:
         s3.create_bucket(Bucket="bench")
         for path in sorted((work / "in" / RUN).iterdir()):
             s3.upload_file(str(path), "bench", f"in/{RUN}/{path.name}")
-        submit = [str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), "--master", "local[2]", "--driver-memory", "4g"]
+        submit = [
+            str(Path(pyspark.__file__).parent / "bin" / "spark-submit"),
+            "--master",
+            "local[2]",
+            "--driver-memory",
+            "4g",
+        ]
         submit += ["--jars", ",".join(map(str, jars))]
         for key, value in s3a_settings(server.endpoint, **KEYS).items():
             submit += ["--conf", f"{key}={value}"]
