@@ -91,6 +91,20 @@ def interleaved(commands: dict[str, Callable[[int], list[str]]], rounds: int) ->
     return times
 
 
+def compared(times: dict[str, list[float]] | None, lines: int) -> int:
+    """Print the medians of the two commands `interleaved` timed, the first's ratio to the second
+    and its lines per second per core (`local[2]`); the exit status (1: a command failed)."""
+    if times is None:
+        return 1
+    (first, first_times), (second, second_times) = times.items()
+    a, b = median(first_times), median(second_times)
+    print(
+        f"median: {first} {a:.1f} s, {second} {b:.1f} s, ratio {a / b:.2f}x "
+        f"({lines / a / 2:,.0f} lines/s per core for {first})"
+    )
+    return 0
+
+
 def whole_processes(work: Path, lines: int, rounds: int) -> int:
     """The job and the baseline, each a whole process (see `--processes`)."""
     source = str(work / "in")

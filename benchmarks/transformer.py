@@ -23,7 +23,6 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -145,7 +144,7 @@ def main() -> int:
 
 
 def measure(work: Path, events: int, rounds: int, mode: str) -> int:
-    from shred_job import generate, interleaved
+    from shred_job import compared, generate, interleaved
 
     lines = generate(work / "in" / RUN, events)
     print(f"input: {lines:,} lines in {work / 'in'}")
@@ -158,12 +157,7 @@ def measure(work: Path, events: int, rounds: int, mode: str) -> int:
     }
     (work / "iglu.json").write_text(json.dumps(resolver))
     commands = {"transformer": lambda n: transformer(work, n, mode), "baseline": lambda n: base(work, n, mode)}
-    times = interleaved(commands, rounds)
-    if times is None:
-        return 1
-    a, b = median(times["transformer"]), median(times["baseline"])
-    print(f"median: transformer {a:.1f} s, baseline {b:.1f} s, ratio {a / b:.2f}x")
-    return 0
+    return compared(interleaved(commands, rounds), lines)
 
 
 if __name__ == "__main__":

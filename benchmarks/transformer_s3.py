@@ -21,7 +21,6 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -50,7 +49,7 @@ def main() -> int:
 def measure(work: Path, events: int, rounds: int, jars: list[Path]) -> int:
     import boto3
     import pyspark
-    from shred_job import generate, interleaved
+    from shred_job import compared, generate, interleaved
 
     from events_manifest.testing import start_moto
     from spark_integration import transformer as module
@@ -102,11 +101,7 @@ def measure(work: Path, events: int, rounds: int, jars: list[Path]) -> int:
             "local": lambda n: command(n, str(work / "in"), str(work / f"out-{n}")),
         }
         times = interleaved(commands, rounds)
-    if times is None:
-        return 1
-    a, b = median(times["s3"]), median(times["local"])
-    print(f"median: S3 {a:.1f} s, local {b:.1f} s, ratio {a / b:.2f}x ({lines / a / 2:,.0f} lines/s per core on S3)")
-    return 0
+    return compared(times, lines)
 
 
 if __name__ == "__main__":

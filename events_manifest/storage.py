@@ -145,6 +145,10 @@ class Storage(abc.ABC):
     def exists(self, path: str) -> bool:
         return self.kind(path) is not None
 
+    def subfolders(self, path: str) -> list[str]:
+        """The names of the folders in a folder, sorted; none when it does not exist."""
+        return [name for name in self.children(path) if self.is_folder(join(path, name))]
+
     def is_folder(self, path: str) -> bool:
         return self.kind(path) == FOLDER
 

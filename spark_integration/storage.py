@@ -159,6 +159,13 @@ class HadoopStorage(Storage):
             return []
         return sorted(str(status.getPath().getName()) for status in fs.listStatus(p))
 
+    def subfolders(self, path: str) -> list[str]:
+        """One listing, whatever the number of folders (a request per folder on S3 otherwise)."""
+        fs, p = self._fs(path)
+        if not fs.exists(p):
+            return []
+        return sorted(str(status.getPath().getName()) for status in fs.listStatus(p) if status.isDirectory())
+
     def delete(self, path: str) -> None:
         fs, p = self._fs(path)
         fs.delete(p, True)

@@ -194,12 +194,13 @@ def transform(
         random_synthetic_ids,
         rerun,
         attrs.evolve(ADVICE, manifest=_clean_flag(handle)),
+        storage.qualify(config.input),
     )
-    inputs = [name for name in storage.children(config.input) if storage.is_folder(join(config.input, name))]
+    inputs = storage.subfolders(config.input)
     outputs = storage.children(config.output) if storage.exists(config.output) else []
     found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))
     folders = {name: inspect(storage, join(config.output, name)) for name in found.done}
-    dead = job.reconcile(folders)
+    dead = job.reconcile(folders, inputs)
     started = [name for name in found.done if folders[name].state in _TO_FINISH]
     first = sorted({*started, *(name for name in dead if name in {*found.to_process, *started})})
     runs = [*first, *(name for name in sorted(found.to_process) if name not in first)]
@@ -262,6 +263,8 @@ class _Job:
     random_ids: bool
     rerun: bool
     advice: Advice
+    input_root: str
+    """The input folder, qualified: a run's item is its folder below it."""
 
     def shredder(self) -> Shredder | None:
         config = self.config
@@ -283,9 +286,9 @@ class _Job:
 
     def item(self, name: str) -> str:
         """A run's item in the manifest's ledger: its input folder."""
-        return self.storage.qualify(join(self.config.input, name))
+        return join(self.input_root, name)
 
-    def reconcile(self, folders: dict[str, RunFolder]) -> list[str]:
+    def reconcile(self, folders: dict[str, RunFolder], inputs: Sequence[str]) -> list[str]:
         """Bring the ledger to what the output says: a committed run whose ledger record a kill left
         unfinished is finished, and what that kill left beside its output removed. The names of the
         runs the ledger holds as stopped, to finish before any new run."""
@@ -295,7 +298,7 @@ class _Job:
         if self.opened is None:
             return []
         now = runs_now()
-        names = {self.item(name): name for name in [*folders, *self.storage.children(self.config.input)]}
+        names = {self.item(name): name for name in inputs}
         stopped = []
         for record in self.opened.runs():
             of = names.get(record.item)

@@ -76,12 +76,12 @@ class RunCounts:
         )
 
     def to_json(self) -> str:
-        return json.dumps(attrs.asdict(self, value_serializer=lambda _, __, v: v))
+        return json.dumps(attrs.asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> RunCounts:
         found = json.loads(text)
-        types = tuple(EntityType(**t) if isinstance(t, dict) else EntityType(*t) for t in found.pop("types"))
+        types = tuple(EntityType(**t) for t in found.pop("types"))
         return cls(**found, types=types)
 
 
