@@ -63,7 +63,7 @@ from events_manifest.transformer.commit import (
     deliver,
     inspect,
     seal,
-    sealed_run,
+    sealed_counts,
     tidy,
 )
 from events_manifest.transformer.config import (
@@ -202,7 +202,8 @@ def transform(
     folders = {name: inspect(storage, join(config.output, name)) for name in found.done}
     dead = job.reconcile(folders, inputs)
     started = [name for name in found.done if folders[name].state in _TO_FINISH]
-    first = sorted({*started, *(name for name in dead if name in {*found.to_process, *started})})
+    waiting = {*found.to_process, *started}
+    first = sorted({*started, *(name for name in dead if name in waiting)})
     runs = [*first, *(name for name in sorted(found.to_process) if name not in first)]
     results = []
     for name in runs:
@@ -387,7 +388,7 @@ def _held(error: RunConflictError, job: _Job, name: str) -> ManifestError | None
 def _finish(job: _Job, name: str, staging: str, progress: Progress) -> RunResult | None:
     """Deliver a run a stopped invocation sealed: the same rows, counts and message."""
     storage = job.storage
-    _, counts = sealed_run(storage, staging)
+    counts = sealed_counts(storage, staging)
     progress.sealed = True
     try:
         with _begin(job, name, source="", rerun=True) as run:

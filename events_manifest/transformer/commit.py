@@ -147,9 +147,9 @@ def seal(storage: Storage, staging: str, message: str, counts: RunCounts) -> Non
     steps.reached("sealed")
 
 
-def sealed_run(storage: Storage, staging: str) -> tuple[str, RunCounts]:
-    """The message and counts a sealed staging folder holds."""
-    return storage.read_text(join(staging, MESSAGE)), RunCounts.from_json(storage.read_text(join(staging, COUNTS)))
+def sealed_counts(storage: Storage, staging: str) -> RunCounts:
+    """The counts a sealed staging folder holds (its message is what `deliver` sends)."""
+    return RunCounts.from_json(storage.read_text(join(staging, COUNTS)))
 
 
 def deliver(
