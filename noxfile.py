@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tarfile
 import time
 from pathlib import Path
@@ -60,17 +61,34 @@ def _s3a_jars(session: nox.Session) -> Path:
     return JARS.resolve()
 
 
+def _executor_environment(session: nox.Session) -> Path:
+    """The environment a user ships to a cluster's executors, built from this checkout as users
+    build it: the project's wheel installed (not editable) in a fresh virtual environment, packed
+    by venv-pack (`.cache/executor-env/env.tar.gz`)."""
+    build = Path(".cache/executor-env")
+    shutil.rmtree(build, ignore_errors=True)
+    session.run("python", "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(build / "dist"), ".")
+    [wheel] = (build / "dist").glob("*.whl")
+    session.run("python", "-m", "venv", str(build / "venv"))
+    python = str(build / "venv" / "bin" / "python")
+    session.run(python, "-m", "pip", "install", "--quiet", "-c", "constraints.txt", str(wheel), external=True)
+    session.run("venv-pack", "--quiet", "--prefix", str(build / "venv"), "--output", str(build / "env.tar.gz"))
+    return (build / "env.tar.gz").resolve()
+
+
 @nox.session
 def integration(session: nox.Session) -> None:
     """Where users run the jobs: S3 (moto's server, the S3A connector), DynamoDB (dynalite) and SQS
-    (moto) on loopback, kills during the commit on S3, two transformers at once, spark-submit."""
-    session.install("-c", "constraints.txt", "-e", ".[all,test]")
+    (moto) on loopback, kills during the commit on S3, two transformers at once, spark-submit, a
+    standalone cluster whose executors get the environment as an archive."""
+    session.install("-c", "constraints.txt", "-e", ".[all,test]", "venv-pack")
     _npm(session)
     jars = _s3a_jars(session)
+    environment = _executor_environment(session)
     session.run(
         "pytest",
         *(session.posargs or ["-q", "--durations=10", "tests/integration"]),
-        env={"EVENTS_MANIFEST_S3A_JARS": str(jars)},
+        env={"EVENTS_MANIFEST_S3A_JARS": str(jars), "EVENTS_MANIFEST_EXECUTOR_ENV": str(environment)},
     )
 
 

@@ -90,6 +90,25 @@ def _last_words(text: str) -> str:
     return lines[0] if lines else text
 
 
+SHIP_ENVIRONMENT = (
+    "give the executors an environment that holds events-manifest (venv-pack a virtual environment where it "
+    "is installed, then spark-submit --archives env.tar.gz#environment "
+    "--conf spark.pyspark.python=./environment/bin/python)"
+)
+
+
+def executors_environment(text: str) -> str | None:
+    """What a failure says about the Python environment of the executors, if it is one: a module
+    their Python cannot import, a Python they cannot start, an archive Spark cannot unpack."""
+    if match := re.search(r"No module named '([^']+)'", text):
+        return f"the executors' Python cannot import {match.group(1)}: {SHIP_ENVIRONMENT}"
+    if match := re.search(r'Cannot run program "([^"]+)"', text):
+        return f"the executors cannot start Python {match.group(1)} (spark.pyspark.python): {SHIP_ENVIRONMENT}"
+    if text.startswith("ExitCodeException") and (match := re.search(r"([^\s/]+): not in gzip format|tar: (.+)", text)):
+        return f"Spark could not unpack an archive of --archives ({match.group(0).strip()}): {SHIP_ENVIRONMENT}"
+    return None
+
+
 def spark_failure(error: Exception) -> str:
     """What a failed Spark job says in one line: the file it was reading, if any, and the root
     cause of the JVM's chain of exceptions."""
@@ -100,6 +119,9 @@ def spark_failure(error: Exception) -> str:
         java = java.getCause()
     if not texts:
         texts = [line for line in str(error).splitlines() if line.strip()][:1] or [type(error).__name__]
+    environment = executors_environment("\n".join(texts))
+    if environment is not None:
+        return environment
     reading = next((text for text in texts if "reading file" in text), None)
     root = _last_words(texts[-1])
     if reading is None:

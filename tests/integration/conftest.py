@@ -4,11 +4,13 @@ sessions and spark-submit with those settings."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,10 @@ import attrs
 import boto3
 import pytest
 
+from events_manifest.snowplow.generator import sample_batches
 from events_manifest.testing import LocalServer, start_moto
 from tests.commands import env
+from tests.transformer_helpers import RESOLVER
 
 JARS = os.environ.get("EVENTS_MANIFEST_S3A_JARS")
 if JARS is None:
@@ -105,14 +109,14 @@ def spark(s3_server: LocalServer) -> Iterator[Any]:
 
 
 def spark_submit(
-    module_file: str, *args: str, server: LocalServer, environment: dict[str, str] | None = None
+    module_file: str, *args: str, server: LocalServer, master: str = "local[2]", options: Sequence[str] = ()
 ) -> list[str]:
-    """The command line of `spark-submit` running a job's module on `local[2]` with the S3A
-    connector on `server`."""
+    """The command line of `spark-submit` running a job's module on `master` with the S3A
+    connector on `server`, and spark-submit's other `options`."""
     import pyspark
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    command = [str(submit), "--master", "local[2]"]
+    command = [str(submit), "--master", master, *options]
     for key, value in spark_settings(server).items():
         command += ["--jars", value] if key == "spark.jars" else ["--conf", f"{key}={value}"]
     return [*command, module_file, *args]
@@ -126,3 +130,14 @@ def run_submit(command: list[str], cwd: Path, **extra: str) -> subprocess.Comple
     return subprocess.run(
         command, cwd=cwd, env=submit_env(**extra), capture_output=True, text=True, timeout=600, check=False
     )
+
+
+@pytest.fixture
+def runs(tmp_path: Path, s3: S3) -> Path:
+    """The two bundled sample batches as runs 1 and 2 (the second re-delivers events of the first),
+    locally under `in/` and on S3 under `in/`."""
+    for n, batch in enumerate(sample_batches(), start=1):
+        shutil.copytree(batch, tmp_path / "in" / f"run={n}")
+        s3.put_folder(batch, f"in/run={n}")
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    return tmp_path

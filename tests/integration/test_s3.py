@@ -6,17 +6,13 @@ together on one output writing each run once."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from events_manifest import steps
@@ -25,86 +21,11 @@ from events_manifest.testing import LocalServer
 from spark_integration import transformer as transformer_module
 from tests.commands import wait_for
 from tests.integration.conftest import S3, spark_submit, submit_env
+from tests.integration.outputs import config, manifest, queue, reference, s3_run, same
 from tests.spark.test_transformer import transformer
 from tests.transformer_helpers import RESOLVER
 
 STEPS = ["sealed", "moving", "moved", "messaged", "committed"]
-FIFO = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
-
-
-def lines(data: bytes, name: str) -> list[str]:
-    return (gzip.decompress(data) if name.endswith(".gz") else data).decode().splitlines()
-
-
-def s3_run(s3: S3, name: str) -> dict[str, Any]:
-    """A run folder on S3: its good and bad lines, sorted, its message, its files' names."""
-    keys = s3.keys(f"out/{name}/")
-    found: dict[str, Any] = {"good": [], "bad": [], "names": [k.removeprefix(f"out/{name}/") for k in keys]}
-    for key in keys:
-        part = key.rsplit("/", 1)[-1]
-        if part.startswith("part-"):
-            found["good" if "/output=good/" in key else "bad"] += lines(s3.read(key), part)
-    found["good"].sort()
-    found["bad"].sort()
-    complete = f"out/{name}/shredding_complete.json"
-    found["message"] = json.loads(s3.read(complete)) if complete in keys else None
-    return found
-
-
-def local_run(base: Path) -> dict[str, Any]:
-    found: dict[str, Any] = {"good": [], "bad": []}
-    for part in sorted(base.rglob("part-*")):
-        found["good" if "output=good" in str(part) else "bad"] += lines(part.read_bytes(), part.name)
-    found["good"].sort()
-    found["bad"].sort()
-    found["message"] = json.loads((base / "shredding_complete.json").read_text())
-    return found
-
-
-def same(ours: dict[str, Any], reference: dict[str, Any]) -> None:
-    assert ours["good"] == reference["good"] and ours["bad"] == reference["bad"]
-    mine, theirs = ours["message"]["data"], reference["message"]["data"]
-    assert (mine["count"], mine["typesInfo"]) == (theirs["count"], theirs["typesInfo"])
-
-
-def config(input_path: str, output_path: str, queue: str | None = None) -> str:
-    document: dict[str, Any] = {
-        "input": input_path,
-        "output": {"path": output_path},
-        "formats": {"transformationType": "widerow"},
-    }
-    if queue is not None:
-        document["queue"] = {"type": "sqs", "queueName": queue, "region": "us-east-1"}
-    return json.dumps(document)
-
-
-@pytest.fixture
-def runs(tmp_path: Path, s3: S3) -> Path:
-    """The two bundled sample batches as runs 1 and 2 (the second re-delivers events of the first),
-    locally under `in/` and on S3 under `in/`."""
-    for n, batch in enumerate(sample_batches(), start=1):
-        shutil.copytree(batch, tmp_path / "in" / f"run={n}")
-        s3.put_folder(batch, f"in/run={n}")
-    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
-    return tmp_path
-
-
-def manifest(dynalite: LocalServer) -> str:
-    return f"dynamodb://runs-{time.time_ns()}?region=us-east-1&create=true&endpoint={dynalite.endpoint}"
-
-
-def queue(server: LocalServer) -> tuple[Any, str]:
-    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=server.endpoint)
-    return sqs, sqs.create_queue(QueueName=f"loader-{time.time_ns()}.fifo", Attributes=FIFO)["QueueUrl"]
-
-
-def reference(runs: Path, dynalite: LocalServer, *, with_manifest: bool = True) -> dict[str, dict[str, Any]]:
-    """What one transformer writes from the local runs, on a fresh manifest (or none)."""
-    (runs / "local.hocon").write_text(config("in", "local"))
-    more = ["--manifest", manifest(dynalite)] if with_manifest else []
-    done = transformer(runs, "--iglu-config", "iglu.json", "--config", "local.hocon", *more)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {name: local_run(runs / "local" / name) for name in ("run=1", "run=2")}
 
 
 def test_the_transformer_on_s3_writes_what_it_writes_locally(
