@@ -37,11 +37,10 @@ class SchemaKey:
     format: str = attrs.field(validator=_check)
     version: str = attrs.field(validator=_check)
 
-    @classmethod
-    def parse(cls, uri: object) -> SchemaKey | None:
+    @staticmethod
+    def parse(uri: object) -> SchemaKey | None:
         """The key of a schema URI, or None if `uri` is not one."""
-        parts = parse_parts(uri) if isinstance(uri, str) else None
-        return cls(*parts) if parts is not None else None
+        return _parsed(uri) if isinstance(uri, str) else None
 
     @property
     def model(self) -> int:
@@ -74,6 +73,12 @@ class SchemaKey:
 
 
 @functools.lru_cache(maxsize=4096)  # a batch holds few distinct schemas; bounded whatever the input holds
+def _parsed(uri: str) -> SchemaKey | None:
+    parts = parse_parts(uri)
+    return SchemaKey(*parts) if parts is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
 def parse_parts(uri: str) -> tuple[str, str, str, str] | None:
     """The vendor, name, format and version of a schema URI, or None if it is not one."""
     match = SCHEMA_URI.fullmatch(uri)

@@ -18,14 +18,17 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from events_manifest.errors import ManifestThrottledError
 from events_manifest.handle import Opener
 from events_manifest.iglu.keys import SchemaKey
 from events_manifest.model import from_epoch_seconds
 from events_manifest.snowplow import dedup
-from events_manifest.transformer import bad_rows, widerow
+from events_manifest.snowplow.fields import INDEX
+from events_manifest.transformer import bad_rows, columnar, widerow
 from events_manifest.transformer.config import Criterion
 from events_manifest.transformer.event import Entity, Event, decode
 from events_manifest.transformer.jvm import NANOS
@@ -100,8 +103,45 @@ class Parse:
     wide_rows: bool = True
 
     def batch(self, lines: pa.Array) -> pa.RecordBatch:
+        """The batch's parsed rows, in its order: the lines in the shapes enrichers write parsed
+        column by column (`columnar`), every other line by the per-event decoder (`per_event`)."""
+        text = _text(lines)
+        if text is None or self.limits is not None:
+            return self.per_event(lines.to_pylist())
+        wide, columns = columnar.fields(text)
+        taken, texts, stamps = columnar.atomic_columns(columns, self.minimum)
+        extras, types = columnar.entity_parts(columns, taken)
+        rows = np.flatnonzero(taken)
+        at = pa.array(rows, pa.int64())
+        fingerprint = columns[INDEX["event_fingerprint"]].take(at)
+        etl, collector = stamps["etl_tstamp"], stamps["collector_tstamp"]
+        fast = pa.RecordBatch.from_arrays(
+            [
+                columns[INDEX["event_id"]].take(at),
+                pa.array(np.ones(len(rows), dtype=bool)),
+                columnar.lines(texts, extras, rows) if self.wide_rows else pa.nulls(len(rows), pa.string()),
+                text.filter(pa.array(wide)).take(at),
+                pc.if_else(pc.equal(fingerprint, ""), pa.scalar(None, pa.string()), fingerprint),
+                pa.array(etl.seconds[rows], mask=~etl.present[rows]),
+                pa.array(etl.nanos[rows], mask=~etl.present[rows]),
+                pa.array(collector.seconds[rows], pa.int64()),
+                pa.array(collector.nanos[rows], pa.int64()),
+                pa.array([types[row] for row in rows.tolist()], pa.list_(pa.string())),
+            ],
+            schema=PARSED,
+        )
+        positions = np.flatnonzero(wide)
+        slow = np.sort(np.concatenate([np.flatnonzero(~wide), positions[~taken]]))
+        if len(slow) == 0:
+            return fast
+        rest = self.per_event(lines.take(pa.array(slow)).to_pylist())
+        order = np.argsort(np.concatenate([positions[taken], slow]), kind="stable")
+        return pa.Table.from_batches([fast, rest]).combine_chunks().take(pa.array(order)).to_batches()[0]
+
+    def per_event(self, lines: Sequence[str | bytes]) -> pa.RecordBatch:
+        """Parsed rows decoded one line at a time: any line, the reference's exact errors."""
         rows: dict[str, list[Any]] = {name: [] for name in PARSED.names}
-        for raw in lines.to_pylist():
+        for raw in lines:
             line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
             event = decode(line, self.limits)
             bad = None
@@ -131,6 +171,16 @@ class Parse:
             for name, value in zip(PARSED.names, values, strict=True):
                 rows[name].append(value)
         return _record_batch(rows, PARSED)
+
+
+def _text(lines: pa.Array) -> pa.Array | None:
+    """The lines as one string array, or None when one is not UTF-8 (the per-event path writes its
+    bytes as the JVM does)."""
+    try:
+        text = lines.cast(pa.string()) if pa.types.is_binary(lines.type) else lines
+    except pa.ArrowInvalid:
+        return None
+    return None if text.null_count else text
 
 
 def _record_batch(rows: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBatch:

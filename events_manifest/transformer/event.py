@@ -71,12 +71,12 @@ def decode(line: str, limits: Mapping[str, int] | None) -> Event | dict[str, Any
         return {"type": "FieldNumberMismatch", "fieldCount": len(fields)}
     values: list[Any] = [None] * FIELDS
     errors: list[dict[str, str]] = []
-    entities: dict[int, Any] = {}
+    found: dict[int, Any] = {}
     for index, (name, text) in enumerate(zip(FIELD_NAMES, fields, strict=True)):
         kind = FIELD_KINDS[name]
         try:
             if kind in "CE":
-                entities[index] = _entities(text, kind == "E") if text else None
+                found[index] = entities(text, kind == "E") if text else None
             else:
                 if limits is not None and kind in "sS" and name in limits:
                     text = java_cut(text, limits[name])
@@ -85,7 +85,7 @@ def decode(line: str, limits: Mapping[str, int] | None) -> Event | dict[str, Any
             errors.append({"type": "InvalidValue", "key": name, "value": text, "message": e.message})
     if errors:
         return {"type": "RowDecodingError", "errors": errors}
-    return Event(values, entities[CONTEXTS] or [], entities[UNSTRUCT_EVENT], entities[DERIVED_CONTEXTS] or [])
+    return Event(values, found[CONTEXTS] or [], found[UNSTRUCT_EVENT], found[DERIVED_CONTEXTS] or [])
 
 
 def atomic_limits(iglu: ResolverConfig | None) -> dict[str, int]:
@@ -272,7 +272,7 @@ def _self_describing(value: object) -> tuple[SchemaKey, sdjson.JsonValue]:
     return key, value["data"]
 
 
-def _entities(text: str, unstruct: bool) -> list[Entity] | Entity:
+def entities(text: str, unstruct: bool) -> list[Entity] | Entity:
     """A contexts column's entities, or an unstruct_event column's one entity."""
     try:
         parsed = sdjson.loads(text)

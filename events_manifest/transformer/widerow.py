@@ -17,6 +17,7 @@ from events_manifest.transformer.jvm import double_to_string, hash_map_order, in
 ATOMIC_NAMES = tuple(FIELD_NAMES[i] for i in ATOMIC_FIELDS)
 _CAMEL = re.compile(r"([^A-Z_])([A-Z])")
 CONTEXT, SELF_DESCRIBING_EVENT = "CONTEXT", "SELF_DESCRIBING_EVENT"
+GEO_LOCATION = "geo_location"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -48,39 +49,65 @@ def atomic_value(kind: str, value: Any) -> str:
 _KINDS = tuple(FIELD_KINDS[name] for name in ATOMIC_NAMES)
 
 
-def _context_columns(entities: list[Entity]) -> dict[str, str]:
+Texts = list[tuple[SchemaKey, str]]
+"""Entities as their schema key and their data's JSON text (as circe prints it)."""
+
+
+def texts(entities: list[Entity]) -> Texts:
+    return [(key, sdjson.dumps(data)) for key, data in entities]
+
+
+def _context_columns(entities: Texts) -> dict[str, str]:
     """Each context column's array: the data of the list's entities of one vendor, name, format and
     model, in order; where two such groups get one column name, the later group's."""
-    groups: dict[tuple[str, str, str, int], list[Any]] = {}
+    groups: dict[tuple[str, str, str, int], list[str]] = {}
     for key, data in entities:
         groups.setdefault((key.vendor, key.name, key.format, key.model), []).append(data)
-    return {
-        column_name(SchemaKey(vendor, name, fmt, f"{model}-0-0"), CONTEXT): sdjson.dumps(datas)
-        for (vendor, name, fmt, model), datas in groups.items()
-    }
+    return {_context_name(*group): "[" + ",".join(datas) + "]" for group, datas in groups.items()}
+
+
+@functools.lru_cache(maxsize=4096)
+def _context_name(vendor: str, name: str, fmt: str, model: int) -> str:
+    return column_name(SchemaKey(vendor, name, fmt, f"{model}-0-0"), CONTEXT)
 
 
 @functools.lru_cache(maxsize=1024)
-def _order(extra: tuple[str, ...]) -> tuple[str, ...]:
+def key_order(extra: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys of a line with these extra columns (sorted), in the reference's order."""
     return tuple(hash_map_order((*ATOMIC_NAMES, *extra)))
 
 
+def entity_columns(contexts: Texts, derived: Texts, unstruct: tuple[SchemaKey, str] | None) -> dict[str, str]:
+    """An event's entity columns and their JSON (derived contexts replace contexts of the same column)."""
+    extra = {**_context_columns(contexts), **_context_columns(derived)}
+    if unstruct is not None:
+        extra[column_name(unstruct[0], SELF_DESCRIBING_EVENT)] = unstruct[1]
+    return extra
+
+
 def line(event: Event) -> str:
-    """The event's wide-row JSON line (derived contexts replace contexts of the same column)."""
+    """The event's wide-row JSON line."""
     values = {name: atomic_value(kind, event.get(name)) for name, kind in zip(ATOMIC_NAMES, _KINDS, strict=True)}
-    extra = {**_context_columns(event.contexts), **_context_columns(event.derived)}
-    if event.unstruct is not None:
-        extra[column_name(event.unstruct.key, SELF_DESCRIBING_EVENT)] = sdjson.dumps(event.unstruct.data)
+    unstruct = None if event.unstruct is None else (event.unstruct.key, sdjson.dumps(event.unstruct.data))
+    extra = entity_columns(texts(event.contexts), texts(event.derived), unstruct)
     latitude, longitude = event.get("geo_latitude"), event.get("geo_longitude")
     if latitude is not None and longitude is not None:
-        extra["geo_location"] = sdjson.string(f"{java_double(latitude)},{java_double(longitude)}")
+        extra[GEO_LOCATION] = sdjson.string(f"{java_double(latitude)},{java_double(longitude)}")
     values.update(extra)
-    return "{" + ",".join(f'"{key}":{values[key]}' for key in _order(tuple(sorted(extra)))) + "}"
+    return "{" + ",".join(f'"{key}":{values[key]}' for key in key_order(tuple(sorted(extra)))) + "}"
 
 
 def types(event: Event) -> list[tuple[str, str]]:
     """The event's entity types for the run's message: (schema key, CONTEXT or SELF_DESCRIBING_EVENT)."""
-    found = [(entity.key.uri, CONTEXT) for entity in (*event.contexts, *event.derived)]
-    if event.unstruct is not None:
-        found.append((event.unstruct.key.uri, SELF_DESCRIBING_EVENT))
+    unstruct = None if event.unstruct is None else event.unstruct.key
+    return entity_types([e.key for e in event.contexts], [e.key for e in event.derived], unstruct)
+
+
+def entity_types(
+    contexts: list[SchemaKey], derived: list[SchemaKey], unstruct: SchemaKey | None
+) -> list[tuple[str, str]]:
+    """`types` from the entities' keys."""
+    found = [(key.uri, CONTEXT) for key in (*contexts, *derived)]
+    if unstruct is not None:
+        found.append((unstruct.uri, SELF_DESCRIBING_EVENT))
     return found
