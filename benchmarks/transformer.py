@@ -13,6 +13,9 @@ With `--mode shred`: (a) in shred mode (JSON by default, `web_page` and `link_cl
 their Iglu Central schemas); (b) writes the same partitions: each event's atomic fields as one TSV
 line under the atomic partition, each of its JSON columns as a line under its first entity's.
 Both on `local[2]`. Prints each process's wall time, the medians and the ratio (a)/(b).
+
+With `--profile DIR`, instead: (a) in this process, once to warm the JVM and once under the JVM's
+flight recorder and py-spy (the Python workers), the hottest frames into DIR and on stdout.
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=("widerow", "parquet", "shred"), default="widerow")
+    parser.add_argument("--profile", metavar="DIR", type=Path, help="profile one warm in-process run into DIR")
     parser.add_argument("--baseline", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline:
@@ -138,13 +142,16 @@ def main() -> int:
         return 0
     work = Path(tempfile.mkdtemp(prefix="transformer-bench-"))
     try:
+        if args.profile:
+            return profiled(work, args.events, args.mode, args.profile)
         return measure(work, args.events, args.rounds, args.mode)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def measure(work: Path, events: int, rounds: int, mode: str) -> int:
-    from shred_job import compared, generate, interleaved
+def prepare(work: Path, events: int, mode: str) -> int:
+    """The run's generated lines and the resolver's config; the number of lines."""
+    from shred_job import generate
 
     lines = generate(work / "in" / RUN, events)
     print(f"input: {lines:,} lines in {work / 'in'}")
@@ -156,8 +163,29 @@ def measure(work: Path, events: int, rounds: int, mode: str) -> int:
         },
     }
     (work / "iglu.json").write_text(json.dumps(resolver))
+    return lines
+
+
+def measure(work: Path, events: int, rounds: int, mode: str) -> int:
+    from shred_job import compared, interleaved
+
+    lines = prepare(work, events, mode)
     commands = {"transformer": lambda n: transformer(work, n, mode), "baseline": lambda n: base(work, n, mode)}
     return compared(interleaved(commands, rounds), lines)
+
+
+def profiled(work: Path, events: int, mode: str, folder: Path) -> int:
+    from shred_job import profile
+
+    from spark_integration.session import local_session
+    from spark_integration.transformer import main as transformer_main
+
+    prepare(work, events, mode)
+    spark = local_session("local[2]")
+    transformer_main(transformer(work, 1, mode)[3:])  # warms the JVM
+    profiled_run = transformer(work, 2, mode)[3:]
+    profile(spark, lambda: transformer_main(profiled_run), folder)
+    return 0
 
 
 if __name__ == "__main__":

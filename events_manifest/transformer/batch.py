@@ -84,12 +84,8 @@ def _seconds(nanos: int | None) -> tuple[int | None, int | None]:
     return (seconds, rest) if -(2**63) <= seconds < 2**63 else (None, None)
 
 
-def _type(entity: str, uri: str) -> str:
-    return f"{entity} {uri}"
-
-
 def event_types(event: Event) -> list[str]:
-    return [_type(entity, uri) for uri, entity in widerow.types(event)]
+    return [widerow.type_name(uri, entity) for uri, entity in widerow.types(event)]
 
 
 @attrs.frozen
@@ -120,7 +116,7 @@ class Parse:
                 columns[INDEX["event_id"]].take(at),
                 pa.array(np.ones(len(rows), dtype=bool)),
                 columnar.lines(texts, extras, rows) if self.wide_rows else pa.nulls(len(rows), pa.string()),
-                text.filter(pa.array(wide)).take(at),
+                text if len(rows) == len(text) else text.take(pa.array(np.flatnonzero(wide)[rows])),
                 pc.if_else(pc.equal(fingerprint, ""), pa.scalar(None, pa.string()), fingerprint),
                 pa.array(etl.seconds[rows], mask=~etl.present[rows]),
                 pa.array(etl.nanos[rows], mask=~etl.present[rows]),
@@ -259,31 +255,40 @@ class Decide:
 
     def partition(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Decide a partition's rows, an id's rows together whatever batches they came in."""
-        held: list[dict[str, Any]] = []
+        held: pa.RecordBatch | None = None
         for batch in batches:
-            rows = held + batch.to_pylist()
-            if not rows:
+            if held is not None:
+                batch = pa.Table.from_batches([held, batch]).combine_chunks().to_batches()[0]
+            if batch.num_rows == 0:
                 continue
-            last = rows[-1]["key"]
-            cut = len(rows)
-            while cut > 0 and rows[cut - 1]["key"] == last:
+            keys = batch.column("key")
+            last = keys[batch.num_rows - 1]
+            cut = batch.num_rows
+            while cut > 0 and keys[cut - 1] == last:
                 cut -= 1
-            ready, held = rows[:cut], rows[cut:]
-            if ready:
-                yield self.rows(ready)
-        if held:
+            held = batch.slice(cut)
+            if cut:
+                yield self.rows(batch.slice(0, cut))
+        if held is not None and held.num_rows:
             yield self.rows(held)
 
-    def rows(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
-        """Decide whole ids' rows (sorted by key): the output rows, and the batch's `META` row."""
+    def rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Decide whole ids' rows (`PARSED`, sorted by key): the output rows, and the batch's `META`
+        row. The lines and wide rows stay in Arrow: a row kept as it came is taken from them."""
         schema = self.schema
+        rows = batch.select(_DECIDING).to_pylist()
+        for index, row in enumerate(rows):
+            row["index"] = index
+        lines = _Lines(batch.column("line"))
         out: dict[str, list[Any]] = {name: [] for name in schema.names}
         trailing = schema.names[len(PARTITIONS) + 2 :]
         no_partition = (None,) * len(PARTITIONS)
 
-        def emit(output: str, value: str | None, place: tuple[str | None, ...] = no_partition) -> None:
+        def emit(output: str, value: str | int | None, place: tuple[str | None, ...] = no_partition) -> None:
+            """A row out: `value` a text, or the index of the batch's own `value` to pass on."""
             if self.shredder is not None and output == BAD and value is not None:
-                place = partition(SchemaKey.parse(bad_rows.schema_of(value)), JSON)  # type: ignore[arg-type]
+                text = value if isinstance(value, str) else batch.column("value")[value].as_py()
+                place = partition(SchemaKey.parse(bad_rows.schema_of(text)), JSON)  # type: ignore[arg-type]
             for name, item in zip(("output", *PARTITIONS, "value"), (output, *place, value), strict=True):
                 out[name].append(item)
             for name in trailing:
@@ -298,12 +303,12 @@ class Decide:
         natural = 0
         for row in rows:
             if not row["good"]:
-                emit(BAD, row["value"])
+                emit(BAD, row["index"])
         for group in _groups([row for row in rows if row["good"]]):
-            kept = self._natural(group)
+            kept = self._natural(group, lines)
             natural += len(group) - len(kept)
             survivors.extend(kept)
-        accepted = self._put(survivors)
+        accepted = self._put(survivors, lines)
         kept_rows: list[dict[str, Any]] = []
         for row, outcome in zip(survivors, accepted, strict=True):
             if outcome is True:
@@ -311,18 +316,19 @@ class Decide:
             elif outcome is False:
                 emit(DUPLICATE, None)
             else:
-                emit(BAD, bad_rows.runtime_error(self._event(row), outcome))
+                emit(BAD, bad_rows.runtime_error(self._event(row, lines), outcome))
         types: set[str] = set()
         for group in _groups(kept_rows):
             renamed = self.threshold is not None and len(group) > self.threshold
-            _rank(group)
+            if renamed:
+                _rank(group, lines)
             for row in group:
                 if self.shredder is not None:
-                    types.update(self._shred(row, renamed, emit, emit_event))
+                    types.update(self._shred(row, renamed, emit, emit_event, lines))
                 elif self.parquet is not None:
-                    event = self._event(row)
+                    event = self._event(row, lines)
                     if renamed:
-                        event = with_new_id(event, self._new_id(row))
+                        event = with_new_id(event, self._new_id(row, lines))
                     values = self.parquet.row(event)
                     if isinstance(values, list):
                         emit(BAD, bad_rows.iglu_error(event, values))
@@ -332,36 +338,38 @@ class Decide:
                     emit_event(row)
                     types.update(event_types(event))
                 elif renamed:
-                    event = with_new_id(self._event(row), self._new_id(row))
+                    event = with_new_id(self._event(row, lines), self._new_id(row, lines))
                     emit(GOOD, widerow.line(event))
                     emit_event(row)
                     types.update(event_types(event))
                 else:
-                    emit(GOOD, row["value"])
+                    emit(GOOD, row["index"])
                     emit_event(row)
                     types.update(row["types"])
         kept_types = sorted(t for t in types if not any(c.matches(t.split(" ")[1]) for c in self.skip))
         emit(META, None)
         out["types"][-1] = kept_types
         out["natural"][-1] = natural
-        return _record_batch(out, schema)
+        made: list[str | int | None] = out.pop("value")
+        decided = _record_batch(out, schema.remove(schema.get_field_index("value")))
+        return decided.add_column(schema.get_field_index("value"), schema.field("value"), _values(made, batch))
 
-    def _shred(self, row: dict[str, Any], renamed: bool, emit: Any, emit_event: Any) -> list[str]:
+    def _shred(self, row: dict[str, Any], renamed: bool, emit: Any, emit_event: Any, lines: _Lines) -> list[str]:
         """A kept event's shredded lines (or its `loader_iglu_error`); its types when shredded."""
         assert self.shredder is not None
-        event = self._event(row)
+        event = self._event(row, lines)
         if renamed:
-            event = with_new_id(event, self._new_id(row))
-        lines = self.shredder.lines(event)
-        if isinstance(lines, IgluFailure):
-            emit(BAD, bad_rows.iglu_error(event, [lines.item(self.now)]))
+            event = with_new_id(event, self._new_id(row, lines))
+        shredded = self.shredder.lines(event)
+        if isinstance(shredded, IgluFailure):
+            emit(BAD, bad_rows.iglu_error(event, [shredded.item(self.now)]))
             return []
-        for place, text in lines:
+        for place, text in shredded:
             emit(GOOD, text, place)
         emit_event(row)
         return [f"{entity} {uri} {fmt}" for uri, entity, fmt in self.shredder.types(event)]
 
-    def _natural(self, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _natural(self, group: list[dict[str, Any]], lines: _Lines) -> list[dict[str, Any]]:
         """One event per fingerprint (each event without one kept): the earliest etl_tstamp, an absent
         one earliest; between equal times, the smaller line, so that a rerun keeps the same event."""
         if not self.natural:
@@ -372,43 +380,79 @@ class Decide:
             fingerprint = row["fingerprint"]
             if fingerprint is None:
                 kept.append(row)
-            elif fingerprint not in first or _earliest(row) < _earliest(first[fingerprint]):
+            elif fingerprint not in first or _earliest(row, lines) < _earliest(first[fingerprint], lines):
                 first[fingerprint] = row
         return [*first.values(), *kept]
 
-    def _put(self, rows: list[dict[str, Any]]) -> list[bool | str]:
+    def _put(self, rows: list[dict[str, Any]], lines: _Lines) -> list[bool | str]:
         """Each survivor's cross-batch put: accepted, refused (a duplicate), or the failure's message.
         A throttled manifest stops the run, as the reference does."""
         if self.manifest is None or not rows:
             return [True] * len(rows)
         etl = from_epoch_seconds(self.etl_seconds)
-        items = [(row["key"], row["fingerprint"] or filled_fingerprint(row["key"], row["line"]), etl) for row in rows]
+        items = [(row["key"], row["fingerprint"] or filled_fingerprint(row["key"], lines[row]), etl) for row in rows]
         outcomes = self.manifest.open().try_put_many(items)
         for outcome in outcomes:
             if isinstance(outcome, ManifestThrottledError):
                 raise outcome
         return [outcome if isinstance(outcome, bool) else str(outcome) for outcome in outcomes]
 
-    def _event(self, row: dict[str, Any]) -> Event:
-        event = decode(row["line"], self.limits)
+    def _event(self, row: dict[str, Any], lines: _Lines) -> Event:
+        event = decode(lines[row], self.limits)
         assert isinstance(event, Event), "a good row's line decodes"
         return event
 
-    def _new_id(self, row: dict[str, Any]) -> str:
-        return new_event_id(row["key"], row["fingerprint"], row["line"], row["rank"], random_id=self.random_ids)
+    def _new_id(self, row: dict[str, Any], lines: _Lines) -> str:
+        return new_event_id(row["key"], row["fingerprint"], lines[row], row["rank"], random_id=self.random_ids)
 
 
-def _earliest(row: dict[str, Any]) -> tuple[int, int, str]:
+_DECIDING = ["key", "good", "fingerprint", "etl", "etl_nanos", "collector", "collector_nanos", "types"]
+"""What the decisions read of every row; its line only when a rule needs it (`_Lines`)."""
+
+
+class _Lines:
+    """A batch's lines, read one at a time and once each, where a rule needs a row's line."""
+
+    def __init__(self, column: pa.Array) -> None:
+        self._column = column
+        self._read: dict[int, str] = {}
+
+    def __getitem__(self, row: dict[str, Any]) -> str:
+        index: int = row["index"]
+        if index not in self._read:
+            self._read[index] = self._column[index].as_py()
+        return self._read[index]
+
+
+def _values(values: list[str | int | None], batch: pa.RecordBatch) -> pa.Array:
+    """The output's `value` column: texts made here, and indexes of the batch's own values
+    (taken, not copied through Python)."""
+    made = [value for value in values if isinstance(value, str)]
+    source = batch.column("value")
+    if not made:
+        return source.take(pa.array(values, pa.int64()))
+    indexes: list[int | None] = []
+    next_made = len(source)
+    for value in values:
+        if isinstance(value, str):
+            indexes.append(next_made)
+            next_made += 1
+        else:
+            indexes.append(value)
+    return pa.concat_arrays([source, _strings(made)]).take(pa.array(indexes, pa.int64()))
+
+
+def _earliest(row: dict[str, Any], lines: _Lines) -> tuple[int, int, str]:
     etl = row["etl"]
-    return (_INT64_MIN, 0, row["line"]) if etl is None else (etl, row["etl_nanos"], row["line"])
+    return (_INT64_MIN, 0, lines[row]) if etl is None else (etl, row["etl_nanos"], lines[row])
 
 
-def _rank(group: list[dict[str, Any]]) -> None:
+def _rank(group: list[dict[str, Any]], lines: _Lines) -> None:
     """Number the rows of an id that are alike (one fingerprint, or no fingerprint and one line),
     in line order, so that each gets a new id of its own."""
     seen: dict[str, int] = {}
-    for row in sorted(group, key=lambda row: row["line"]):
-        alike = row["fingerprint"] or row["line"]
+    for row in sorted(group, key=lambda row: lines[row]):
+        alike = row["fingerprint"] or lines[row]
         row["rank"] = seen.get(alike, 0)
         seen[alike] = row["rank"] + 1
 

@@ -12,6 +12,8 @@ to it).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from typing import Any
 
@@ -35,7 +37,8 @@ from events_manifest.transformer.bad_rows import MINIMUM_TIMESTAMP_FIELDS
 from events_manifest.transformer.event import CONTEXTS_URI, UNSTRUCT_URI, InvalidValue, entities
 from events_manifest.transformer.jvm import days_from_civil, double_to_string
 
-_CONTROL = r"[\x{00}-\x{1f}\x{7f}-\x{9f}]"
+_CONTROL = r"[\x{00}-\x{08}\x{0a}-\x{1f}\x{7f}-\x{9f}]"
+"""What a JSON string escapes, but the tab between fields: a line holding any is left to the decoder."""
 _INT = r"^(?:0|-?[1-9][0-9]{0,8})$"
 """Ints written as Java writes them, short enough to be within Int's range whatever the digits."""
 _DOUBLE = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,17})?")
@@ -50,14 +53,15 @@ NANOS = 1_000_000_000
 
 
 def fields(text: pa.Array) -> tuple[np.ndarray, list[pa.Array]]:
-    """The lines of 131 fields (a mask) and their fields, column by column."""
+    """The lines of 131 fields and no control character but tabs (a mask), and their fields,
+    column by column."""
     parts = pc.split_pattern(text, "\t")
     width = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
-    wide = width == FIELDS
-    values = pc.list_flatten(parts.filter(pa.array(wide)))
+    wide = (width == FIELDS) & ~_mask(pc.match_substring_regex(text, _CONTROL))
+    values = pc.list_flatten(parts if wide.all() else parts.filter(pa.array(wide)))
     count = int(wide.sum())
-    columns = [values.take(pa.array(np.arange(j, count * FIELDS, FIELDS))) for j in range(FIELDS)]
-    return wide, columns
+    by_field = values.take(pa.array(np.arange(count * FIELDS).reshape(count, FIELDS).T.ravel()))
+    return wide, [by_field.slice(j * count, count) for j in range(FIELDS)]
 
 
 def _mask(array: pa.Array) -> np.ndarray:
@@ -169,7 +173,6 @@ def atomic_columns(
         if kind in "CE":
             continue
         if kind in "sS":
-            ok &= ~_mask(pc.match_substring_regex(column, _CONTROL))
             if kind == "S":
                 ok &= _mask(pc.not_equal(column, ""))
             texts[name] = _or_null(column, _quoted(column))
@@ -266,61 +269,87 @@ def _column(text: bytes | None, unstruct: bool) -> Pairs:
     return widerow.texts(found if isinstance(found, list) else [found])
 
 
+Part = tuple[dict[str, str], list[str]]
+"""A JSON column's share of a line: its entity columns (their JSON) and its entity types."""
+
+
+def _part(text: bytes | None, unstruct: bool) -> Part:
+    """A JSON column's part of its line (`InvalidValue` if the decoder refuses it)."""
+    pairs = _column(text, unstruct)
+    if unstruct:
+        event = pairs[0] if pairs else None
+        return widerow.unstruct_column(event), [
+            widerow.type_name(key.uri, widerow.SELF_DESCRIBING_EVENT) for key, _ in pairs
+        ]
+    return widerow.context_columns(pairs), [widerow.type_name(key.uri, widerow.CONTEXT) for key, _ in pairs]
+
+
 def entity_parts(columns: list[pa.Array], ok: np.ndarray) -> tuple[list[dict[str, str] | None], list[list[str]]]:
     """Each taken line's entity columns (their JSON) and entity types (`ENTITY URI`), from its
-    three JSON fields; a line whose JSON the decoder refuses is not taken (`ok` cleared)."""
+    three JSON fields (each distinct text read once a batch: derived contexts and events repeat);
+    a line whose JSON the decoder refuses is not taken (`ok` cleared)."""
     contexts, unstruct, derived = (
         columns[i].cast(pa.binary()).to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS)
     )
     extras: list[dict[str, str] | None] = [None] * len(ok)
     types: list[list[str]] = [[] for _ in range(len(ok))]
+    read: dict[tuple[bytes | None, bool], Part | None] = {}
     for i in np.flatnonzero(ok).tolist():
-        try:
-            found_contexts = _column(contexts[i], False)
-            found_unstruct = _column(unstruct[i], True)
-            found_derived = _column(derived[i], False)
-        except InvalidValue:
+        parts = []
+        for text, is_unstruct in ((contexts[i], False), (derived[i], False), (unstruct[i], True)):
+            key = (text, is_unstruct)
+            if key not in read:
+                try:
+                    read[key] = _part(text, is_unstruct)
+                except InvalidValue:
+                    read[key] = None
+            parts.append(read[key])
+        if None in parts:
             ok[i] = False
             continue
-        event = found_unstruct[0] if found_unstruct else None
-        extras[i] = widerow.entity_columns(found_contexts, found_derived, event)
-        keys = widerow.entity_types(
-            [key for key, _ in found_contexts], [key for key, _ in found_derived], event and event[0]
-        )
-        types[i] = [f"{entity} {uri}" for uri, entity in keys]
+        (context_columns, context_types), (derived_columns, derived_types), (event_column, event_types) = parts  # type: ignore[misc]
+        extras[i] = widerow.merged(context_columns, derived_columns, event_column)
+        types[i] = context_types + derived_types + event_types
     return extras, types
 
 
+@functools.lru_cache(maxsize=4096)
+def _layout(names: tuple[str, ...]) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Where a line's other keys go (`widerow.place`): after which atomic key, in which order."""
+    gaps: dict[int, list[tuple[tuple[int, ...], str]]] = {}
+    for name in names:
+        gap, path = widerow.place(name)
+        gaps.setdefault(gap, []).append((path, name))
+    return tuple((gap, tuple(name for _, name in sorted(found))) for gap, found in sorted(gaps.items()))
+
+
 def lines(texts: dict[str, pa.Array], extras: list[dict[str, str] | None], rows: np.ndarray) -> pa.Array:
-    """The wide-row JSON lines of `rows`: for each set of extra columns, one join of the columns'
-    texts in that set's key order."""
+    """The wide-row JSON lines of `rows`. The reference's key order is one order of all keys
+    (`widerow.place`), so the atomic keys keep theirs whatever the entity columns: the atomic runs
+    between the places where this batch's entity columns fall are joined once for the whole batch,
+    and each line's entity columns, grouped by place, are joined in between."""
+    count = len(texts[widerow.ATOMIC_NAMES[0]])
     latitude, longitude = texts["geo_latitude"], texts["geo_longitude"]
     located = _mask(pc.and_(pc.not_equal(latitude, "null"), pc.not_equal(longitude, "null")))
-    geo = pc.binary_join_element_wise('"', latitude, ",", longitude, '"', "")
-    groups: dict[tuple[str, ...], list[int]] = {}
+    geo = pc.binary_join_element_wise('"', latitude, ",", longitude, '"', "").to_pylist() if located.any() else []
+    inserted: dict[int, list[str]] = {}
     for row in rows.tolist():
         extra = extras[row]
         assert extra is not None
-        names = (*extra, widerow.GEO_LOCATION) if located[row] else tuple(extra)
-        groups.setdefault(tuple(sorted(names)), []).append(row)
-    out: list[pa.Array] = []
-    order: list[int] = []
-    for names, members in groups.items():
-        take = pa.array(members, pa.int64())
-        extra_columns = {
-            name: pa.array([extras[row][name] for row in members], pa.string())  # type: ignore[index]
-            for name in names
-            if name != widerow.GEO_LOCATION
-        }
-        if widerow.GEO_LOCATION in names:
-            extra_columns[widerow.GEO_LOCATION] = geo.take(take)
-        parts: list[Any] = []
-        for position, key in enumerate(widerow.key_order(names)):
-            parts.append(("{" if position == 0 else ",") + f'"{key}":')
-            parts.append(extra_columns[key] if key in extra_columns else texts[key].take(take))
-        parts.append("}")
-        out.append(pc.binary_join_element_wise(*parts, ""))
-        order.extend(members)
-    if not out:
-        return pa.array([], pa.string())
-    return pa.concat_arrays(out).take(pa.array(np.argsort(np.array(order, dtype=np.int64))))
+        found = {**extra, widerow.GEO_LOCATION: geo[row]} if located[row] else extra
+        for gap, names in _layout(tuple(found)):
+            column = inserted.get(gap)
+            if column is None:
+                column = inserted[gap] = [""] * count
+            column[row] = "".join([f',"{name}":{found[name]}' for name in names])
+    order = widerow.ATOMIC_ORDER
+    parts: list[Any] = []
+    bounds = [0, *sorted(inserted), len(order)]
+    for start, end in itertools.pairwise(bounds):
+        for name in order[start:end]:
+            parts += [f',"{name}":', texts[name]]
+        if end in inserted:
+            parts.append(pa.array(inserted[end], pa.string()))
+    joined = pc.binary_join_element_wise(*parts, "")
+    line = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(joined, 1), "}", "")
+    return line if len(rows) == count else line.take(pa.array(rows, pa.int64()))

@@ -129,7 +129,8 @@ def _improved(h: int) -> int:
 
 
 @functools.lru_cache(maxsize=65536)
-def _trie_path(key: str) -> tuple[int, ...]:
+def trie_path(key: str) -> tuple[int, ...]:
+    """A key's place in a Scala 2.12 `HashMap`: the 5-bit groups of its improved hash."""
     h = _improved(string_hash(key))
     return tuple((h >> shift) & 31 for shift in range(0, 32, 5))
 
@@ -137,4 +138,4 @@ def _trie_path(key: str) -> tuple[int, ...]:
 def hash_map_order(keys: Iterable[str]) -> list[str]:
     """The keys in the order a Scala 2.12 immutable `HashMap` iterates them: by the 5-bit groups of
     their improved hash, least significant first (the hash trie's levels)."""
-    return sorted(keys, key=_trie_path)
+    return sorted(keys, key=trie_path)

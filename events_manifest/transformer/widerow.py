@@ -4,6 +4,7 @@ the reference's hash map (`jvm.hash_map_order`)."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from typing import Any
@@ -12,7 +13,13 @@ from events_manifest.iglu.keys import SchemaKey
 from events_manifest.snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest.transformer import sdjson
 from events_manifest.transformer.event import Entity, Event
-from events_manifest.transformer.jvm import double_to_string, hash_map_order, instant_to_string, java_double
+from events_manifest.transformer.jvm import (
+    double_to_string,
+    hash_map_order,
+    instant_to_string,
+    java_double,
+    trie_path,
+)
 
 ATOMIC_NAMES = tuple(FIELD_NAMES[i] for i in ATOMIC_FIELDS)
 _CAMEL = re.compile(r"([^A-Z_])([A-Z])")
@@ -57,7 +64,7 @@ def texts(entities: list[Entity]) -> Texts:
     return [(key, sdjson.dumps(data)) for key, data in entities]
 
 
-def _context_columns(entities: Texts) -> dict[str, str]:
+def context_columns(entities: Texts) -> dict[str, str]:
     """Each context column's array: the data of the list's entities of one vendor, name, format and
     model, in order; where two such groups get one column name, the later group's."""
     groups: dict[tuple[str, str, str, int], list[str]] = {}
@@ -71,6 +78,19 @@ def _context_name(vendor: str, name: str, fmt: str, model: int) -> str:
     return column_name(SchemaKey(vendor, name, fmt, f"{model}-0-0"), CONTEXT)
 
 
+ATOMIC_ORDER = tuple(hash_map_order(ATOMIC_NAMES))
+"""The atomic keys in the reference's order: the same in every line, whatever its entity columns."""
+_ATOMIC_PATHS = [trie_path(name) for name in ATOMIC_ORDER]
+
+
+@functools.lru_cache(maxsize=4096)
+def place(key: str) -> tuple[int, tuple[int, ...]]:
+    """Where a key other than an atomic one goes in a line: after how many of `ATOMIC_ORDER` (the
+    atomic keys first between equals, as `key_order` places them), and its rank among the others."""
+    path = trie_path(key)
+    return bisect.bisect_right(_ATOMIC_PATHS, path), path
+
+
 @functools.lru_cache(maxsize=1024)
 def key_order(extra: tuple[str, ...]) -> tuple[str, ...]:
     """The keys of a line with these extra columns (sorted), in the reference's order."""
@@ -78,11 +98,23 @@ def key_order(extra: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def entity_columns(contexts: Texts, derived: Texts, unstruct: tuple[SchemaKey, str] | None) -> dict[str, str]:
-    """An event's entity columns and their JSON (derived contexts replace contexts of the same column)."""
-    extra = {**_context_columns(contexts), **_context_columns(derived)}
-    if unstruct is not None:
-        extra[column_name(unstruct[0], SELF_DESCRIBING_EVENT)] = unstruct[1]
-    return extra
+    """An event's entity columns and their JSON."""
+    return merged(context_columns(contexts), context_columns(derived), unstruct_column(unstruct))
+
+
+def merged(contexts: dict[str, str], derived: dict[str, str], unstruct: dict[str, str]) -> dict[str, str]:
+    """The entity columns of a line from its three JSON fields': derived contexts replace contexts
+    of the same column."""
+    return {**contexts, **derived, **unstruct}
+
+
+def unstruct_column(unstruct: tuple[SchemaKey, str] | None) -> dict[str, str]:
+    return {} if unstruct is None else {column_name(unstruct[0], SELF_DESCRIBING_EVENT): unstruct[1]}
+
+
+def type_name(uri: str, entity: str) -> str:
+    """An entity type as the transformer's rows carry it: `ENTITY URI`."""
+    return f"{entity} {uri}"
 
 
 def line(event: Event) -> str:

@@ -14,7 +14,7 @@ from events_manifest.errors import ManifestConfigError
 from events_manifest.iglu.keys import SchemaKey
 from events_manifest.snowplow.fields import ATOMIC_FIELDS, FIELD_NAMES
 from events_manifest.transformer import bad_rows, jawn, sdjson, widerow
-from events_manifest.transformer.batch import DUPLICATE_KEY, Decide, Parse, with_new_id
+from events_manifest.transformer.batch import DUPLICATE_KEY, PARSED, Decide, Parse, with_new_id
 from events_manifest.transformer.config import Criterion, TransformerConfig, TransformerConfigError, decode_value
 from events_manifest.transformer.event import Event, atomic_limits, decode, java_cut, parse_instant
 from events_manifest.transformer.jvm import double_to_string, hash_map_order, instant_to_string, string_hash
@@ -420,7 +420,7 @@ def _decided(rows: list[str], **options: Any) -> dict[str, list[Any]]:
 
     parsed = Parse().batch(pa.array(rows, pa.string())).to_pylist()
     parsed.sort(key=lambda row: row["key"])
-    out = Decide(**options).rows(parsed).to_pylist()
+    out = Decide(**options).rows(pa.RecordBatch.from_pylist(parsed, schema=PARSED)).to_pylist()
     return {kind: [row for row in out if row["output"] == kind] for kind in ("good", "bad", "duplicate", "meta")}
 
 
