@@ -11,6 +11,7 @@ reads, shuffles and writes; the core's engine (`events_manifest.transformer`) de
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -87,6 +88,10 @@ from spark_integration.storage import HadoopStorage
 
 APPLICATION = f"events-manifest transformer {__version__}"
 PARSED_TYPE = from_arrow_schema(PARSED)
+CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+"""Spark's cache of a parsed run, uncompressed: its columns are long distinct lines, which the
+cache's encodings do not shrink, and gathering their statistics hashes every byte (a third of the
+JVM's time in a profiled run)."""
 PARQUET_SETTINGS = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
@@ -441,27 +446,50 @@ def _write_run(job: _Job, run: JobRun, listing: Listing, staging: str, now: int)
         return RunCounts()
     parsed = lines.mapInArrow(_parser(parse), PARSED_TYPE)
     cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
-    if cache:
-        parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        columns = _columns(parsed, job.iglu, config) if parquet_mode else None
-        etl = run.start(_batch_etl(parsed) if handle is not None else datetime.now(UTC))
-        decide = Decide(
-            natural=config.natural,
-            threshold=config.synthetic_threshold,
-            manifest=handle,
-            etl_seconds=to_epoch_seconds(etl),
-            random_ids=job.random_ids,
-            limits=job.limits,
-            skip=config.skip_schemas,
-            shredder=job.shredder(),
-            parquet=columns,
-            now=now,
-        )
-        counts = _write(parsed, decide, join(staging, DATA), config, shred_mode, job.kinesis)
-    finally:
+    with contextlib.ExitStack() as stack:
         if cache:
-            parsed.unpersist()
+            stack.enter_context(_settings(spark, CACHE_SETTINGS))
+            parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+            stack.callback(parsed.unpersist)
+        return _decide_and_write(job, run, parsed, staging, now, parquet_mode, shred_mode)
+
+
+@contextlib.contextmanager
+def _settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """The session's `settings` for the time of a run, the user's own put back after it."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def _decide_and_write(
+    job: _Job, run: JobRun, parsed: DataFrame, staging: str, now: int, parquet_mode: bool, shred_mode: bool
+) -> RunCounts:
+    """The parsed run decided and written under `staging` (see `_write`); its counts, checked."""
+    config, handle = job.config, job.handle
+    columns = _columns(parsed, job.iglu, config) if parquet_mode else None
+    etl = run.start(_batch_etl(parsed) if handle is not None else datetime.now(UTC))
+    decide = Decide(
+        natural=config.natural,
+        threshold=config.synthetic_threshold,
+        manifest=handle,
+        etl_seconds=to_epoch_seconds(etl),
+        random_ids=job.random_ids,
+        limits=job.limits,
+        skip=config.skip_schemas,
+        shredder=job.shredder(),
+        parquet=columns,
+        now=now,
+    )
+    counts = _write(parsed, decide, join(staging, DATA), config, shred_mode, job.kinesis)
     counts.check()
     return counts
 
@@ -601,18 +629,17 @@ def _write(
         written = observed.filter(F.col("value").isNotNull()).select(*partitions, "value")
         written.write.partitionBy(*partitions).options(**compression).text(path)
     else:  # two writes of one decided run: kept in Spark's cache between them, so each line is put once
-        for key, value in PARQUET_SETTINGS.items():
-            spark.conf.set(key, value)
-        observed = observed.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            rows = observed.filter(F.col("output") == GOOD).select(*_row_columns(decide.parquet))
-            records = config.max_records_per_file if config.enable_max_records_per_file else 0
-            rows.write.option("maxRecordsPerFile", records).parquet(join(path, f"output={GOOD}"))
-            if sink is None:
-                bad_rows = observed.filter(F.col("output") == BAD).select("value")
-                bad_rows.write.options(**compression).text(join(path, f"output={BAD}"))
-        finally:
-            observed.unpersist()
+        with _settings(spark, PARQUET_SETTINGS):
+            observed = observed.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                rows = observed.filter(F.col("output") == GOOD).select(*_row_columns(decide.parquet))
+                records = config.max_records_per_file if config.enable_max_records_per_file else 0
+                rows.write.option("maxRecordsPerFile", records).parquet(join(path, f"output={GOOD}"))
+                if sink is None:
+                    bad_rows = observed.filter(F.col("output") == BAD).select("value")
+                    bad_rows.write.options(**compression).text(join(path, f"output={BAD}"))
+            finally:
+                observed.unpersist()
     found = tally.get
     earliest, latest = found["earliest"], found["latest"]
     types = (t.split(" ") for t in found["types"] or [])

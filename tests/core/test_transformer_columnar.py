@@ -112,7 +112,7 @@ def lines(draw: st.DrawFn) -> str:
     return "\t".join([*fields, "extra"][:width])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(lines(), min_size=1, max_size=12),
     st.booleans(),
