@@ -104,9 +104,12 @@ def core(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("-c", "constraints.txt", "ruff>=0.6")
+    """ruff, codespell and validate-pyproject, as the pre-commit hooks run them."""
+    session.install("-c", "constraints.txt", "ruff>=0.6", "codespell>=2.3", "validate-pyproject[all]>=0.20")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("codespell")
+    session.run("validate-pyproject", "pyproject.toml")
 
 
 @nox.session

@@ -5,6 +5,8 @@ an event seen for the first time (or rerun with the same etl time) and False for
 duplicate of an earlier batch.
 """
 
+from importlib import metadata
+
 from events_manifest.backends.dynamodb import (
     Billing,
     ClientOptions,
@@ -34,7 +36,10 @@ from events_manifest.model import DEFAULT_TTL, ManifestEntry
 from events_manifest.processing import ItemRecord, ProcessingManifest
 from events_manifest.runs import Run
 
-__version__ = "0.1.0"
+try:
+    __version__ = metadata.version("events-manifest")
+except metadata.PackageNotFoundError:  # a source tree run without being installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "DEFAULT_TTL",

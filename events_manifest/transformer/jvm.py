@@ -1,12 +1,12 @@
 """How the JVM renders what the transformer writes: Java's `Double.toString` and `Instant.toString`,
-`String.hashCode`, and the order in which a Scala 2.12 immutable `HashMap` gives its keys (the
-order of a wide-row JSON line's keys)."""
+`String.hashCode`, the order in which a Scala 2.12 immutable `HashMap` gives its keys (the
+order of a wide-row JSON line's keys), and Scala's MurmurHash3 of products, sequences and sets."""
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -139,3 +139,66 @@ def hash_map_order(keys: Iterable[str]) -> list[str]:
     """The keys in the order a Scala 2.12 immutable `HashMap` iterates them: by the 5-bit groups of
     their improved hash, least significant first (the hash trie's levels)."""
     return sorted(keys, key=trie_path)
+
+
+# Scala's MurmurHash3 of products, sequences and sets (`scala.util.hashing.MurmurHash3`)
+
+_MASK = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def _mix_k(k: int) -> int:
+    return (_rotl((k * 0xCC9E2D51) & _MASK, 15) * 0x1B873593) & _MASK
+
+
+def _mix(h: int, d: int) -> int:
+    return (_rotl(h ^ _mix_k(d), 13) * 5 + 0xE6546B64) & _MASK
+
+
+def _mix_last(h: int, d: int) -> int:
+    return h ^ _mix_k(d)
+
+
+def _finalize(h: int, length: int) -> int:
+    h ^= length
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK
+    return h ^ (h >> 16)
+
+
+def product_hash(elements: Sequence[int]) -> int:
+    """A case class's hash from its elements' (`productHash`, the seed of Scala 2.12's products)."""
+    h = 0xCAFEBABE
+    for element in elements:
+        h = _mix(h, element)
+    return _finalize(h, len(elements))
+
+
+def ordered_hash(elements: Sequence[int]) -> int:
+    """A `Seq`'s hash from its elements' (`seqHash`)."""
+    h = string_hash("Seq")
+    for element in elements:
+        h = _mix(h, element)
+    return _finalize(h, len(elements))
+
+
+def unordered_hash(elements: Sequence[int]) -> int:
+    """A `Set`'s hash from its elements' (`setHash`)."""
+    total, xor, product = 0, 0, 1
+    for element in elements:
+        total = (total + element) & _MASK
+        xor ^= element
+        if element:
+            product = (product * element) & _MASK
+    h = _mix(_mix(string_hash("Set"), total), xor)
+    return _finalize(_mix_last(h, product), len(elements))
+
+
+def signed(h: int) -> int:
+    """An unsigned 32-bit hash as the JVM's signed `int`."""
+    return h - (1 << 32) if h & 0x80000000 else h

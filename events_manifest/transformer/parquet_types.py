@@ -16,6 +16,7 @@ from typing import Any, TypeGuard
 
 import attrs
 
+from events_manifest.transformer import jvm
 from events_manifest.transformer.jvm import string_hash
 from events_manifest.transformer.schemas import schema_types
 
@@ -389,69 +390,13 @@ def fold(versions: Iterable[tuple[str, Field]], seen: Iterable[str]) -> Folded:
         except Breaking:
             if version in seen:
                 suffix = version.replace("-", "_")
-                name = f"{field.name}_recovered_{suffix}_{abs(_signed(scala_hash(field)))}"
+                name = f"{field.name}_recovered_{suffix}_{abs(jvm.signed(scala_hash(field)))}"
                 recovered.append((version, attrs.evolve(field, name=name, accessors=frozenset({name}))))
     assert base is not None, "a model has at least one version"
     return Folded(base, tuple(recovered))
 
 
-# Scala's hash codes of these values (MurmurHash3), for the names of recovered columns
-
-_MASK = 0xFFFFFFFF
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _MASK
-
-
-def _mix_k(k: int) -> int:
-    return (_rotl((k * 0xCC9E2D51) & _MASK, 15) * 0x1B873593) & _MASK
-
-
-def _mix(h: int, d: int) -> int:
-    return (_rotl(h ^ _mix_k(d), 13) * 5 + 0xE6546B64) & _MASK
-
-
-def _mix_last(h: int, d: int) -> int:
-    return h ^ _mix_k(d)
-
-
-def _finalize(h: int, length: int) -> int:
-    h ^= length
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _MASK
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _MASK
-    return h ^ (h >> 16)
-
-
-def _product(elements: Sequence[int]) -> int:
-    h = 0xCAFEBABE
-    for element in elements:
-        h = _mix(h, element)
-    return _finalize(h, len(elements))
-
-
-def _ordered(elements: Sequence[int]) -> int:
-    h = string_hash("Seq")
-    for element in elements:
-        h = _mix(h, element)
-    return _finalize(h, len(elements))
-
-
-def _unordered(elements: Sequence[int]) -> int:
-    total, xor, product = 0, 0, 1
-    for element in elements:
-        total = (total + element) & _MASK
-        xor ^= element
-        if element:
-            product = (product * element) & _MASK
-    h = _mix(_mix(string_hash("Set"), total), xor)
-    return _finalize(_mix_last(h, product), len(elements))
-
-
-def _signed(h: int) -> int:
-    return h - (1 << 32) if h & 0x80000000 else h
+# Scala's hash codes of these values, for the names of recovered columns
 
 
 def scala_hash(value: Field | Type | str | int | bool) -> int:
@@ -459,16 +404,16 @@ def scala_hash(value: Field | Type | str | int | bool) -> int:
     if isinstance(value, bool):
         return string_hash("Nullable" if value else "Required")
     if isinstance(value, int):
-        return value & _MASK
+        return value & 0xFFFFFFFF
     if isinstance(value, str):
         return string_hash(value)
     if isinstance(value, Primitive):
         return string_hash(value.name)
     if isinstance(value, Decimal):
-        return _product([string_hash(f"Digits{value.precision}"), value.scale & _MASK])
+        return jvm.product_hash([string_hash(f"Digits{value.precision}"), value.scale & 0xFFFFFFFF])
     if isinstance(value, Array):
-        return _product([scala_hash(value.element), scala_hash(value.element_nullable)])
+        return jvm.product_hash([scala_hash(value.element), scala_hash(value.element_nullable)])
     if isinstance(value, Struct):
-        return _product([_ordered([scala_hash(f) for f in value.fields])])
-    accessors = _unordered([string_hash(a) for a in value.accessors])
-    return _product([string_hash(value.name), scala_hash(value.type), scala_hash(value.nullable), accessors])
+        return jvm.product_hash([jvm.ordered_hash([scala_hash(f) for f in value.fields])])
+    accessors = jvm.unordered_hash([string_hash(a) for a in value.accessors])
+    return jvm.product_hash([string_hash(value.name), scala_hash(value.type), scala_hash(value.nullable), accessors])

@@ -70,7 +70,7 @@ def context_columns(entities: Texts) -> dict[str, str]:
     groups: dict[tuple[str, str, str, int], list[str]] = {}
     for key, data in entities:
         groups.setdefault((key.vendor, key.name, key.format, key.model), []).append(data)
-    return {_context_name(*group): "[" + ",".join(datas) + "]" for group, datas in groups.items()}
+    return {_context_name(*group): "[" + ",".join(data) + "]" for group, data in groups.items()}
 
 
 @functools.lru_cache(maxsize=4096)
