@@ -16,8 +16,10 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,7 +48,7 @@ def main() -> int:
     args = parser.parse_args()
     data = records(args.records)
     with tempfile.TemporaryDirectory(prefix="dedup-bench-") as folder:
-        settings = {
+        settings: dict[str, Callable[[], tuple[Any, dict[str, Any]]]] = {
             "Deduplicator, in-memory manifest, key only": lambda: (InMemoryManifest(), {"fingerprint": ["id"]}),
             "Deduplicator, in-memory manifest, whole-record fingerprint": lambda: (InMemoryManifest(), {}),
             "Deduplicator, SQLite manifest, whole-record fingerprint": lambda: (
@@ -61,7 +63,7 @@ def main() -> int:
         for name, make in settings.items():
             manifest, options = make()
             started = time.perf_counter()
-            with manifest, Deduplicator(manifest, key=["id"], etl_time=ETL, **options) as dedup:  # type: ignore[arg-type]
+            with manifest, Deduplicator(manifest, key=["id"], etl_time=ETL, **options) as dedup:
                 for _ in dedup.classify(data):
                     pass
             seconds = time.perf_counter() - started

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import statistics
 import subprocess
@@ -27,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -44,6 +46,11 @@ CONCURRENCY = (1, 8, 32, 128)
 
 def items(n: int) -> list[tuple[str, str, datetime]]:
     return [(str(uuid.uuid4()), uuid.uuid4().hex.upper(), ETL) for _ in range(n)]
+
+
+def _put_chunks(manifest: SqliteManifest, chunks: list[list[Any]]) -> None:
+    for chunk in chunks:
+        manifest.put_many(chunk)
 
 
 def rate(n: int, run: Callable[[], object]) -> float:
@@ -64,7 +71,9 @@ def throughput(endpoint: str, table: str, events: int, sequential_events: int) -
     manifest = DynamoDbManifest.from_options(options(endpoint), table, concurrency=128)
     for c in CONCURRENCY:
         batch = items(events)
-        results[f"put_many threads c={c}"] = rate(len(batch), lambda b=batch, c=c: manifest.put_many(b, concurrency=c))
+        results[f"put_many threads c={c}"] = rate(
+            len(batch), functools.partial(manifest.put_many, batch, concurrency=c)
+        )
 
     async def run_async() -> None:
         manifest = await AsyncDynamoDbManifest.open(options(endpoint), table, concurrency=128)
@@ -130,7 +139,7 @@ def embedded_rates() -> dict[str, float]:
     for name, durable in (("SQLite put_many (10k a call)", False), ("SQLite durable=True", True)):
         with tempfile.TemporaryDirectory() as folder:
             manifest = SqliteManifest(Path(folder) / "bench.db", durable=durable)
-            results[name] = rate(len(sqlite_items), lambda m=manifest: [m.put_many(c) for c in chunks])
+            results[name] = rate(len(sqlite_items), functools.partial(_put_chunks, manifest, chunks))
             manifest.close()
     return results
 

@@ -82,7 +82,7 @@ def alternate(  # type: ignore[no-untyped-def]
     return results
 
 
-def measure(  # type: ignore[no-untyped-def]
+def measure(
     prefix: str,
     events: int,
     rounds: int,

@@ -217,7 +217,11 @@ def main() -> int:
         print(summary.table())
         for name, runs in times.items():
             print(f"{name:<10}" + "".join(f"{s:>8.1f} s {lines / s:>10,.0f} lines/s" for s in runs))
-        for label, pick in (("first run", lambda runs: runs[0]), ("warm", lambda runs: median(runs[1:]))):
+        picks: tuple[tuple[str, Callable[[list[float]], float]], ...] = (
+            ("first run", lambda runs: runs[0]),
+            ("warm", lambda runs: median(runs[1:])),
+        )
+        for label, pick in picks:
             shred_s, base_s = pick(times["shred"]), pick(times["baseline"])
             print(
                 f"headline ({label}): shred job with SQLite manifest {shred_s:.1f} s = {shred_s / base_s:.2f}x the "

@@ -138,7 +138,8 @@ def main() -> int:
     parser.add_argument("--baseline", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline:
-        baseline(*args.baseline, args.mode)
+        source, target = args.baseline
+        baseline(source, target, args.mode)
         return 0
     work = Path(tempfile.mkdtemp(prefix="transformer-bench-"))
     try:

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 import attrs
@@ -187,7 +187,7 @@ class AsyncManifestBase:
         if beat is not None:
             await asyncio.to_thread(beat.stop_all)
 
-    async def __aenter__(self) -> AsyncManifestBase:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

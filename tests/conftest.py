@@ -157,7 +157,8 @@ def spark() -> Iterator[Any]:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     from spark_integration.session import local_session
 
-    session = local_session("local[2]", "events-manifest-tests", **{"spark.sql.shuffle.partitions": "2"})
+    settings: dict[str, Any] = {"spark.sql.shuffle.partitions": "2"}
+    session = local_session("local[2]", "events-manifest-tests", **settings)
     yield session
     session.stop()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Spark's handler would reach a stopped context

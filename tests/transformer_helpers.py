@@ -12,7 +12,7 @@ from events_manifest.iglu.keys import SchemaKey
 from tests.shred_helpers import line
 
 IGLU_CENTRAL = Path(__file__).parent / "iglu_central"
-RESOLVER = {
+RESOLVER: dict[str, Any] = {
     "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
     "data": {
         "cacheSize": 500,
@@ -32,7 +32,8 @@ _resolver = Resolver.parse(json.dumps(RESOLVER))
 
 def event(event_id: str, fingerprint: str = "", etl: str = "2026-11-01 06:00:00.000", **values: str) -> str:
     """An enriched line the Analytics SDK decodes (v_collector and v_etl set)."""
-    return line(event_id, fingerprint, etl, **{"v_collector": "ssc-3.2.0", "v_etl": "enrich-5.1.0", **values})
+    fields: dict[str, Any] = {"v_collector": "ssc-3.2.0", "v_etl": "enrich-5.1.0", **values}
+    return line(event_id, fingerprint, etl, **fields)
 
 
 def b64(text: str) -> str:

@@ -57,7 +57,7 @@ def test_every_record_lands_in_exactly_one_outcome(backend: Backend) -> None:
 
 def test_later_runs_see_earlier_ones_and_a_rerun_is_accepted(backend: Backend) -> None:
     manifest = backend.make()
-    key = {"key": ["user", "order"], "fingerprint": ["total"]}
+    key: dict[str, Any] = {"key": ["user", "order"], "fingerprint": ["total"]}
     with Deduplicator(manifest, **key, etl_time=ETL) as dedup:
         first = [d.outcome for d in dedup.classify(RECORDS[:4])]
         with pytest.raises(RunConflictError, match="is still running"):
@@ -134,7 +134,7 @@ records_strategy = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(batches=st.lists(records_strategy, min_size=1, max_size=3), on_disk=st.booleans(), chunk=st.integers(1, 7))
-def test_matches_a_plain_model(batches: list[list[dict[str, int]]], on_disk: bool, chunk: int) -> None:
+def test_matches_a_plain_model(batches: list[list[dict[str, Any]]], on_disk: bool, chunk: int) -> None:
     """Against a dict-and-max model of the rules, over several runs, in memory and on disk."""
     manifest = InMemoryManifest()
     stored: set[tuple[str, int]] = set()

@@ -163,7 +163,7 @@ def test_init_storage_from_config(server: LocalServer) -> None:
     with pytest.raises(ManifestUnavailableError, match=rf"\[{name}\] does not exist"):
         init_storage(config, endpoint_url=server.endpoint)
     with init_storage(config, endpoint_url=server.endpoint, create_if_missing=True) as manifest:
-        assert manifest.table == name
+        assert isinstance(manifest, DynamoDbManifest) and manifest.table == name
         assert manifest.put(ID, FP, ETL)
     with init_storage(config, endpoint_url=server.endpoint) as manifest:
         assert manifest.put(ID, FP, ETL + timedelta(days=1)) is False

@@ -66,7 +66,7 @@ def test_a_ref_is_followed_only_to_an_iglu_key_of_a_configured_repository(
         "iglu:com.acme/remote/jsonschema/1-0-0": {"properties": {"a": {"$ref": f"{server.uri}/schema.json"}}},
         "iglu:com.acme/local/jsonschema/1-0-0": {"properties": {"a": {"$ref": f"file://{secret}"}}},
     }
-    repository = write_repository(tmp_path / "repo", schemas)
+    repository = write_repository(tmp_path / "repo", schemas)  # type: ignore[arg-type]  # a $ref of each kind
     records = [
         {"schema": ACME, "data": {"total": 1}},
         {"schema": ACME, "data": {"total": -1}},

@@ -16,7 +16,7 @@ from tests.conftest import ASYNC_BACKENDS, BACKENDS, Backend
 def test_backend_follows_the_reference_model(backend: Backend) -> None:
     local = backend.name in {"memory", "sqlite", "async-sqlite"}
     machine = manifest_state_machine(lambda ttl: _fresh(backend, ttl))
-    run_state_machine_as_test(
+    run_state_machine_as_test(  # type: ignore[no-untyped-call]
         machine,
         settings=settings(
             max_examples=40 if local else 8,

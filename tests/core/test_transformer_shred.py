@@ -95,7 +95,8 @@ def test_order_is_javas_string_order_within_nullability() -> None:
 
 def test_iglu_central_schemas() -> None:
     def load(path: str) -> dict[str, Any]:
-        return json.loads((IGLU_CENTRAL / "schemas" / path).read_text())
+        loaded: dict[str, Any] = json.loads((IGLU_CENTRAL / "schemas" / path).read_text())
+        return loaded
 
     assert names(load("com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1")) == [
         ("target_url", False),

@@ -58,9 +58,10 @@ class S3:
                 )
 
     def keys(self, prefix: str) -> list[str]:
-        found, token = [], None
+        found: list[str] = []
+        token = None
         while True:
-            extra = {"ContinuationToken": token} if token else {}
+            extra: dict[str, str] = {"ContinuationToken": token} if token else {}
             page = self.client.list_objects_v2(Bucket=self.bucket, Prefix=prefix, **extra)
             found += [item["Key"] for item in page.get("Contents", [])]
             token = page.get("NextContinuationToken")
@@ -101,9 +102,8 @@ def spark(s3_server: LocalServer) -> Iterator[Any]:
     )
     from spark_integration.session import local_session
 
-    session = local_session(
-        "local[2]", "events-manifest-integration", **{"spark.sql.shuffle.partitions": "2"}, **spark_settings(s3_server)
-    )
+    settings: dict[str, Any] = {"spark.sql.shuffle.partitions": "2", **spark_settings(s3_server)}
+    session = local_session("local[2]", "events-manifest-integration", **settings)
     yield session
     session.stop()
 

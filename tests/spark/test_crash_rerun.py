@@ -141,6 +141,7 @@ def test_a_run_killed_during_its_puts_is_finished_by_a_rerun_of_its_input_only(
     rerun_gives_the_unbroken_output(work, flags, unbroken)
 
 
-def _first_pair(manifest: SqliteManifest) -> tuple[str, str]:
+def _first_pair(manifest: Any) -> tuple[str, str]:
+    """An (event id, fingerprint) the SQLite manifest holds, read from its table."""
     row = manifest._connection().execute("SELECT event_id, fingerprint FROM events_manifest LIMIT 1").fetchone()
     return row[0], row[1]

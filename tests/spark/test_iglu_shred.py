@@ -85,7 +85,7 @@ def test_entities_that_fail_their_schemas_are_bad_rows(tmp_path: Path, repositor
                  "events-manifest bundled schemas)"},
             ]},
         ],
-        key=lambda row: row["line"],
+        key=lambda row: str(row["line"]),
     )  # fmt: skip
     summary = json.loads((tmp_path / "out" / "_summary.json").read_text())
     assert summary["etl_time"].startswith("2026-11-01 06:00:00"), "a line invalid by its schema sets no etl time"

@@ -212,6 +212,7 @@ def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) 
     assert [e.fingerprint for e in entries[A]] == ["FPA"]
     assert entries[B] == [] and entries[C] == [] and entries[G] == [], "bad lines are not put"
     assert [e.fingerprint for e in entries[D]] == ["FPD"]
+    assert summary.etl_time is not None
     etl = int(datetime.strptime(summary.etl_time, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp())
     filled = uuid5(E, f"missing-fingerprint:{etl}:1")
     assert [e.fingerprint for e in entries[E]] == [filled], "filled as `dedup.filled_fingerprint` fills an id's first"

@@ -62,7 +62,7 @@ def test_bad_arguments_name_the_columns(spark: Any) -> None:
     with pytest.raises(ValueError, match=r"\['reason'\] would clash"):
         deduplicate(df, key=["id"])
     with pytest.raises(ValueError, match="list of column names"):
-        deduplicate(df, key="id")  # type: ignore[arg-type]
+        deduplicate(df, key="id")  # the wrong type, on purpose
 
 
 def test_cross_batch_through_the_manifest_shared_with_plain_python(spark: Any, tmp_path: Path) -> None:
@@ -318,7 +318,7 @@ def test_the_spark_dedup_decides_each_record_as_the_python_one(spark: Any, tmp_p
     a manifest holding the same earlier run: the same outcome and reason for every record. (With
     expiry, the records come latest first, so the latest so far is the batch's latest throughout:
     the one thing that depends on order.)"""
-    records = [
+    records: list[dict[str, Any]] = [
         {"id": f"k{n % 7}", "v": n % 3, "at": f"2026-11-01T{23 - n % 5:02d}:00:00", "pad": "x" * (n % 2)}
         for n in range(60)
     ]

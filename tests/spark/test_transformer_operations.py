@@ -69,8 +69,8 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
         assert (base / "output=good/_SUCCESS").exists() and (base / "output=bad/_SUCCESS").exists()
         assert f"{name}: 0 lines, 0 good, 0 bad" in done.stdout
     odd_out = tmp_path / "out/run=6 copy"
-    good = sorted(json.loads(text)["event_id"] for text in read_lines(odd_out / "output=good"))
-    assert good == sorted([B, C]), "every file of the run, none of its sub-folder"
+    kept_ids = sorted(json.loads(text)["event_id"] for text in read_lines(odd_out / "output=good"))
+    assert kept_ids == sorted([B, C]), "every file of the run, none of its sub-folder"
     message = json.loads((odd_out / "shredding_complete.json").read_text())
     assert message["data"]["base"] == f"file:{odd_out}/", "named as it is, for the loader to find its files"
     assert done.stdout.index("run=5: 0 lines") < done.stdout.index("processing file:" + str(tmp_path / "in/run=6"))
@@ -335,7 +335,7 @@ def test_an_unreachable_or_locked_manifest_is_one_line(tmp_path: Path) -> None:
         '"http://127.0.0.1:9/"'
     )
     with SqliteManifest(tmp_path / "m.db") as manifest:
-        connection = manifest._connection()
+        connection = manifest._connection()  # type: ignore[attr-defined]  # the file's own lock, held
         connection.execute("BEGIN EXCLUSIVE")
         locked = transformer(tmp_path, *flags(tmp_path, "", "--manifest", "sqlite://m.db?busy_timeout=1"))
         connection.execute("ROLLBACK")
@@ -470,7 +470,7 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis(
     and no `output=bad/` is written."""
     from events_manifest.testing import FaultProxy
 
-    region = {"region_name": "eu-west-1", "endpoint_url": moto_server.endpoint}
+    region: dict[str, Any] = {"region_name": "eu-west-1", "endpoint_url": moto_server.endpoint}
     kinesis = boto3.client("kinesis", **region)
     stream = f"bad-rows-{time.time_ns()}"
     kinesis.create_stream(StreamName=stream, ShardCount=1)
