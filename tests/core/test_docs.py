@@ -12,7 +12,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 BLOCK = re.compile(r"<!-- test( spark)? -->\n```python\n(.*?)```", re.DOTALL)
 """`<!-- test spark -->` examples get the suite's Spark session as `spark`."""
 EXAMPLES = [
-    pytest.param(bool(spark), code, id=f"{page.name}-{n}", marks=[pytest.mark.spark] if spark else [])
+    pytest.param(bool(spark), code, id=f"{page.name}-{n}")
     for page in sorted(DOCS.glob("*.md"))
     for n, (spark, code) in enumerate(BLOCK.findall(page.read_text()))
 ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import pytest
 from pyspark.sql import functions as F
 
 from events_manifest.snowplow import bad_rows
@@ -20,7 +19,6 @@ def _hostile(rng: random.Random) -> bytes:
     return b"".join(p.encode() if isinstance(p, str) else p for p in chosen)
 
 
-@pytest.mark.spark
 def test_bad_rows_are_the_json_spark_writes(spark: Any) -> None:
     """The input line (invalid UTF-8 shown as U+FFFD) and the messages, escaped as Spark's
     `to_json` escapes them, byte for byte."""

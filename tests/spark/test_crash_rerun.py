@@ -28,7 +28,7 @@ from spark_integration import shred
 from tests.commands import env, events_manifest, shredder, wait_for
 from tests.shred_helpers import atomic, line, read_bad, read_output
 
-pytestmark = [pytest.mark.spark, pytest.mark.process]
+pytestmark = pytest.mark.process
 
 STEPS = ["started", "puts", "staged", "committing", "committed"]
 KILLED_AT = STEPS if os.environ.get("EVENTS_MANIFEST_KILLS") == "all" else ["puts", "committing"]

@@ -15,8 +15,6 @@ import pytest
 from tests.commands import error_line, in_process, shredder
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, unstruct, write_input
 
-pytestmark = pytest.mark.spark
-
 
 @pytest.fixture(autouse=True)
 def _session(spark: Any) -> None:

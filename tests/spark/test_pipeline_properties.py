@@ -25,8 +25,6 @@ from spark_integration.plan import output_lines
 from spark_integration.scan import scan_batch
 from tests.shred_helpers import KeptOnce, read_bad, read_output, write_input
 
-pytestmark = pytest.mark.spark
-
 SLOW = settings(
     max_examples=int(os.environ.get("EVENTS_MANIFEST_EXAMPLES", "4")),
     deadline=None,

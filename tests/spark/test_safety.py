@@ -39,9 +39,6 @@ def batch(tmp_path: Path) -> Path:
     return tmp_path
 
 
-pytestmark = pytest.mark.spark
-
-
 @pytest.fixture(autouse=True)
 def _session(spark: Any) -> None:
     """The shred job's command line runs on the suite's Spark session."""
@@ -187,56 +184,6 @@ def test_a_table_with_the_right_key_names_but_wrong_types_is_refused(tmp_path: P
     waiter: Any = client.get_waiter("table_exists")  # a delay under a second: dynalite is quicker than AWS
     waiter.wait(TableName=table, WaiterConfig={"Delay": 0.1})  # dynalite: CREATING at first
     assert client.scan(TableName=table)["Count"] == 0, "and before any put"
-
-
-def test_dedup_refuses_to_overwrite_its_input_and_reads_invalid_utf8(tmp_path: Path) -> None:
-    source = tmp_path / "in.ndjson"
-    source.write_bytes(b'{"id": 1}\n\xff\xfe{"id": 2}\n{"id": 3}\n')
-    before = source.read_bytes()
-    db = f"sqlite:///{tmp_path}/m.db"
-    done = events_manifest(tmp_path, "dedup", "in.ndjson", "--key", "id", "--manifest", db, "--unique", "in.ndjson")
-    assert done.returncode == 1 and "--unique [in.ndjson] is also the input" in done.stderr
-    assert source.read_bytes() == before and not (tmp_path / "m.db").exists(), "checked before the manifest opens"
-    done = events_manifest(
-        tmp_path, "dedup", "in.ndjson", "--key", "id", "--manifest", db, "--unique", "u.ndjson", "--errors", "e.ndjson"
-    )
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "u.ndjson").read_text().splitlines() == ['{"id": 1}', '{"id": 3}']
-    plain = tmp_path / "plain"
-    plain.touch()
-    assert (tmp_path / "u.ndjson").stat().st_mode == plain.stat().st_mode, "the mode a plain open gives"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.ndjson", "in.ndjson", "m.db", "plain", "u.ndjson"]
-    [error] = [json.loads(x) for x in (tmp_path / "e.ndjson").read_text().splitlines()]
-    assert error["line"] == '\\xff\\xfe{"id": 2}' and "line 2 is not UTF-8" in error["reason"]
-    missing = events_manifest(tmp_path, "dedup", "nope.ndjson", "--key", "id", "--manifest", db)
-    assert (
-        missing.returncode == 1
-        and missing.stderr.strip() == "events-manifest: error: input [nope.ndjson] does not exist"
-    )
-
-
-def test_two_dedup_runs_in_one_second_get_their_own_etl_times(tmp_path: Path) -> None:
-    (tmp_path / "a.ndjson").write_text('{"id": 1}\n')
-    (tmp_path / "b.ndjson").write_text('{"id": 1}\n{"id": 2}\n')
-    db = f"sqlite:///{tmp_path}/m.db"
-    for name in "ab":
-        done = events_manifest(
-            tmp_path,
-            "dedup",
-            f"{name}.ndjson",
-            "--key",
-            "id",
-            "--manifest",
-            db,
-            "--unique",
-            f"u{name}",
-            "--duplicates",
-            f"d{name}",
-        )
-        assert done.returncode == 0, done.stderr
-    assert (tmp_path / "ub").read_text() == '{"id": 2}\n' and (tmp_path / "db").read_text() == '{"id": 1}\n'
-    runs = events_manifest(tmp_path, "runs", "--manifest", db).stdout.splitlines()
-    assert len(runs) == 2 and all("finished" in r for r in runs) and runs[0][:19] != runs[1][:19]
 
 
 def test_clean_removes_a_thrown_away_run(tmp_path: Path, spark: Any) -> None:

@@ -30,8 +30,6 @@ from tests.shred_helpers import (
     write_input,
 )
 
-pytestmark = pytest.mark.spark
-
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 C = "1b1a4c8e-4f2a-4d7e-9a59-2a6f0e7c5a11"

@@ -31,8 +31,6 @@ from tests.conftest import unique_table
 from tests.core.test_config import SECRET, V2_CONFIG, with_data
 from tests.shred_helpers import line, read_bad, read_output, write_input
 
-pytestmark = pytest.mark.spark
-
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 

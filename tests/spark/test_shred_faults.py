@@ -19,8 +19,6 @@ from spark_integration import shred
 from tests.conftest import unique_table
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
-pytestmark = pytest.mark.spark
-
 IDS = [f"{n:08x}-4b13-4a23-8088-f79dcbcb{n:04x}" for n in range(1, 41)]
 
 

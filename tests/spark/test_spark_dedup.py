@@ -21,8 +21,6 @@ from spark_integration import deduplicate, populate, shred
 from tests.commands import wait_for
 from tests.shred_helpers import line, write_input
 
-pytestmark = pytest.mark.spark
-
 ETL = datetime(2026, 11, 1, 6)
 ROWS = [
     ("u1", 1, "2026-11-03 10:00:00", 5.0),

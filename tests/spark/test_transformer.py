@@ -24,8 +24,6 @@ from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.test_crash_rerun import killed_at
 from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event, schema_errors
 
-pytestmark = pytest.mark.spark
-
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 C = "0f4a8c9e-1b2d-4e3f-8a5b-6c7d8e9f0a1b"
