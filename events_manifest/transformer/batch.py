@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -275,35 +275,16 @@ class Decide:
     def rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """Decide whole ids' rows (`PARSED`, sorted by key): the output rows, and the batch's `META`
         row. The lines and wide rows stay in Arrow: a row kept as it came is taken from them."""
-        schema = self.schema
         rows = batch.select(_DECIDING).to_pylist()
         for index, row in enumerate(rows):
             row["index"] = index
         lines = _Lines(batch.column("line"))
-        out: dict[str, list[Any]] = {name: [] for name in schema.names}
-        trailing = schema.names[len(PARTITIONS) + 2 :]
-        no_partition = (None,) * len(PARTITIONS)
-
-        def emit(output: str, value: str | int | None, place: tuple[str | None, ...] = no_partition) -> None:
-            """A row out: `value` a text, or the index of the batch's own `value` to pass on."""
-            if self.shredder is not None and output == BAD and value is not None:
-                text = value if isinstance(value, str) else batch.column("value")[value].as_py()
-                place = partition(SchemaKey.parse(bad_rows.schema_of(text)), JSON)  # type: ignore[arg-type]
-            for name, item in zip(("output", *PARTITIONS, "value"), (output, *place, value), strict=True):
-                out[name].append(item)
-            for name in trailing:
-                out[name].append(None)
-
-        def emit_event(row: dict[str, Any]) -> None:
-            """Count the event once, on the line just emitted (its last), with its collector_tstamp."""
-            out["event"][-1], out["collector"][-1] = 1, row["collector"]
-            out["collector_nanos"][-1] = row["collector_nanos"]
-
+        out = _Out(self.schema, batch, shredded=self.shredder is not None)
         survivors: list[dict[str, Any]] = []
         natural = 0
         for row in rows:
             if not row["good"]:
-                emit(BAD, row["index"])
+                out.emit(BAD, row["index"])
         for group in _groups([row for row in rows if row["good"]]):
             kept = self._natural(group, lines)
             natural += len(group) - len(kept)
@@ -314,59 +295,67 @@ class Decide:
             if outcome is True:
                 kept_rows.append(row)
             elif outcome is False:
-                emit(DUPLICATE, None)
+                out.emit(DUPLICATE, None)
             else:
-                emit(BAD, bad_rows.runtime_error(self._event(row, lines), outcome))
+                out.emit(BAD, bad_rows.runtime_error(self._event(row, lines), outcome))
+        write = self._writer()
         types: set[str] = set()
         for group in _groups(kept_rows):
             renamed = self.threshold is not None and len(group) > self.threshold
             if renamed:
                 _rank(group, lines)
             for row in group:
-                if self.shredder is not None:
-                    types.update(self._shred(row, renamed, emit, emit_event, lines))
-                elif self.parquet is not None:
-                    event = self._event(row, lines)
-                    if renamed:
-                        event = with_new_id(event, self._new_id(row, lines))
-                    values = self.parquet.row(event)
-                    if isinstance(values, list):
-                        emit(BAD, bad_rows.iglu_error(event, values))
-                        continue
-                    emit(GOOD, None)
-                    out["row"][-1] = values
-                    emit_event(row)
-                    types.update(event_types(event))
-                elif renamed:
-                    event = with_new_id(self._event(row, lines), self._new_id(row, lines))
-                    emit(GOOD, widerow.line(event))
-                    emit_event(row)
-                    types.update(event_types(event))
-                else:
-                    emit(GOOD, row["index"])
-                    emit_event(row)
-                    types.update(row["types"])
+                types.update(write(row, self._new_id(row, lines) if renamed else None, lines, out))
         kept_types = sorted(t for t in types if not any(c.matches(t.split(" ")[1]) for c in self.skip))
-        emit(META, None)
-        out["types"][-1] = kept_types
-        out["natural"][-1] = natural
-        made: list[str | int | None] = out.pop("value")
-        decided = _record_batch(out, schema.remove(schema.get_field_index("value")))
-        return decided.add_column(schema.get_field_index("value"), schema.field("value"), _values(made, batch))
+        return out.batch(kept_types, natural)
 
-    def _shred(self, row: dict[str, Any], renamed: bool, emit: Any, emit_event: Any, lines: _Lines) -> list[str]:
+    def _writer(self) -> Writer:
+        """How a kept event is written in this mode: shredded, a Parquet row, or a wide-row line."""
+        if self.shredder is not None:
+            return self._shredded
+        if self.parquet is not None:
+            return self._parquet_row
+        return self._wide_row
+
+    def _kept_event(self, row: dict[str, Any], new_id: str | None, lines: _Lines) -> Event:
+        event = self._event(row, lines)
+        return event if new_id is None else with_new_id(event, new_id)
+
+    def _wide_row(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
+        """The wide row `Parse` rendered, as it came; rendered again when re-identified."""
+        if new_id is None:
+            out.emit(GOOD, row["index"])
+            out.count_event(row)
+            return list(row["types"])
+        event = self._kept_event(row, new_id, lines)
+        out.emit(GOOD, widerow.line(event))
+        out.count_event(row)
+        return event_types(event)
+
+    def _parquet_row(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
+        """The event's Parquet row, or its `loader_iglu_error` when a value does not fit its column."""
+        assert self.parquet is not None
+        event = self._kept_event(row, new_id, lines)
+        values = self.parquet.row(event)
+        if isinstance(values, list):
+            out.emit(BAD, bad_rows.iglu_error(event, values))
+            return []
+        out.emit(GOOD, None)
+        out.columns["row"][-1] = values
+        out.count_event(row)
+        return event_types(event)
+
+    def _shredded(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
         """A kept event's shredded lines (or its `loader_iglu_error`); its types when shredded."""
         assert self.shredder is not None
-        event = self._event(row, lines)
-        if renamed:
-            event = with_new_id(event, self._new_id(row, lines))
+        event = self._kept_event(row, new_id, lines)
         shredded = self.shredder.lines(event)
         if isinstance(shredded, IgluFailure):
-            emit(BAD, bad_rows.iglu_error(event, [shredded.item(self.now)]))
+            out.emit(BAD, bad_rows.iglu_error(event, [shredded.item(self.now)]))
             return []
         for place, text in shredded:
-            emit(GOOD, text, place)
-        emit_event(row)
+            out.emit(GOOD, text, place)
+        out.count_event(row)
         return [f"{entity} {uri} {fmt}" for uri, entity, fmt in self.shredder.types(event)]
 
     def _natural(self, group: list[dict[str, Any]], lines: _Lines) -> list[dict[str, Any]]:
@@ -405,6 +394,47 @@ class Decide:
     def _new_id(self, row: dict[str, Any], lines: _Lines) -> str:
         return new_event_id(row["key"], row["fingerprint"], lines[row], row["rank"], random_id=self.random_ids)
 
+
+_NO_PARTITION: tuple[str | None, ...] = (None,) * len(PARTITIONS)
+
+
+class _Out:
+    """The decided rows of a batch, column by column (`Decide.schema`): each row's output, its
+    partition, its value (a text, or the index of the batch's own value, passed on in Arrow)."""
+
+    def __init__(self, schema: pa.Schema, batch: pa.RecordBatch, *, shredded: bool) -> None:
+        self.schema, self._batch, self._shredded = schema, batch, shredded
+        self.columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+        self._trailing = schema.names[len(PARTITIONS) + 2 :]
+
+    def emit(self, output: str, value: str | int | None, place: tuple[str | None, ...] = _NO_PARTITION) -> None:
+        """A row out; in shred mode a bad row goes under its own schema's partition."""
+        if self._shredded and output == BAD and value is not None:
+            text = value if isinstance(value, str) else self._batch.column("value")[value].as_py()
+            place = partition(SchemaKey.parse(bad_rows.schema_of(text)), JSON)  # type: ignore[arg-type]
+        for name, item in zip(("output", *PARTITIONS, "value"), (output, *place, value), strict=True):
+            self.columns[name].append(item)
+        for name in self._trailing:
+            self.columns[name].append(None)
+
+    def count_event(self, row: dict[str, Any]) -> None:
+        """Count the event once, on the line just emitted (its last), with its collector_tstamp."""
+        self.columns["event"][-1], self.columns["collector"][-1] = 1, row["collector"]
+        self.columns["collector_nanos"][-1] = row["collector_nanos"]
+
+    def batch(self, types: list[str], natural: int) -> pa.RecordBatch:
+        """The rows, and last the batch's `META` row: its entity types and natural duplicates."""
+        self.emit(META, None)
+        self.columns["types"][-1] = types
+        self.columns["natural"][-1] = natural
+        made: list[str | int | None] = self.columns.pop("value")
+        at = self.schema.get_field_index("value")
+        decided = _record_batch(self.columns, self.schema.remove(at))
+        return decided.add_column(at, self.schema.field("value"), _values(made, self._batch))
+
+
+Writer = Callable[[dict[str, Any], "str | None", "_Lines", _Out], list[str]]
+"""A kept event written in the run's mode (its row, its new id if re-identified): its entity types."""
 
 _DECIDING = ["key", "good", "fingerprint", "etl", "etl_nanos", "collector", "collector_nanos", "types"]
 """What the decisions read of every row; its line only when a rule needs it (`_Lines`)."""
