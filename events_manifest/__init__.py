@@ -19,7 +19,7 @@ from events_manifest.backends.dynamodb import (
 )
 from events_manifest.backends.memory import InMemoryManifest
 from events_manifest.backends.sqlite import SqliteManifest
-from events_manifest.base import DuplicateStorage, EventsManifest
+from events_manifest.base import DuplicateStorage
 from events_manifest.config import DynamoDbConfig, parse_config
 from events_manifest.dedup import AsyncDeduplicator, Decision, Deduplicator, Expiry, Outcome
 from events_manifest.errors import (
@@ -52,7 +52,6 @@ __all__ = [
     "DuplicateStorage",
     "DynamoDbConfig",
     "DynamoDbManifest",
-    "EventsManifest",
     "Expiry",
     "InMemoryManifest",
     "ItemClaimedError",

@@ -42,6 +42,15 @@ from events_manifest.model import (
 )
 from events_manifest.runs import COMMAND_LINE, Advice, Heartbeat, Run
 
+__all__ = [
+    "AsyncDynamoDbManifest",
+    "AsyncEventsManifest",
+    "AsyncManifestAdapter",
+    "AsyncManifestBase",
+    "async_manifest_from_url",
+    "to_async",
+]
+
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient as AsyncDynamoDBClient
 

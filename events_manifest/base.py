@@ -200,5 +200,4 @@ def raise_first(outcomes: list[bool | ManifestRequestError]) -> list[bool]:
     return outcomes  # type: ignore[return-value]
 
 
-EventsManifest = DuplicateStorage
 """The Scala library's name for the same contract."""

@@ -14,6 +14,14 @@ import attrs
 
 from events_manifest.errors import ManifestConfigError
 
+__all__ = [
+    "DEFAULT_TTL",
+    "ManifestEntry",
+    "PutBatch",
+    "accepts",
+    "normalize_event_id",
+]
+
 DEFAULT_TTL = timedelta(days=180)
 """How long an entry protects against duplicates: 180 days, as in the reference system."""
 

@@ -10,6 +10,11 @@ from pathlib import Path
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+__all__ = [
+    "local_session",
+    "s3a_settings",
+]
+
 JOB_SETTINGS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",

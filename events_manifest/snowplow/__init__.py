@@ -4,6 +4,7 @@ consumer; the Spark jobs hand it their batches through `batch.Shred`."""
 
 from events_manifest.snowplow.dedup import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR, STATUSES
 from events_manifest.snowplow.deduplicator import EnrichedDeduplicator, LineDecision
+from events_manifest.snowplow.generator import sample_batches
 
 __all__ = [
     "BAD",
@@ -14,4 +15,5 @@ __all__ = [
     "STATUSES",
     "EnrichedDeduplicator",
     "LineDecision",
+    "sample_batches",
 ]

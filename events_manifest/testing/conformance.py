@@ -27,6 +27,10 @@ from events_manifest.errors import ManifestConfigError
 from events_manifest.testing.reference import ReferenceManifest
 from events_manifest.testing.strategies import items
 
+__all__ = [
+    "manifest_state_machine",
+]
+
 TTL = timedelta(days=2)
 
 

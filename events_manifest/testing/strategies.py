@@ -10,6 +10,16 @@ from datetime import datetime, timedelta
 import attrs
 from hypothesis import strategies as st
 
+__all__ = [
+    "Batches",
+    "Event",
+    "enriched_batches",
+    "etl_times",
+    "event_ids",
+    "fingerprints",
+    "items",
+]
+
 EPOCH = datetime(2026, 1, 1)
 
 event_ids = st.sampled_from([str(uuid.UUID(int=n, version=4)) for n in range(1, 5)])
