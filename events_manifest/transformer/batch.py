@@ -299,6 +299,8 @@ class Decide:
             else:
                 out.emit(BAD, bad_rows.runtime_error(self._event(row, lines), outcome))
         write = self._writer()
+        if write != self._wide_row and self.limits is None:
+            lines.decode(kept_rows)  # every kept event is written from its decoded event
         types: set[str] = set()
         for group in _groups(kept_rows):
             renamed = self.threshold is not None and len(group) > self.threshold
@@ -387,9 +389,7 @@ class Decide:
         return [outcome if isinstance(outcome, bool) else str(outcome) for outcome in outcomes]
 
     def _event(self, row: dict[str, Any], lines: _Lines) -> Event:
-        event = decode(lines[row], self.limits)
-        assert isinstance(event, Event), "a good row's line decodes"
-        return event
+        return lines.event(row, self.limits)
 
     def _new_id(self, row: dict[str, Any], lines: _Lines) -> str:
         return new_event_id(row["key"], row["fingerprint"], lines[row], row["rank"], random_id=self.random_ids)
@@ -441,17 +441,35 @@ _DECIDING = ["key", "good", "fingerprint", "etl", "etl_nanos", "collector", "col
 
 
 class _Lines:
-    """A batch's lines, read one at a time and once each, where a rule needs a row's line."""
+    """A batch's lines, read one at a time and once each, where a rule needs a row's line; and
+    their events, decoded a batch at a time where every kept event is needed (`decode`)."""
 
     def __init__(self, column: pa.Array) -> None:
         self._column = column
         self._read: dict[int, str] = {}
+        self._events: dict[int, Event] = {}
 
     def __getitem__(self, row: dict[str, Any]) -> str:
         index: int = row["index"]
         if index not in self._read:
             self._read[index] = self._column[index].as_py()
         return self._read[index]
+
+    def decode(self, rows: Sequence[dict[str, Any]]) -> None:
+        """The events of `rows`, decoded column by column (`columnar.events`) for later `event` calls."""
+        indexes = [row["index"] for row in rows]
+        if indexes:
+            decoded = columnar.events(self._column.take(pa.array(indexes, pa.int64())))
+            self._events.update((index, event) for index, event in zip(indexes, decoded, strict=True) if event)
+
+    def event(self, row: dict[str, Any], limits: dict[str, int] | None) -> Event:
+        """A good row's event: decoded already, or now (`event.decode`, which also cuts to `limits`)."""
+        found = self._events.get(row["index"]) if limits is None else None
+        if found is None:
+            decoded = decode(self[row], limits)
+            assert isinstance(decoded, Event), "a good row's line decodes"
+            found = decoded
+        return found
 
 
 def _values(values: list[str | int | None], batch: pa.RecordBatch) -> pa.Array:

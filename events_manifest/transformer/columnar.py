@@ -34,7 +34,7 @@ from events_manifest.snowplow.fields import (
 )
 from events_manifest.transformer import sdjson, widerow
 from events_manifest.transformer.bad_rows import MINIMUM_TIMESTAMP_FIELDS
-from events_manifest.transformer.event import CONTEXTS_URI, UNSTRUCT_URI, InvalidValue, entities
+from events_manifest.transformer.event import CONTEXTS_URI, UNSTRUCT_URI, Entity, Event, InvalidValue, entities
 from events_manifest.transformer.jvm import days_from_civil, double_to_string
 
 _CONTROL = r"[\x{00}-\x{08}\x{0a}-\x{1f}\x{7f}-\x{9f}]"
@@ -157,6 +157,7 @@ def _doubles(column: pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 
 _BOOLEANS = {"": "null", "0": "false", "1": "true"}
+_TRUTH = {"0": False, "1": True}
 
 
 def atomic_columns(
@@ -353,3 +354,52 @@ def lines(texts: dict[str, pa.Array], extras: list[dict[str, str] | None], rows:
     joined = pc.binary_join_element_wise(*parts, "")
     line = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(joined, 1), "}", "")
     return line if len(rows) == count else line.take(pa.array(rows, pa.int64()))
+
+
+def events(text: pa.Array) -> list[Event | None]:
+    """Each line's `Event` as `event.decode` gives it (without truncation), built column by column
+    for the lines in the shapes enrichers write; None for the others, which the caller decodes."""
+    wide, columns = fields(text)
+    ok, _, stamps = atomic_columns(columns, None)
+    count = len(ok)
+    by_field: list[list[Any]] = []
+    for index, name in enumerate(FIELD_NAMES):
+        kind, column = FIELD_KINDS[name], columns[index]
+        if kind in "CE":
+            by_field.append([None] * count)
+        elif kind in "sS":
+            by_field.append([value or None for value in column.to_pylist()])
+        elif kind == "U":
+            by_field.append(column.to_pylist())
+        elif kind == "b":
+            by_field.append([_TRUTH.get(value) for value in column.to_pylist()])
+        elif kind in "id":
+            present = pa.array(ok & _mask(pc.not_equal(column, "")))
+            typed = pa.int64() if kind == "i" else pa.float64()
+            by_field.append(pc.cast(pc.if_else(present, column, pa.scalar(None, pa.string())), typed).to_pylist())
+        else:
+            stamp = stamps[name]
+            by_field.append(
+                [
+                    seconds * NANOS + nanos if present else None
+                    for seconds, nanos, present in zip(
+                        stamp.seconds.tolist(), stamp.nanos.tolist(), stamp.present.tolist(), strict=True
+                    )
+                ]
+            )
+    contexts, unstruct, derived = (columns[i].to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS))
+    found: list[Event | None] = [None] * len(text)
+    positions = np.flatnonzero(wide).tolist()
+    for row, values in enumerate(zip(*by_field, strict=True)):
+        if not ok[row]:
+            continue
+        try:
+            event_contexts = entities(contexts[row], False) if contexts[row] else []
+            event_unstruct = entities(unstruct[row], True) if unstruct[row] else None
+            event_derived = entities(derived[row], False) if derived[row] else []
+        except InvalidValue:
+            continue
+        assert isinstance(event_contexts, list) and isinstance(event_derived, list)
+        assert event_unstruct is None or isinstance(event_unstruct, Entity)
+        found[positions[row]] = Event(list(values), event_contexts, event_unstruct, event_derived)
+    return found

@@ -12,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events_manifest.snowplow.fields import FIELD_KINDS, FIELD_NAMES
+from events_manifest.transformer import columnar
 from events_manifest.transformer.batch import Parse
+from events_manifest.transformer.event import decode
 from events_manifest.transformer.jvm import NANOS
 
 UUID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -124,6 +126,17 @@ def test_the_columnar_parse_gives_the_per_event_rows(batch: list[str], wide_rows
     assert parse.batch(encoded).to_pylist() == parse.per_event(encoded.to_pylist()).to_pylist()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(lines(), min_size=1, max_size=12))
+def test_the_columnar_events_are_the_decoders(batch: list[str]) -> None:
+    """The events Parquet and shred mode write from, built column by column: each one the per-event
+    decoder's; the lines it does not take are left to the decoder (None)."""
+    found = columnar.events(pa.array(batch))
+    assert len(found) == len(batch)
+    for line, event in zip(batch, found, strict=True):
+        assert event is None or event == decode(line, None)
+
+
 def test_each_shape_alone_on_a_line_of_common_fields() -> None:
     """Every value of `WRITTEN` and `OTHER`, in every field of its kind, alone on a line otherwise
     common: one batch, the same rows by both paths (a check the columnar path skipped shows here)."""
@@ -138,6 +151,10 @@ def test_each_shape_alone_on_a_line_of_common_fields() -> None:
         parse = Parse(minimum=minimum, now=1_800_000_000 * NANOS)
         lines = pa.array(batch, pa.binary())
         assert parse.batch(lines).to_pylist() == parse.per_event(lines.to_pylist()).to_pylist()
+    texts = [line.decode() for line in batch]
+    events = columnar.events(pa.array(texts))
+    assert all(event is None or event == decode(text, None) for text, event in zip(texts, events, strict=True))
+    assert sum(event is not None for event in events) > len(texts) // 2, "the shapes enrichers write are taken"
 
 
 def test_a_batch_with_bytes_that_are_not_utf8_is_read_as_the_jvm_reads_them() -> None:
