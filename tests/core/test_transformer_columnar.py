@@ -114,7 +114,7 @@ def lines(draw: st.DrawFn) -> str:
     return "\t".join([*fields, "extra"][:width])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     st.lists(lines(), min_size=1, max_size=12),
     st.booleans(),
@@ -126,7 +126,7 @@ def test_the_columnar_parse_gives_the_per_event_rows(batch: list[str], wide_rows
     assert parse.batch(encoded).to_pylist() == parse.per_event(encoded.to_pylist()).to_pylist()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(lines(), min_size=1, max_size=12))
 def test_the_columnar_events_are_the_decoders(batch: list[str]) -> None:
     """The events Parquet and shred mode write from, built column by column: each one the per-event

@@ -77,35 +77,6 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
 
 
 @pytest.mark.process
-def test_a_run_killed_between_the_files_of_its_move_is_finished(tmp_path: Path, moto_server: LocalServer) -> None:
-    """Killed after its first staged file moved into place: the next invocation moves the rest,
-    sends the message and commits; the output is an unbroken run's, the later run follows."""
-    lines = [event(A, "f"), event(A, "f", etl="2026-11-01 06:00:09"), event(B), event(B), "bad"]
-    write_run(tmp_path, "run=1", *([line] for line in lines))
-    unbroken = tmp_path / "unbroken"
-    write_run(unbroken, "run=1", *([line] for line in lines))
-    sqs = boto3.client("sqs", region_name="eu-west-1", endpoint_url=moto_server.endpoint)
-    url = sqs.create_queue(QueueName=f"moved-{time.time_ns()}.fifo", Attributes=FIFO)["QueueUrl"]
-    command = flags(tmp_path, queue_config("sqs", "queueName", url), "--manifest", "sqlite://m.db")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AWS_ENDPOINT_URL_SQS", moto_server.endpoint)
-        killed_at("moving", tmp_path, *command, module="spark_integration.transformer")
-        left = tmp_path / "out/run=1"
-        assert not (left / "shredding_complete.json").exists() and any(left.glob(".staging-*/message.json"))
-        write_run(tmp_path, "run=2", [event(C)])
-        done = transformer(tmp_path, *command)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.index("run=1: 5 lines") < done.stdout.index("run=2: 1 lines")
-    assert run(unbroken).returncode == 0
-    assert sorted(read_lines(left / "output=good")) == sorted(read_lines(unbroken / "out/run=1/output=good"))
-    assert sorted(p.name for p in left.iterdir()) == ["output=bad", "output=good", "shredding_complete.json"]
-    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
-    assert bodies == [(tmp_path / f"out/run={n}/shredding_complete.json").read_text() for n in (1, 2)]
-    with SqliteManifest(tmp_path / "m.db") as manifest:
-        assert [record.state for record in manifest.runs()] == ["finished", "finished"]
-
-
-@pytest.mark.process
 def test_a_run_killed_after_its_commit_blocks_nothing(tmp_path: Path) -> None:
     """Killed once `shredding_complete.json` is written, before the ledger records the run finished:
     the next invocation brings the ledger to what the folder says and goes on with the next run."""
