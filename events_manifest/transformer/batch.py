@@ -107,6 +107,7 @@ class Parse:
         wide, columns = columnar.fields(text)
         taken, texts, stamps = columnar.atomic_columns(columns, self.minimum)
         extras, types = columnar.entity_parts(columns, taken)
+        positions = np.flatnonzero(wide)  # each column row's place in the batch
         rows = np.flatnonzero(taken)
         at = pa.array(rows, pa.int64())
         fingerprint = columns[INDEX["event_fingerprint"]].take(at)
@@ -116,7 +117,7 @@ class Parse:
                 columns[INDEX["event_id"]].take(at),
                 pa.array(np.ones(len(rows), dtype=bool)),
                 columnar.lines(texts, extras, rows) if self.wide_rows else pa.nulls(len(rows), pa.string()),
-                text if len(rows) == len(text) else text.take(pa.array(np.flatnonzero(wide)[rows])),
+                text if len(rows) == len(text) else text.take(pa.array(positions[rows])),
                 pc.if_else(pc.equal(fingerprint, ""), pa.scalar(None, pa.string()), fingerprint),
                 pa.array(etl.seconds[rows], mask=~etl.present[rows]),
                 pa.array(etl.nanos[rows], mask=~etl.present[rows]),
@@ -126,7 +127,6 @@ class Parse:
             ],
             schema=PARSED,
         )
-        positions = np.flatnonzero(wide)
         slow = np.sort(np.concatenate([np.flatnonzero(~wide), positions[~taken]]))
         if len(slow) == 0:
             return fast
