@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from events_manifest import InMemoryManifest, SqliteManifest  # noqa: E402
-from events_manifest.cli import main as cli  # noqa: E402
-from events_manifest.dedup import Deduplicator, Expiry  # noqa: E402
+from events_manifest._cli import main as cli  # noqa: E402
+from events_manifest._dedup.engine import Deduplicator, Expiry  # noqa: E402
 
 ETL = datetime(2026, 11, 1, 6)
 

@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
 
 from events_manifest import ClientOptions, DynamoDbManifest, InMemoryManifest, SqliteManifest, create_table  # noqa: E402
+from events_manifest._backends.dynamodb import make_client  # noqa: E402
+from events_manifest._backends.dynamodb.requests import put_request  # noqa: E402
 from events_manifest.aio import AsyncDynamoDbManifest  # noqa: E402
-from events_manifest.backends.dynamodb import make_client  # noqa: E402
-from events_manifest.backends.dynamodb.requests import put_request  # noqa: E402
 from events_manifest.testing import start_dynalite  # noqa: E402
 
 ETL = datetime(2026, 11, 1, 6, 0)

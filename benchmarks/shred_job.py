@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from pyspark.sql import functions as F  # noqa: E402
 
-from events_manifest.snowplow.generator import BatchSpec, Generator, to_lines  # noqa: E402
+from events_manifest._snowplow.generator import BatchSpec, Generator, to_lines  # noqa: E402
 from spark_integration import local_session, shred  # noqa: E402
 
 

@@ -34,9 +34,10 @@ sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 
 import shred_ab  # noqa: E402
 
-from events_manifest.snowplow import shred_output  # noqa: E402
-from spark_integration import enriched, plan  # noqa: E402
-from spark_integration.scan import scan_batch  # noqa: E402
+from events_manifest._snowplow import shred_output  # noqa: E402
+from spark_integration import _enriched as enriched  # noqa: E402
+from spark_integration import _plan as plan  # noqa: E402
+from spark_integration._scan import scan_batch  # noqa: E402
 
 
 def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  # type: ignore[no-untyped-def]

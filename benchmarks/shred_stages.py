@@ -29,9 +29,10 @@ sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 import shred_ab  # noqa: E402
 import shred_job  # noqa: E402
 
-from events_manifest.handle import ManifestHandle  # noqa: E402
-from spark_integration import plan, shred  # noqa: E402
-from spark_integration.scan import scan_batch  # noqa: E402
+from events_manifest._manifest.handle import ManifestHandle  # noqa: E402
+from spark_integration import _plan as plan  # noqa: E402
+from spark_integration import shred  # noqa: E402
+from spark_integration._scan import scan_batch  # noqa: E402
 
 STAGES = ["baseline", "scan", "lines", "lines_put", "job"]
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 def baseline(source: str, target: str, mode: str) -> None:
     from pyspark.sql import functions as F
 
-    from events_manifest.snowplow.fields import ATOMIC_FIELDS, FIELD_NAMES, JSON_FIELDS
+    from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_NAMES, JSON_FIELDS
     from spark_integration import local_session
 
     spark = local_session("local[2]")

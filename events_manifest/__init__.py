@@ -7,7 +7,7 @@ duplicate of an earlier batch.
 
 from importlib import metadata
 
-from events_manifest.backends.dynamodb import (
+from events_manifest._backends.dynamodb import (
     Billing,
     ClientOptions,
     Credentials,
@@ -17,11 +17,14 @@ from events_manifest.backends.dynamodb import (
     check_table,
     create_table,
 )
-from events_manifest.backends.memory import InMemoryManifest
-from events_manifest.backends.sqlite import SqliteManifest
-from events_manifest.base import DuplicateStorage
-from events_manifest.config import DynamoDbConfig, parse_config
-from events_manifest.dedup import AsyncDeduplicator, Decision, Deduplicator, Expiry, Outcome
+from events_manifest._backends.dynamodb.config import DynamoDbConfig, parse_config
+from events_manifest._backends.memory import InMemoryManifest
+from events_manifest._backends.sqlite import SqliteManifest
+from events_manifest._dedup.engine import AsyncDeduplicator, Decision, Deduplicator, Expiry, Outcome, Unreadable
+from events_manifest._manifest.contract import DuplicateStorage
+from events_manifest._manifest.factory import init_storage, manifest_from_url, parse_duration
+from events_manifest._manifest.ledger import Run
+from events_manifest._manifest.processing import ItemRecord, ProcessingManifest
 from events_manifest.errors import (
     ItemClaimedError,
     ManifestConfigError,
@@ -31,10 +34,7 @@ from events_manifest.errors import (
     ManifestUnavailableError,
     RunConflictError,
 )
-from events_manifest.factory import init_storage, manifest_from_url, parse_duration
 from events_manifest.model import DEFAULT_TTL, ManifestEntry
-from events_manifest.processing import ItemRecord, ProcessingManifest
-from events_manifest.runs import Run
 
 try:
     __version__ = metadata.version("events-manifest")
@@ -69,6 +69,7 @@ __all__ = [
     "Run",
     "RunConflictError",
     "SqliteManifest",
+    "Unreadable",
     "check_table",
     "create_table",
     "init_storage",

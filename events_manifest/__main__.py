@@ -1,5 +1,5 @@
 import sys
 
-from events_manifest.cli import main
+from events_manifest._cli import main
 
 sys.exit(main())

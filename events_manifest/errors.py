@@ -4,6 +4,17 @@ from __future__ import annotations
 
 import json
 
+__all__ = [
+    "DeliveryError",
+    "ItemClaimedError",
+    "ManifestConfigError",
+    "ManifestError",
+    "ManifestRequestError",
+    "ManifestThrottledError",
+    "ManifestUnavailableError",
+    "RunConflictError",
+]
+
 
 class ManifestError(Exception):
     """Base class of every error raised by events-manifest."""

@@ -12,26 +12,26 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from events_manifest.folders import FolderClaimedError, InputMissingError, OutputExistsError
-    from events_manifest.snowplow.summary import ShredSummary
-    from spark_integration.generic_dedup import DedupResult, deduplicate
+    from events_manifest._jobs.folders import FolderClaimedError, InputMissingError, OutputExistsError
+    from events_manifest._snowplow.summary import ShredSummary
+    from spark_integration._generic_dedup import DedupResult, deduplicate
+    from spark_integration._streaming import deduplicate_stream
     from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
     from spark_integration.shredder import EtlMismatchError, shred
-    from spark_integration.streaming import deduplicate_stream
     from spark_integration.transformer import RunResult, transform
 
 _EXPORTS = {
-    "DedupResult": "spark_integration.generic_dedup",
+    "DedupResult": "spark_integration._generic_dedup",
     "EtlMismatchError": "spark_integration.shredder",
-    "FolderClaimedError": "events_manifest.folders",
-    "InputMissingError": "events_manifest.folders",
-    "OutputExistsError": "events_manifest.folders",
+    "FolderClaimedError": "events_manifest._jobs.folders",
+    "InputMissingError": "events_manifest._jobs.folders",
+    "OutputExistsError": "events_manifest._jobs.folders",
     "PopulateSummary": "spark_integration.populator",
     "RunResult": "spark_integration.transformer",
-    "ShredSummary": "events_manifest.snowplow.summary",
-    "deduplicate": "spark_integration.generic_dedup",
-    "deduplicate_stream": "spark_integration.streaming",
+    "ShredSummary": "events_manifest._snowplow.summary",
+    "deduplicate": "spark_integration._generic_dedup",
+    "deduplicate_stream": "spark_integration._streaming",
     "local_session": "spark_integration.session",
     "populate": "spark_integration.populator",
     "shred": "spark_integration.shredder",

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from events_manifest._transformer.config import TransformerConfig
 from events_manifest.iglu import ResolverConfig
-from events_manifest.snowplow.generator import sample_batches
-from events_manifest.transformer.config import TransformerConfig
+from events_manifest.snowplow import sample_batches
 from spark_integration.session import local_session
 from spark_integration.shredder import shred
 from spark_integration.transformer import transform

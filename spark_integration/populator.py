@@ -22,15 +22,15 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from events_manifest import DuplicateStorage, __version__
-from events_manifest.handle import ManifestHandle
+from events_manifest._jobs.run import JobRun
+from events_manifest._manifest.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
-from events_manifest.job import JobRun
 from events_manifest.model import parse_timestamp, to_epoch_seconds
-from spark_integration import enriched
-from spark_integration.cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
+from spark_integration import _enriched as enriched
+from spark_integration._cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
+from spark_integration._storage import HadoopStorage
+from spark_integration._udfs import manifest_put
 from spark_integration.session import local_session
-from spark_integration.storage import HadoopStorage
-from spark_integration.udfs import manifest_put
 
 APPLICATION = f"events-manifest populator {__version__}"
 

@@ -16,25 +16,25 @@ import attrs
 from pyspark.sql import SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError, __version__
+from events_manifest._jobs.folders import InputMissingError
+from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
+from events_manifest._jobs.run import JobRun
+from events_manifest._jobs.storage import join
+from events_manifest._manifest.factory import manifest_files
+from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._snowplow import bad_rows, shred_output
+from events_manifest._snowplow.dedup import check_options
+from events_manifest._snowplow.report import render_report
+from events_manifest._snowplow.summary import ShredSummary
 from events_manifest.errors import RunConflictError
-from events_manifest.factory import manifest_files
-from events_manifest.folders import InputMissingError
-from events_manifest.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
-from events_manifest.job import JobRun
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
-from events_manifest.places import INPUT, MANIFEST, Place, check_places
-from events_manifest.snowplow import bad_rows, shred_output
-from events_manifest.snowplow.dedup import check_options
-from events_manifest.snowplow.report import render_report
-from events_manifest.snowplow.summary import ShredSummary
-from events_manifest.storage import join
-from spark_integration import output
-from spark_integration.cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
-from spark_integration.plan import line_plan, write_lines
-from spark_integration.scan import scan_batch
+from spark_integration import _output as output
+from spark_integration._cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
+from spark_integration._plan import line_plan, write_lines
+from spark_integration._scan import scan_batch
+from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
-from spark_integration.storage import HadoopStorage
 
 APPLICATION = f"events-manifest shred job {__version__}"
 """How the shred job names itself in a processing table."""
@@ -65,9 +65,9 @@ def shred(
     is recorded in the manifest's ledger as a run of `item_id` (default: the input), with the
     identity of the files it reads: its etl time is the earliest etl_tstamp of the input, or
     `etl_time` when given, unless an unfinished run of the same item must be finished first; a
-    finished item is refused unless `rerun` (see `events_manifest.runs`). With `processing_table`
+    finished item is refused unless `rerun` (see `events_manifest._manifest.ledger`). With `processing_table`
     the item is also recorded as processing, then processed (or failed), in that table of the
-    manifest's store (see `events_manifest.processing`). With `iglu_config` every entity is
+    manifest's store (see `events_manifest._manifest.processing`). With `iglu_config` every entity is
     validated against its schema (`events_manifest.iglu`). `cross_batch_synthetic` (needs a
     manifest) also re-identifies kept events whose id an earlier batch stored with another
     fingerprint. `overwrite` replaces what an earlier run of the job wrote in the output and bad

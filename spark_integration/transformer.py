@@ -5,7 +5,7 @@
 
 Each sub-folder of the config's `input` is a run, transformed into the folder of the same name
 under `output.path` and committed by its `shredding_complete.json` (docs/transformer.md). Spark
-reads, shuffles and writes; the core's engine (`events_manifest.transformer`) decides.
+reads, shuffles and writes; the core's engine (`events_manifest._transformer`) decides.
 """
 
 from __future__ import annotations
@@ -37,27 +37,23 @@ from events_manifest import (
     __version__,
     init_storage,
     parse_config,
-    steps,
 )
-from events_manifest.config import DynamoDbConfig
-from events_manifest.errors import RunConflictError
-from events_manifest.factory import manifest_files, with_dynamodb_flags
-from events_manifest.folders import STAGING_PREFIX, FolderClaimedError, Judge, claim, owner
-from events_manifest.handle import ManifestHandle
-from events_manifest.iglu import ResolverConfig
-from events_manifest.job import JobRun
-from events_manifest.model import from_epoch_seconds, to_epoch_seconds
-from events_manifest.places import INPUT, MANIFEST, Place, check_places
-from events_manifest.runs import LEASE_SECONDS, Advice
-from events_manifest.runs import now_seconds as runs_now
-from events_manifest.storage import Listing, join
-from events_manifest.transformer import kinesis
-from events_manifest.transformer import queue as queues
-from events_manifest.transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse
-from events_manifest.transformer.commit import (
+from events_manifest._backends.dynamodb.config import DynamoDbConfig
+from events_manifest._jobs import steps
+from events_manifest._jobs.folders import STAGING_PREFIX, FolderClaimedError, Judge, claim, owner
+from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
+from events_manifest._jobs.run import JobRun
+from events_manifest._jobs.storage import Listing, join
+from events_manifest._manifest.factory import manifest_files, with_dynamodb_flags
+from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
+from events_manifest._manifest.ledger import now_seconds as runs_now
+from events_manifest._transformer import kinesis
+from events_manifest._transformer import queue as queues
+from events_manifest._transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse
+from events_manifest._transformer.commit import (
     DATA,
     OUTPUTS,
-    EntityType,
     RunCounts,
     RunFolder,
     State,
@@ -67,24 +63,23 @@ from events_manifest.transformer.commit import (
     sealed_counts,
     tidy,
 )
-from events_manifest.transformer.config import (
-    TransformerConfig,
-    TransformerConfigError,
-    decode_value,
-    hocon_to_json,
-)
-from events_manifest.transformer.event import atomic_limits
-from events_manifest.transformer.jvm import NANOS
-from events_manifest.transformer.kinesis import KinesisSink
-from events_manifest.transformer.message import shredding_complete
-from events_manifest.transformer.parquet import ParquetColumns, build_columns
-from events_manifest.transformer.parquet_types import TIMESTAMP
-from events_manifest.transformer.runs import discover, folder_uri
-from events_manifest.transformer.shredded import PARTITIONS as SHRED_PARTITIONS
-from events_manifest.transformer.shredded import Routing, Shredder
-from spark_integration.cli_flags import add_common_flags, run_job
+from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
+from events_manifest._transformer.discovery import discover, folder_uri
+from events_manifest._transformer.entity_types import EntityType
+from events_manifest._transformer.event import atomic_limits
+from events_manifest._transformer.jvm import NANOS
+from events_manifest._transformer.kinesis import KinesisSink
+from events_manifest._transformer.message import shredding_complete
+from events_manifest._transformer.parquet import ParquetColumns, build_columns
+from events_manifest._transformer.parquet_types import TIMESTAMP
+from events_manifest._transformer.shredded import PARTITIONS as SHRED_PARTITIONS
+from events_manifest._transformer.shredded import Routing, Shredder
+from events_manifest.errors import RunConflictError
+from events_manifest.iglu import ResolverConfig
+from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from spark_integration._cli_flags import add_common_flags, run_job
+from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
-from spark_integration.storage import HadoopStorage
 
 APPLICATION = f"events-manifest transformer {__version__}"
 PARSED_TYPE = from_arrow_schema(PARSED)
@@ -318,7 +313,7 @@ class _Job:
 
     def dead_elsewhere(self, name: str) -> Judge:
         """Whether a claim on the run `name` written on another host is dead: its run's record in
-        the ledger says so (no sign of life for `runs.LEASE_SECONDS`), or, with no record yet, the
+        the ledger says so (no sign of life for `ledger.LEASE_SECONDS`), or, with no record yet, the
         claim is older than that. Without a manifest nothing tells: it is not."""
 
         def judge(held: dict[str, Any]) -> bool:
@@ -571,7 +566,7 @@ def _columns(parsed: DataFrame, iglu: ResolverConfig | None, config: Transformer
     parsed run, which Spark keeps for the second), their schemas fetched and typed on the driver."""
     assert iglu is not None
     types = parsed.filter("good").select(F.explode("types").alias("type")).distinct().collect()
-    seen = [(uri, entity) for entity, uri in (row["type"].split(" ") for row in types)]
+    seen = [(found.schema_key, found.entity) for found in (EntityType.parse(row["type"]) for row in types)]
     return build_columns(seen, iglu, config.skip_schemas, synthetic=config.synthetic != "none")
 
 
@@ -642,7 +637,6 @@ def _write(
                 observed.unpersist()
     found = tally.get
     earliest, latest = found["earliest"], found["latest"]
-    types = (t.split(" ") for t in found["types"] or [])
     return RunCounts(
         lines=int(lines.get["lines"]),
         good=int(found["good"]),
@@ -651,7 +645,7 @@ def _write(
         cross_batch=int(found["duplicates"]),
         earliest=None if earliest is None else earliest["collector"] * NANOS + earliest["collector_nanos"],
         latest=None if latest is None else latest["collector"] * NANOS + latest["collector_nanos"],
-        types=tuple(sorted(EntityType(uri, entity, fmt[0] if fmt else "") for entity, uri, *fmt in types)),
+        types=tuple(sorted(EntityType.parse(text) for text in found["types"] or [])),
     )
 
 

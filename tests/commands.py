@@ -52,7 +52,7 @@ def shredder(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def events_manifest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The `events-manifest` command line, in this process."""
-    from events_manifest.cli import main
+    from events_manifest._cli import main
 
     return in_process(main, cwd, *args)
 

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import signal
-import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from datetime import timedelta
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
-from events_manifest import DEFAULT_TTL, DuplicateStorage, manifest_from_url
-from events_manifest.aio import AsyncDynamoDbManifest, AsyncEventsManifest, async_manifest_from_url
-from events_manifest.factory import dynamodb_url_parts
+from events_manifest.aio import async_manifest_from_url
 from events_manifest.testing import LocalServer, start_dynalite, start_moto
-from events_manifest.testing.blocking import BlockingManifest
+from tests.backends import ASYNC_BACKENDS, BACKENDS, Backend, aioboto3_manifest, backend_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,98 +49,18 @@ def moto_server() -> Iterator[LocalServer]:
         yield server
 
 
-def ttl_text(ttl: timedelta) -> str:
-    return f"{int(ttl.total_seconds())}s"
-
-
-@attrs.define
-class Backend:
-    """Makes fresh, empty manifests of one kind; `url` names one that other processes can open.
-
-    An `async_open` backend is the async manifest of that URL, driven through `BlockingManifest`
-    so that the same sync tests run against it unchanged.
-    """
-
-    name: str
-    fresh: Callable[[], Callable[[timedelta], str]]
-    shared_across_processes: bool
-    async_open: Callable[[str], Awaitable[AsyncEventsManifest]] | None = None
-    opened: list[DuplicateStorage] = attrs.field(factory=list)
-    url: Callable[[timedelta], str] = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self.url = self.fresh()
-
-    def renew(self) -> None:
-        """Point at a new, empty store (file or table) for the next manifests."""
-        self.url = self.fresh()
-
-    def make(self, ttl: timedelta = DEFAULT_TTL) -> DuplicateStorage:
-        url = self.url(ttl)
-        opener = self.async_open
-        manifest = manifest_from_url(url) if opener is None else BlockingManifest(lambda: opener(url))
-        self.opened.append(manifest)
-        return manifest
-
-
-async def _aioboto3_manifest(url: str) -> AsyncEventsManifest:
-    """The async DynamoDB manifest on the user's own aioboto3 client (not one it opened itself)."""
-    import aioboto3
-
-    table, options, _, ttl, concurrency = dynamodb_url_parts(url)
-    await asyncio.to_thread(lambda: manifest_from_url(url).close())  # creates the table
-    stack = contextlib.AsyncExitStack()
-    client = await stack.enter_async_context(aioboto3.Session().client("dynamodb", **options.client_kwargs()))
-
-    class Owned(AsyncDynamoDbManifest):
-        async def close(self) -> None:
-            await super().close()
-            await stack.aclose()
-
-    return Owned(client, table, ttl=ttl, concurrency=concurrency)
-
-
-def unique_table() -> str:
-    return f"manifest-{uuid.uuid4().hex[:12]}"
-
-
-BACKENDS = ["memory", "sqlite", "dynalite", "moto"]
-ASYNC_BACKENDS = ["async-memory", "async-sqlite", "async-dynalite", "async-moto", "aioboto3-dynalite"]
-
-
 @pytest.fixture(params=BACKENDS + ASYNC_BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    made = _backend(request, request.param.removeprefix("async-").removeprefix("aioboto3-"), tmp_path)
+    name = request.param.removeprefix("async-").removeprefix("aioboto3-")
+    made = backend_of(request, name, tmp_path)
     if request.param.startswith("async-"):
         made.async_open = async_manifest_from_url
     elif request.param.startswith("aioboto3-"):
-        made.async_open = _aioboto3_manifest
+        made.async_open = aioboto3_manifest
     made.name = request.param
     yield made
     for manifest in made.opened:
         manifest.close()
-
-
-def _backend(request: pytest.FixtureRequest, name: str, tmp_path: Path) -> Backend:
-    if name == "memory":
-        return Backend(name, lambda: lambda ttl: f"memory://?ttl={ttl_text(ttl)}", shared_across_processes=False)
-    if name == "sqlite":
-
-        def sqlite_url() -> Callable[[timedelta], str]:
-            path = tmp_path / f"manifest-{uuid.uuid4().hex[:8]}.db"
-            return lambda ttl: f"sqlite://{path}?ttl={ttl_text(ttl)}"
-
-        return Backend(name, sqlite_url, shared_across_processes=True)
-    server: LocalServer = request.getfixturevalue("dynalite" if name == "dynalite" else "moto_server")
-
-    def dynamodb_url() -> Callable[[timedelta], str]:
-        table = unique_table()
-        return lambda ttl: (
-            f"dynamodb://{table}?region=us-east-1&endpoint={server.endpoint}&create=true"
-            f"&ttl={ttl_text(ttl)}&max_attempts=3"
-        )
-
-    return Backend(name, dynamodb_url, shared_across_processes=True)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from events_manifest.snowplow.fields import FIELD_NAMES
+from events_manifest._snowplow.fields import FIELD_NAMES
 from events_manifest.testing.strategies import Event
 
 INDEX = {name: i for i, name in enumerate(FIELD_NAMES)}

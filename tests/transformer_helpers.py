@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from events_manifest._iglu.keys import SchemaKey
 from events_manifest.iglu import Resolver
-from events_manifest.iglu.keys import SchemaKey
 from tests.shred_helpers import line
 
 IGLU_CENTRAL = Path(__file__).parent / "iglu_central"

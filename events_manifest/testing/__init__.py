@@ -4,7 +4,7 @@ Nothing here is imported by the library itself; it needs only the standard libra
 Node.js for dynalite, or moto for its server mode).
 """
 
-from events_manifest.testing.proxy import FaultProxy
-from events_manifest.testing.servers import LocalServer, find_dynalite, start_dynalite, start_moto
+from events_manifest.testing._proxy import FaultProxy
+from events_manifest.testing._servers import LocalServer, find_dynalite, start_dynalite, start_moto
 
 __all__ = ["FaultProxy", "LocalServer", "find_dynalite", "start_dynalite", "start_moto"]

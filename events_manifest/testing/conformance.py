@@ -22,9 +22,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from events_manifest.base import DuplicateStorage
+from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest.errors import ManifestConfigError
-from events_manifest.testing.reference import ReferenceManifest
+from events_manifest.testing._reference import ReferenceManifest
 from events_manifest.testing.strategies import items
 
 __all__ = [

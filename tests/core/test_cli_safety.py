@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from events_manifest import SqliteManifest
+from events_manifest._manifest.ledger import STARTED, Run
 from events_manifest.model import to_epoch_seconds
-from events_manifest.runs import STARTED, Run
 from tests.commands import events_manifest, process
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"

@@ -98,3 +98,58 @@ def test_the_manual_imports_only_public_names() -> None:
         imported = {name.strip() for name in text.replace("\n", ",").split(",") if name.strip()}
         assert module in api, f"{page}: {module} is not a public module (docs/api.md)"
         assert imported <= api[module], f"{page}: {sorted(imported - api[module])} not public in {module}"
+
+
+COMMANDS = re.compile(r"^\| `([\w.]+)` \|", re.MULTILINE)
+
+
+def test_every_module_is_public_by_the_api_page_or_internal_by_its_name() -> None:
+    """A module whose dotted name has no `_`-prefixed part is a public module (a section of
+    docs/api.md) or a command (its table of commands); a documented module or command exists."""
+    api = set(_api())
+    commands = set(COMMANDS.findall((DOCS / "api.md").read_text().split("## Commands")[1]))
+    modules = {
+        ".".join(path.relative_to(PROJECT).with_suffix("").parts).removesuffix(".__init__")
+        for package in ("events_manifest", "spark_integration")
+        for path in (PROJECT / package).rglob("*.py")
+    }
+    unmarked = {name for name in modules if not any(part.startswith("_") for part in name.split("."))}
+    assert len(modules) > 60 and commands >= {"spark_integration.transformer", "events_manifest"}
+    assert unmarked - api - commands == set(), "neither listed in docs/api.md nor `_`-prefixed"
+    assert (api | commands) - modules == set(), "listed in docs/api.md, not a module"
+
+
+def _resolve(dotted: str) -> object | None:
+    """The module or attribute a dotted path names, or None."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name, None)
+        return found
+    return None
+
+
+def test_every_place_in_the_rule_table_exists() -> None:
+    """docs/development.md's "Where each rule is": each path names a module or a name in one (a
+    bracketed name is in the module before it), so the table cannot drift from the tree."""
+    page = (DOCS / "development.md").read_text()
+    table = page.split("## Where each rule is")[1].split("\n## ")[0]
+    rows = [row.split(" | ")[-1] for row in table.splitlines() if row.startswith("| ") and " | " in row][1:]
+    assert len(rows) > 40
+    for cell in rows:
+        module: object | None = None
+        for path in re.findall(r"`([\w.]+)`", cell):
+            absolute = path if path.startswith(("spark_integration", "events_manifest")) else f"events_manifest.{path}"
+            if not _importable(absolute):
+                module = None
+                continue
+            found = _resolve(absolute)
+            if found is None and module is not None:
+                found = _resolve(f"{module.__name__}.{path}")  # type: ignore[attr-defined]
+            assert found is not None, f"docs/development.md: `{path}` ({cell.strip()}) names nothing"
+            if hasattr(found, "__path__") or type(found).__name__ == "module":
+                module = found

@@ -18,7 +18,7 @@ import attrs
 import boto3
 import pytest
 
-from events_manifest.snowplow.generator import sample_batches
+from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer, start_moto
 from tests.commands import env
 from tests.transformer_helpers import RESOLVER

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from events_manifest.snowplow.generator import sample_batches
+from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
-from events_manifest.testing.servers import free_port
+from events_manifest.testing._servers import free_port
 from spark_integration import shredder as shredder_module
 from spark_integration import transformer as transformer_module
 from tests.commands import env, wait_for

@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from events_manifest import SqliteManifest
-from events_manifest.testing.servers import LocalServer
+from events_manifest.testing._servers import LocalServer
 from tests.integration.outputs import FIFO
 from tests.spark.test_crash_rerun import killed_at
 from tests.spark.test_transformer import A, B, C, queue_config, read_lines, run, transformer, write_run

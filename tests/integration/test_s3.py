@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from events_manifest import steps
-from events_manifest.snowplow.generator import sample_batches
+from events_manifest._jobs import steps
+from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from spark_integration import transformer as transformer_module
 from tests.commands import wait_for

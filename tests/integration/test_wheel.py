@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -36,7 +37,7 @@ def test_the_wheel_holds_every_file_of_the_packages() -> None:
     info = next(name.split("/")[0] for name in names if name.endswith(".dist-info/METADATA"))
     assert {f"{info}/licenses/LICENSE", f"{info}/licenses/NOTICE"} <= names
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
-    assert "events-manifest = events_manifest.cli:main" in entry_points
+    assert "events-manifest = events_manifest._cli:main" in entry_points
     assert "events-manifest-transformer = spark_integration.transformer:main" in entry_points
 
 
@@ -76,9 +77,48 @@ def test_the_installed_wheel_runs_away_from_the_checkout(tmp_path: Path) -> None
     (tmp_path / "config.json").write_text(json.dumps(config))
     validated = run("events-manifest", "config", "validate", str(tmp_path / "config.json"))
     assert validated.returncode == 0, validated.stdout + validated.stderr
-    where = run(
-        "python", "-c", "import events_manifest.snowplow.generator as g; print(g.__file__); print(*g.sample_batches())"
-    )
+    where = run("python", "-c", "import events_manifest.snowplow as s; print(s.__file__); print(*s.sample_batches())")
     files = where.stdout.split()
     assert files and all(path.startswith(str(VENV)) for path in files), where.stdout + where.stderr
     assert all(Path(path).exists() for path in files[1:]) and len(files) == 3
+
+
+def test_the_wheel_installed_with_spark_runs_the_demo(tmp_path: Path) -> None:
+    """`pip install events-manifest[spark]` from the wheel, then the README's main job from that
+    environment: the same summaries as the checkout's own demo, the outputs on disk."""
+    [wheel] = (BUILD / "dist").glob("events_manifest-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run(["python", "-m", "venv", str(venv)], check=True, timeout=120)
+    install = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt")]
+    subprocess.run([*install, f"{wheel}[spark]"], check=True, timeout=900)
+
+    def demo(python: str, folder: Path) -> str:
+        env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+        env |= {key: os.environ[key] for key in ("JAVA_HOME",) if key in os.environ}
+        folder.mkdir()
+        done = subprocess.run(
+            [python, "-m", "spark_integration.demo", "--out", "out"],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return re.sub(r"Shred run: \S+ -> (\S+) \([\d.]+ s\)", r"Shred run: \1", done.stdout.replace(str(folder), "F"))
+
+    installed = demo(str(venv / "bin" / "python"), tmp_path / "installed")
+    checkout = demo(str(ROOT / ".nox" / "integration" / "bin" / "python"), tmp_path / "checkout")
+    assert installed == checkout
+    assert re.search(r"dropped cross-batch +[1-9]", installed), installed
+    for batch in ("batch-1", "batch-2"):
+        assert list((tmp_path / "installed" / "out" / batch / "shredded").rglob("part-*"))
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import spark_integration; print(spark_integration.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert where.stdout.startswith(str(venv))

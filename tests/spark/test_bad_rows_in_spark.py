@@ -7,7 +7,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from events_manifest.snowplow import bad_rows
+from events_manifest._snowplow import bad_rows
 
 
 def _hostile(rng: random.Random) -> bytes:

@@ -1,5 +1,5 @@
 """The shred job's process killed (SIGKILL, JVM and workers included) at named steps of its run (see
-`events_manifest.steps`): while its puts are stored, and in the middle of its commit, the earlier
+`events_manifest._jobs.steps`): while its puts are stored, and in the middle of its commit, the earlier
 output deleted and its own not yet in place. A rerun of the same input gives the complete output of
 an unbroken run; another input is refused until the killed run is cleaned. What a kill leaves is
 files on disk: one killed run's manifest, copied, is the starting point of two continuations.
@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from events_manifest import SqliteManifest, steps
-from events_manifest.snowplow.generator import BatchSpec, write_batches
+from events_manifest import SqliteManifest
+from events_manifest._jobs import steps
+from events_manifest._snowplow.generator import BatchSpec, write_batches
 from spark_integration import shred
 from tests.commands import env, events_manifest, shredder, wait_for
 from tests.shred_helpers import atomic, line, read_bad, read_output

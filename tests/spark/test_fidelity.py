@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from events_manifest.snowplow.fields import ATOMIC_AFTER, FIELD_NAMES
-from events_manifest.testing.servers import LocalServer
+from events_manifest._snowplow.fields import ATOMIC_AFTER, FIELD_NAMES
+from events_manifest.testing._servers import LocalServer
 from tests.commands import shredder
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, uuid5
 

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from events_manifest.snowplow import fields, parsing
-from events_manifest.snowplow.parsing import UUID_PATTERN
-from spark_integration import enriched
+from events_manifest._snowplow import fields, parsing
+from events_manifest._snowplow.parsing import UUID_PATTERN
+from spark_integration import _enriched as enriched
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from spark_integration import output
-from spark_integration.storage import HadoopStorage
+from spark_integration import _output as output
+from spark_integration._storage import HadoopStorage
 
 
 def _stage(root: Path, files: dict[str, str]) -> None:
@@ -67,8 +67,9 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
     import pyarrow as pa
     import pytest
 
-    from events_manifest.snowplow import shred_output
-    from spark_integration import plan, udfs
+    from events_manifest._snowplow import shred_output
+    from spark_integration import _plan as plan
+    from spark_integration import _udfs as udfs
     from tests.commands import wait_for
 
     batches_done = tmp_path / "done"

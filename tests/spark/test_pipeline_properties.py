@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from events_manifest.backends.sqlite import SqliteManifest
-from events_manifest.handle import ManifestHandle
-from events_manifest.snowplow.shred_output import COUNTS
+from events_manifest._backends.sqlite import SqliteManifest
+from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._snowplow.shred_output import COUNTS
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
 from spark_integration import shred
-from spark_integration.plan import output_lines
-from spark_integration.scan import scan_batch
+from spark_integration._plan import output_lines
+from spark_integration._scan import scan_batch
 from tests.shred_helpers import KeptOnce, read_bad, read_output, write_input
 
 SLOW = settings(

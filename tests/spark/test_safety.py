@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from events_manifest.backends.dynamodb.client import ClientOptions, make_client
+from events_manifest._backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.testing import LocalServer
+from tests.backends import unique_table
 from tests.commands import env, error_line, events_manifest, shredder, wait_for
-from tests.conftest import unique_table
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -241,8 +241,8 @@ def test_a_dead_run_of_another_item_is_finished_before_other_runs(tmp_path: Path
     """A run killed after storing event A, on another input: a run of this input would drop A as a
     duplicate and A would never be delivered. It is refused until the dead run is rerun."""
     from events_manifest import SqliteManifest
+    from events_manifest._manifest.ledger import STARTED, Run
     from events_manifest.model import to_epoch_seconds
-    from events_manifest.runs import STARTED, Run
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     etl = datetime(2026, 11, 1, 5)

@@ -11,11 +11,11 @@ import attrs
 import pytest
 
 from events_manifest import RunConflictError, SqliteManifest
-from events_manifest.handle import ManifestHandle
-from events_manifest.snowplow import dedup, shred_output
-from events_manifest.snowplow.bad_rows import INVALID_UTF8
-from events_manifest.snowplow.generator import sample_batches
-from events_manifest.snowplow.summary import ShredSummary
+from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._snowplow import dedup, shred_output
+from events_manifest._snowplow.bad_rows import INVALID_UTF8
+from events_manifest._snowplow.summary import ShredSummary
+from events_manifest.snowplow import sample_batches
 from spark_integration import shred
 from tests.shred_helpers import (
     atomic,
@@ -358,8 +358,9 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
     """The job shuffles only the ids on more than one line and decides the others where they are
     read; with every line shuffled (no shared keys), every output line and count is the same,
     with or without a manifest, and the manifest holds the same."""
-    from spark_integration import enriched, plan
-    from spark_integration.scan import scan_batch
+    from spark_integration import _enriched as enriched
+    from spark_integration import _plan as plan
+    from spark_integration._scan import scan_batch
 
     source = str(sample_batches()[0])
     scan = scan_batch(spark, source)
@@ -399,7 +400,7 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
 def test_many_shared_ids_are_joined_without_broadcast(spark: Any, tmp_path: Path, monkeypatch: Any) -> None:
     """Past `BROADCAST_KEYS` shared ids (and with Spark's own broadcast off) the lines are joined
     with them by a shuffle: same output."""
-    from spark_integration import scan
+    from spark_integration import _scan as scan
 
     batch = [line(A, "FP1"), line(A, "FP1"), line(A, "FP2"), line(B, "FP1"), line(C, "FP1"), line(C, "FP1")]
     broadcast = run(spark, tmp_path / "broadcast", batch)

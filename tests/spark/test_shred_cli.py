@@ -22,13 +22,13 @@ from events_manifest import (
     SqliteManifest,
 )
 from events_manifest.model import PutBatch
-from events_manifest.snowplow.generator import sample_batches
+from events_manifest.snowplow import sample_batches
 from events_manifest.testing import FaultProxy, LocalServer
-from events_manifest.testing.servers import free_port
+from events_manifest.testing._servers import free_port
 from spark_integration import EtlMismatchError, OutputExistsError, demo, shred
 from spark_integration.shredder import main
-from tests.conftest import unique_table
-from tests.core.test_config import SECRET, V2_CONFIG, with_data
+from tests.backends import unique_table
+from tests.core.backends.test_dynamodb_config import SECRET, V2_CONFIG, with_data
 from tests.shred_helpers import line, read_bad, read_output, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -308,7 +308,7 @@ def test_runs_under_spark_submit(spark: Any, tmp_path: Path) -> None:
     """`spark-submit .../shredder.py ...`: spark-submit brings the session; the flags are the same."""
     import pyspark
 
-    from events_manifest.snowplow.summary import ShredSummary
+    from events_manifest._snowplow.summary import ShredSummary
     from spark_integration import shredder
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"

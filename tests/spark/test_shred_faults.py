@@ -16,7 +16,7 @@ from events_manifest import manifest_from_url
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing.strategies import EPOCH, Event
 from spark_integration import shred
-from tests.conftest import unique_table
+from tests.backends import unique_table
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
 IDS = [f"{n:08x}-4b13-4a23-8088-f79dcbcb{n:04x}" for n in range(1, 41)]

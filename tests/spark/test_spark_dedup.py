@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from events_manifest import RunConflictError, SqliteManifest
-from events_manifest.arrow_dedup import OUTCOME, REASON
-from events_manifest.dedup import REPEATED, SEEN, Deduplicator, Expiry, Outcome
+from events_manifest._dedup.arrow import OUTCOME, REASON
+from events_manifest._dedup.engine import REPEATED, SEEN, Deduplicator, Expiry, Outcome
 from spark_integration import deduplicate, populate, shred
 from tests.commands import wait_for
 from tests.shred_helpers import line, write_input
@@ -135,7 +135,7 @@ STREAM_SCHEMA = "id string, ts timestamp, payload string"
 def _ours(spark: Any, source: Path, tmp_path: Path, manifest: str, fail_batch: int | None = None) -> None:
     """Run our streaming dedup over what `source` holds now, writing each batch's unique rows to
     out/batch=<id> (overwritten on replay: an idempotent sink)."""
-    from spark_integration.streaming import deduplicate_stream
+    from spark_integration._streaming import deduplicate_stream
 
     def sink(df: Any, batch_id: int) -> None:
         df.write.mode("overwrite").json(str(tmp_path / "ours" / f"batch={batch_id}"))
@@ -231,7 +231,7 @@ STREAM_JOB = """
 import sys, time
 from pathlib import Path
 from spark_integration import local_session
-from spark_integration.streaming import deduplicate_stream
+from spark_integration._streaming import deduplicate_stream
 
 root, manifest = Path(sys.argv[1]), sys.argv[2]
 spark = local_session("local[2]", "killed-stream")

@@ -18,7 +18,7 @@ from typing import Any
 import boto3
 import pytest
 
-from events_manifest.testing.servers import LocalServer
+from events_manifest.testing._servers import LocalServer
 from tests.commands import env, in_process
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.test_crash_rerun import killed_at
@@ -322,7 +322,7 @@ def test_a_killed_run_is_finished_by_the_next_run(tmp_path: Path) -> None:
     assert len(renamed) == 2 and {str(r["contexts_com_snowplowanalytics_snowplow_duplicate_1"]) for r in renamed} == {
         str([{"originalEventId": B}])
     }
-    from events_manifest.transformer.batch import new_event_id
+    from events_manifest._transformer.batch import new_event_id
 
     expected = {new_event_id(B, None, event(B), rank, random_id=False) for rank in (0, 1)}
     assert {r["event_id"] for r in renamed} == expected, "an unbroken run's ids: two identical lines, two ids"

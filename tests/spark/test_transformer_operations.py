@@ -18,9 +18,10 @@ from typing import Any
 import boto3
 import pytest
 
-from events_manifest import SqliteManifest, steps
-from events_manifest.testing.servers import LocalServer
-from events_manifest.transformer import queue as queues
+from events_manifest import SqliteManifest
+from events_manifest._jobs import steps
+from events_manifest._transformer import queue as queues
+from events_manifest.testing._servers import LocalServer
 from tests.commands import events_manifest
 from tests.spark.test_crash_rerun import killed_at
 from tests.spark.test_transformer import A, B, C, D, aws, outputs, queue_config, read_lines, run, transformer, write_run
@@ -481,7 +482,7 @@ def test_a_claim_from_another_host_is_judged_by_the_ledger(tmp_path: Path) -> No
     """A claim written on another host (a cluster since terminated, say) holds the run while its
     writer may be alive; with a manifest, once the ledger shows no sign of life from it for the
     lease (no record, and the claim older than that), the next invocation takes the run over."""
-    from events_manifest.runs import LEASE_SECONDS
+    from events_manifest._manifest.ledger import LEASE_SECONDS
 
     write_run(tmp_path, "run=1", [event(A)])
     command = flags(tmp_path, "", "--manifest", "sqlite://m.db")

@@ -1,0 +1,232 @@
+"""Self-describing manifest configurations (docs/configuration.md): parsing, validation, the typed result."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+import jsonschema
+
+from events_manifest.errors import ManifestConfigError
+
+SCHEMA_PREFIX = "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/"
+SUPPORTED_SCHEMAS = (SCHEMA_PREFIX + "2-0-0", SCHEMA_PREFIX + "1-0-0")
+"""The schemas a config is read as; a later addition (`M-0-A`) is read as its `M-0-0`."""
+_SCHEMA = re.compile(re.escape(SCHEMA_PREFIX) + r"(?P<model>[12])-0-(?:0|[1-9][0-9]*)")
+_BASE64_SPACE = re.compile(r"\s+")
+
+_TABLE_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
+_REGION = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
+
+
+@attrs.frozen
+class Credentials:
+    """Static AWS credentials; the secret never shows in repr, str or logs."""
+
+    access_key_id: str
+    secret_access_key: str = attrs.field(repr=lambda _: "'***'")
+
+    def __str__(self) -> str:
+        return repr(self)
+
+
+def default_region() -> str | None:
+    """The AWS region when none is given, found as the AWS SDKs find it: `AWS_REGION` (the Java, Go
+    and JavaScript SDKs read it; EMR, ECS and Lambda set it), then boto's own chain
+    (`AWS_DEFAULT_REGION`, the profile's region in the AWS config file)."""
+    import boto3
+
+    region: str | None = os.environ.get("AWS_REGION") or boto3.session.Session().region_name
+    return region
+
+
+@cache
+def known_regions() -> tuple[str, ...]:
+    """Every region of every AWS partition the SDK knows (botocore's endpoint data), sorted."""
+    import botocore.session
+
+    data = botocore.session.get_session().get_data("endpoints")
+    return tuple(sorted({region for partition in data["partitions"] for region in partition["regions"]}))
+
+
+def no_region() -> ManifestConfigError:
+    """No AWS region anywhere: the one message, wherever the SDK finds none."""
+    return ManifestConfigError("no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION")
+
+
+@attrs.frozen
+class DynamoDbConfig:
+    """A validated `amazon_dynamodb_config`; `credentials` None means the default AWS chain."""
+
+    schema: str
+    name: str
+    credentials: Credentials | None
+    region: str
+    table: str
+    purpose: str
+    id: uuid.UUID | None = None
+
+    @property
+    def version(self) -> str:
+        return self.schema.rsplit("/", 1)[-1]
+
+
+def parse_config(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> DynamoDbConfig:
+    """Read a manifest config from a dict, JSON text, base64 text or a file path, and validate it.
+
+    Raises `ManifestConfigError` naming the schema and the offending field; secret values are
+    never part of a message.
+    """
+    document = load_document(source)
+    if not isinstance(document, Mapping) or set(document) != {"schema", "data"}:
+        raise ManifestConfigError(
+            'a manifest config is a self-describing JSON object {"schema": "iglu:...", "data": {...}} '
+            "with exactly those two fields"
+        )
+    schema = _supported(document["schema"])
+    data = document["data"]
+    problems = [_describe(e) for e in _validator(schema).iter_errors(data)]
+    if problems:
+        raise ManifestConfigError(f"invalid config for {schema}: " + "; ".join(sorted(set(problems))))
+    if schema.endswith("2-0-0"):
+        auth = data["auth"]
+        credentials = None if auth is None else Credentials(auth["accessKeyId"], auth["secretAccessKey"])
+        config_id: uuid.UUID | None = uuid.UUID(data["id"])
+    else:
+        credentials = Credentials(data["accessKeyId"], data["secretAccessKey"])
+        config_id = None
+    return DynamoDbConfig(
+        schema=schema,
+        name=data["name"],
+        credentials=credentials,
+        region=check_region(data["awsRegion"], f"{schema}: field [data.awsRegion]"),
+        table=check_table_name(data["dynamodbTable"], f"{schema}: field [data.dynamodbTable]"),
+        purpose=data["purpose"],
+        id=config_id,
+    )
+
+
+def _supported(schema: object) -> str:
+    """The supported schema a config's schema is read as: `1-0-*` as 1-0-0, `2-0-*` as 2-0-0."""
+    match = _SCHEMA.fullmatch(schema) if isinstance(schema, str) else None
+    if match is None:
+        supported = ", ".join(s.replace("-0-0", "-0-*") for s in SUPPORTED_SCHEMAS)
+        raise ManifestConfigError(f"unsupported config schema [{schema}]: supported are {supported}")
+    return f"{SCHEMA_PREFIX}{match['model']}-0-0"
+
+
+def decode_base64(text: str, what: str) -> bytes:
+    """Base64 read leniently, as the reference's Apache Commons Codec reads it: the standard or the
+    URL-safe alphabet, padding optional, whitespace and line breaks ignored. `what` names the
+    input in the error."""
+    compact = _BASE64_SPACE.sub("", text).rstrip("=").translate(str.maketrans("-_", "+/"))
+    try:
+        return base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise ManifestConfigError(
+            f"{what} is not valid base64 (standard or URL-safe alphabet): make it with `base64 -w0 file.json`"
+        ) from None
+
+
+def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
+    """DynamoDB's rule for table names: 3 to 255 of a-z A-Z 0-9 _ . -"""
+    if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
+        raise ManifestConfigError(
+            f"{where}: [{name}] is not a valid DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ . -)"
+        )
+    return name
+
+
+def check_region(region: str, where: str = "AWS region") -> str:
+    if not _REGION.fullmatch(region):
+        raise ManifestConfigError(f"{where}: [{region}] is not an AWS region name (such as eu-west-1)")
+    return region
+
+
+def load_document(source: Mapping[str, Any] | str | bytes | os.PathLike[str], what: str = "config") -> Any:
+    """A JSON document given as itself, parsed or as text, as a file path, or as base64 JSON;
+    `what` names it in errors."""
+    if isinstance(source, Mapping):
+        return source
+    if isinstance(source, os.PathLike):
+        return _read_file(Path(source))
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        return _json(stripped, f"{what} text")
+    if len(stripped) < 4096 and "\n" not in stripped and os.path.isfile(stripped):
+        return _read_file(Path(stripped))
+    try:
+        decoded = decode_base64(stripped, what).decode("utf-8")
+    except (ManifestConfigError, UnicodeDecodeError):
+        raise ManifestConfigError(
+            f"the {what} is neither JSON, an existing file nor valid base64: pass the JSON, its path, "
+            "or `base64 -w0 config.json`"
+        ) from None
+    return _json(decoded, f"base64 {what}")
+
+
+def _read_file(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ManifestConfigError(f"cannot read config file [{path}]: {e.strerror}") from None
+    return _json(text, f"config file [{path}]")
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ManifestConfigError(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+
+
+@cache
+def _validator(schema: str) -> jsonschema.protocols.Validator:
+    version = schema.rsplit("/", 1)[-1]
+    text = (
+        resources.files("events_manifest._backends.dynamodb")
+        .joinpath("schemas", f"amazon_dynamodb_config-{version}.json")
+        .read_text()
+    )
+    return jsonschema.Draft4Validator(json.loads(text))
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """One problem as `field [data.x] ...`, showing a value only when it is not a secret."""
+    path = ".".join(["data", *(str(p) for p in error.absolute_path)])
+    instance: Any = error.instance
+    expected: Any = error.validator_value
+    schema: Any = error.schema
+    if error.validator == "required":
+        missing = [k for k in expected if k not in instance]
+        return "; ".join(f"field [{path}.{k}] is missing" for k in missing)
+    if error.validator == "additionalProperties":
+        allowed = schema.get("properties", {})
+        extra = sorted(k for k in instance if k not in allowed)
+        return "; ".join(f"field [{path}.{k}] is not allowed" for k in extra)
+    if error.validator == "type":
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"field [{path}] must be {expected}, not {_json_type(instance)}"
+    shown = "***" if "secret" in path.lower() else json.dumps(instance)
+    if error.validator == "enum":
+        return f"field [{path}] must be one of {', '.join(expected)}, not {shown}"
+    if error.validator == "pattern" and path.endswith(".id"):
+        return f"field [{path}] must be a UUID, not {shown}"
+    return f"field [{path}] {shown} fails {error.validator} {expected}"
+
+
+def _json_type(value: object) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )

@@ -1,0 +1,518 @@
+"""The transformer's steps on Arrow batches, called by the Spark job (`spark_integration.transformer`):
+
+1. `Parse.batch`: each line decoded (`event`), checked against the minimum timestamp, and rendered
+   as its wide-row line, or made a bad row;
+2. `Decide.partition`: the rows of a partition, brought together by event id and sorted by it
+   (Spark's shuffle), decided id by id as the reference decides them: natural dedup (one event per
+   id and fingerprint, the earliest etl_tstamp first, an absent one earliest), the cross-batch put
+   of each survivor, synthetic dedup (every event of an id kept more often than the threshold gets a
+   new id and a `duplicate` context first among its derived contexts). Each batch's counts and
+   entity types come out as a row of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from events_manifest._iglu.keys import SchemaKey
+from events_manifest._manifest.handle import Opener
+from events_manifest._snowplow import dedup
+from events_manifest._snowplow.fields import INDEX
+from events_manifest._transformer import bad_rows, columnar, widerow
+from events_manifest._transformer.config import Criterion
+from events_manifest._transformer.entity_types import EntityType, type_text
+from events_manifest._transformer.event import Entity, Event, decode
+from events_manifest._transformer.jvm import NANOS
+from events_manifest._transformer.parquet import ParquetColumns
+from events_manifest._transformer.shredded import JSON, PARTITIONS, IgluFailure, Shredder, partition
+from events_manifest.errors import ManifestThrottledError
+from events_manifest.model import from_epoch_seconds
+
+GOOD, BAD, DUPLICATE, META = "good", "bad", "duplicate", "meta"
+"""Where a row goes: `output=good/`, `output=bad/`, dropped as a cross-batch duplicate (counted), or
+a batch's counts."""
+DUPLICATE_KEY = SchemaKey("com.snowplowanalytics.snowplow", "duplicate", "jsonschema", "1-0-0")
+_INT64_MIN = -(2**63)
+
+PARSED = pa.schema(
+    [
+        ("key", pa.string()),
+        ("good", pa.bool_()),
+        ("value", pa.string()),
+        ("line", pa.string()),
+        ("fingerprint", pa.string()),
+        ("etl", pa.int64()),
+        ("etl_nanos", pa.int64()),
+        ("collector", pa.int64()),
+        ("collector_nanos", pa.int64()),
+        ("types", pa.list_(pa.string())),
+    ]
+)
+"""A parsed line: its `key` (event id, or for a bad row the row itself, which spreads bad rows
+over the partitions), its wide-row line or bad row (`value`), and what dedup and the run's message
+need. Times are seconds since the epoch and the nanoseconds within the second."""
+
+DECIDED = pa.schema(
+    [
+        ("output", pa.string()),
+        *((name, pa.string()) for name in PARTITIONS),
+        ("value", pa.string()),
+        ("event", pa.int64()),
+        ("collector", pa.int64()),
+        ("collector_nanos", pa.int64()),
+        ("types", pa.list_(pa.string())),
+        ("natural", pa.int64()),
+    ]
+)
+"""What `Decide` returns: lines for `output=good/` and `output=bad/` (in shred mode with their
+partition: `shredded.PARTITIONS`), dropped rows (value null), and per batch a `META` row: the
+entity types (`ENTITY URI`, and ` FORMAT` in shred mode) and the natural duplicates it dropped. A
+good event's first line has `event` 1 and the event's collector_tstamp."""
+
+
+def _seconds(nanos: int | None) -> tuple[int | None, int | None]:
+    if nanos is None:
+        return None, None
+    seconds, rest = divmod(nanos, NANOS)
+    return (seconds, rest) if -(2**63) <= seconds < 2**63 else (None, None)
+
+
+def event_types(event: Event) -> list[str]:
+    return [type_text(uri, entity) for uri, entity in widerow.types(event)]
+
+
+@attrs.frozen
+class Parse:
+    """Lines to parsed rows (`PARSED`): `limits` cuts atomic strings (featureFlags.truncateAtomicFields),
+    `minimum` (nanoseconds) makes earlier events `generic_error` bad rows, dated `now`."""
+
+    limits: dict[str, int] | None = None
+    minimum: int | None = None
+    now: int = 0
+    wide_rows: bool = True
+
+    def batch(self, lines: pa.Array) -> pa.RecordBatch:
+        """The batch's parsed rows, in its order: the lines in the shapes enrichers write parsed
+        column by column (`columnar`), every other line by the per-event decoder (`per_event`)."""
+        text = _text(lines)
+        if text is None or self.limits is not None:
+            return self.per_event(lines.to_pylist())
+        wide, columns = columnar.fields(text)
+        taken, texts, stamps = columnar.atomic_columns(columns, self.minimum)
+        extras, types = columnar.entity_parts(columns, taken)
+        positions = np.flatnonzero(wide)  # each column row's place in the batch
+        rows = np.flatnonzero(taken)
+        at = pa.array(rows, pa.int64())
+        fingerprint = columns[INDEX["event_fingerprint"]].take(at)
+        etl, collector = stamps["etl_tstamp"], stamps["collector_tstamp"]
+        fast = pa.RecordBatch.from_arrays(
+            [
+                columns[INDEX["event_id"]].take(at),
+                pa.array(np.ones(len(rows), dtype=bool)),
+                columnar.lines(texts, extras, rows) if self.wide_rows else pa.nulls(len(rows), pa.string()),
+                text if len(rows) == len(text) else text.take(pa.array(positions[rows])),
+                pc.if_else(pc.equal(fingerprint, ""), pa.scalar(None, pa.string()), fingerprint),
+                pa.array(etl.seconds[rows], mask=~etl.present[rows]),
+                pa.array(etl.nanos[rows], mask=~etl.present[rows]),
+                pa.array(collector.seconds[rows], pa.int64()),
+                pa.array(collector.nanos[rows], pa.int64()),
+                pa.array([types[row] for row in rows.tolist()], pa.list_(pa.string())),
+            ],
+            schema=PARSED,
+        )
+        slow = np.sort(np.concatenate([np.flatnonzero(~wide), positions[~taken]]))
+        if len(slow) == 0:
+            return fast
+        rest = self.per_event(lines.take(pa.array(slow)).to_pylist())
+        order = np.argsort(np.concatenate([positions[taken], slow]), kind="stable")
+        return pa.Table.from_batches([fast, rest]).combine_chunks().take(pa.array(order)).to_batches()[0]
+
+    def per_event(self, lines: Sequence[str | bytes]) -> pa.RecordBatch:
+        """Parsed rows decoded one line at a time: any line, the reference's exact errors."""
+        rows: dict[str, list[Any]] = {name: [] for name in PARSED.names}
+        for raw in lines:
+            line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            event = decode(line, self.limits)
+            bad = None
+            if not isinstance(event, Event):
+                bad = bad_rows.parsing_error(line, event)
+            elif self.minimum is not None:
+                bad = bad_rows.too_early(event, self.minimum, self.now)
+            if bad is not None or not isinstance(event, Event):
+                failed: tuple[Any, ...] = (bad, False, bad, *[None] * 6, [])
+                for name, value in zip(PARSED.names, failed, strict=True):
+                    rows[name].append(value)
+                continue
+            etl, etl_nanos = _seconds(event.get("etl_tstamp"))
+            collector, collector_nanos = _seconds(event.get("collector_tstamp"))
+            values = (
+                event.get("event_id"),
+                True,
+                widerow.line(event) if self.wide_rows else None,
+                line,
+                event.get("event_fingerprint"),
+                etl,
+                etl_nanos,
+                collector,
+                collector_nanos,
+                event_types(event),
+            )
+            for name, value in zip(PARSED.names, values, strict=True):
+                rows[name].append(value)
+        return _record_batch(rows, PARSED)
+
+
+def _text(lines: pa.Array) -> pa.Array | None:
+    """The lines as one string array, or None when one is not UTF-8 (the per-event path writes its
+    bytes as the JVM does)."""
+    try:
+        text = lines.cast(pa.string()) if pa.types.is_binary(lines.type) else lines
+    except pa.ArrowInvalid:
+        return None
+    return None if text.null_count else text
+
+
+def _record_batch(rows: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = []
+    for field in schema:
+        values = rows[field.name]
+        if field.type == pa.string():
+            arrays.append(_strings(values))
+        else:
+            arrays.append(pa.array(values, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _strings(values: list[Any]) -> pa.Array:
+    """A string column; half a surrogate pair (no UTF-8 form) written `?`, as the JVM writes it."""
+    try:
+        return pa.array(values, pa.string())
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        encoded = [v.encode("utf-8", "replace") if isinstance(v, str) else v for v in values]
+        return pa.array(encoded, pa.binary()).cast(pa.string())
+
+
+def filled_fingerprint(event_id: str, line: str) -> str:
+    """What the put stores for an event without a fingerprint: a UUID v5 of its id and its line, the
+    same on every rerun (the reference draws a random one)."""
+    digest = hashlib.sha256(line.encode("utf-8", "replace")).hexdigest()
+    return str(uuid.uuid5(uuid.UUID(event_id), f"missing-fingerprint:{digest}"))
+
+
+def new_event_id(event_id: str, fingerprint: str | None, line: str, rank: int = 0, *, random_id: bool) -> str:
+    """A synthetic duplicate's new id: a UUID v5 of its id and fingerprint (its line when it has
+    none; `rank` tells identical lines apart), the same on every rerun; v4 with `random_id`, as the
+    reference does."""
+    name = fingerprint or filled_fingerprint(event_id, line)
+    return dedup.new_event_id(event_id, f"{name}:{rank}" if rank else name, random_id=random_id)
+
+
+def with_new_id(event: Event, new_id: str) -> Event:
+    """A synthetic duplicate re-identified: the new id, and a `duplicate` context naming the old
+    one first among its derived contexts."""
+    values = list(event.values)
+    old = values[6]
+    values[6] = new_id
+    duplicate = Entity(DUPLICATE_KEY, {"originalEventId": old})
+    return Event(values, event.contexts, event.unstruct, [duplicate, *event.derived])
+
+
+@attrs.frozen
+class Decide:
+    """The dedup decisions over sorted partitions of `PARSED` rows (see the module's docstring).
+
+    `threshold`: synthetic duplicates are ids kept more often than this (None: no synthetic dedup);
+    `manifest` with `etl_seconds`: the cross-batch put; `limits` as `Parse` had them, to decode a
+    line again; `skip` leaves types out of the run's message. With a `shredder`, kept events are
+    shredded here (their lines, or a `loader_iglu_error` dated `now`); else their wide row is the
+    one `Parse` rendered (rendered again when re-identified).
+    """
+
+    natural: bool = True
+    threshold: int | None = 1
+    manifest: Opener | None = None
+    etl_seconds: int = 0
+    random_ids: bool = False
+    limits: dict[str, int] | None = None
+    skip: tuple[Criterion, ...] = ()
+    shredder: Shredder | None = None
+    parquet: ParquetColumns | None = None
+    now: int = 0
+
+    @property
+    def schema(self) -> pa.Schema:
+        """`DECIDED`, and with Parquet columns a `row` of them."""
+        if self.parquet is None:
+            return DECIDED
+        return DECIDED.append(pa.field("row", pa.struct(list(self.parquet.arrow_schema()))))
+
+    def partition(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Decide a partition's rows, an id's rows together whatever batches they came in."""
+        held: pa.RecordBatch | None = None
+        for batch in batches:
+            if held is not None:
+                batch = pa.Table.from_batches([held, batch]).combine_chunks().to_batches()[0]
+            if batch.num_rows == 0:
+                continue
+            keys = batch.column("key")
+            last = keys[batch.num_rows - 1]
+            cut = batch.num_rows
+            while cut > 0 and keys[cut - 1] == last:
+                cut -= 1
+            held = batch.slice(cut)
+            if cut:
+                yield self.rows(batch.slice(0, cut))
+        if held is not None and held.num_rows:
+            yield self.rows(held)
+
+    def rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Decide whole ids' rows (`PARSED`, sorted by key): the output rows, and the batch's `META`
+        row. The lines and wide rows stay in Arrow: a row kept as it came is taken from them."""
+        rows = batch.select(_DECIDING).to_pylist()
+        for index, row in enumerate(rows):
+            row["index"] = index
+        lines = _Lines(batch.column("line"))
+        out = _Out(self.schema, batch, shredded=self.shredder is not None)
+        survivors: list[dict[str, Any]] = []
+        natural = 0
+        for row in rows:
+            if not row["good"]:
+                out.emit(BAD, row["index"])
+        for group in _groups([row for row in rows if row["good"]]):
+            kept = self._natural(group, lines)
+            natural += len(group) - len(kept)
+            survivors.extend(kept)
+        accepted = self._put(survivors, lines)
+        kept_rows: list[dict[str, Any]] = []
+        for row, outcome in zip(survivors, accepted, strict=True):
+            if outcome is True:
+                kept_rows.append(row)
+            elif outcome is False:
+                out.emit(DUPLICATE, None)
+            else:
+                out.emit(BAD, bad_rows.runtime_error(self._event(row, lines), outcome))
+        write = self._writer()
+        if write != self._wide_row and self.limits is None:
+            lines.decode(kept_rows)  # every kept event is written from its decoded event
+        types: set[str] = set()
+        for group in _groups(kept_rows):
+            renamed = self.threshold is not None and len(group) > self.threshold
+            if renamed:
+                _rank(group, lines)
+            for row in group:
+                types.update(write(row, self._new_id(row, lines) if renamed else None, lines, out))
+        kept_types = sorted(t for t in types if not any(c.matches(EntityType.parse(t).schema_key) for c in self.skip))
+        return out.batch(kept_types, natural)
+
+    def _writer(self) -> Writer:
+        """How a kept event is written in this mode: shredded, a Parquet row, or a wide-row line."""
+        if self.shredder is not None:
+            return self._shredded
+        if self.parquet is not None:
+            return self._parquet_row
+        return self._wide_row
+
+    def _kept_event(self, row: dict[str, Any], new_id: str | None, lines: _Lines) -> Event:
+        event = self._event(row, lines)
+        return event if new_id is None else with_new_id(event, new_id)
+
+    def _wide_row(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
+        """The wide row `Parse` rendered, as it came; rendered again when re-identified."""
+        if new_id is None:
+            out.emit(GOOD, row["index"])
+            out.count_event(row)
+            return list(row["types"])
+        event = self._kept_event(row, new_id, lines)
+        out.emit(GOOD, widerow.line(event))
+        out.count_event(row)
+        return event_types(event)
+
+    def _parquet_row(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
+        """The event's Parquet row, or its `loader_iglu_error` when a value does not fit its column."""
+        assert self.parquet is not None
+        event = self._kept_event(row, new_id, lines)
+        values = self.parquet.row(event)
+        if isinstance(values, list):
+            out.emit(BAD, bad_rows.iglu_error(event, values))
+            return []
+        out.emit(GOOD, None)
+        out.columns["row"][-1] = values
+        out.count_event(row)
+        return event_types(event)
+
+    def _shredded(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
+        """A kept event's shredded lines (or its `loader_iglu_error`); its types when shredded."""
+        assert self.shredder is not None
+        event = self._kept_event(row, new_id, lines)
+        shredded = self.shredder.lines(event)
+        if isinstance(shredded, IgluFailure):
+            out.emit(BAD, bad_rows.iglu_error(event, [shredded.item(self.now)]))
+            return []
+        for place, text in shredded:
+            out.emit(GOOD, text, place)
+        out.count_event(row)
+        return [type_text(uri, entity, fmt) for uri, entity, fmt in self.shredder.types(event)]
+
+    def _natural(self, group: list[dict[str, Any]], lines: _Lines) -> list[dict[str, Any]]:
+        """One event per fingerprint (each event without one kept): the earliest etl_tstamp, an absent
+        one earliest; between equal times, the smaller line, so that a rerun keeps the same event."""
+        if not self.natural:
+            return group
+        first: dict[str, dict[str, Any]] = {}
+        kept = []
+        for row in group:
+            fingerprint = row["fingerprint"]
+            if fingerprint is None:
+                kept.append(row)
+            elif fingerprint not in first or _earliest(row, lines) < _earliest(first[fingerprint], lines):
+                first[fingerprint] = row
+        return [*first.values(), *kept]
+
+    def _put(self, rows: list[dict[str, Any]], lines: _Lines) -> list[bool | str]:
+        """Each survivor's cross-batch put: accepted, refused (a duplicate), or the failure's message.
+        A throttled manifest stops the run, as the reference does."""
+        if self.manifest is None or not rows:
+            return [True] * len(rows)
+        etl = from_epoch_seconds(self.etl_seconds)
+        items = [(row["key"], row["fingerprint"] or filled_fingerprint(row["key"], lines[row]), etl) for row in rows]
+        outcomes = self.manifest.open().try_put_many(items)
+        for outcome in outcomes:
+            if isinstance(outcome, ManifestThrottledError):
+                raise outcome
+        return [outcome if isinstance(outcome, bool) else str(outcome) for outcome in outcomes]
+
+    def _event(self, row: dict[str, Any], lines: _Lines) -> Event:
+        return lines.event(row, self.limits)
+
+    def _new_id(self, row: dict[str, Any], lines: _Lines) -> str:
+        return new_event_id(row["key"], row["fingerprint"], lines[row], row["rank"], random_id=self.random_ids)
+
+
+_NO_PARTITION: tuple[str | None, ...] = (None,) * len(PARTITIONS)
+
+
+class _Out:
+    """The decided rows of a batch, column by column (`Decide.schema`): each row's output, its
+    partition, its value (a text, or the index of the batch's own value, passed on in Arrow)."""
+
+    def __init__(self, schema: pa.Schema, batch: pa.RecordBatch, *, shredded: bool) -> None:
+        self.schema, self._batch, self._shredded = schema, batch, shredded
+        self.columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+        self._trailing = schema.names[len(PARTITIONS) + 2 :]
+
+    def emit(self, output: str, value: str | int | None, place: tuple[str | None, ...] = _NO_PARTITION) -> None:
+        """A row out; in shred mode a bad row goes under its own schema's partition."""
+        if self._shredded and output == BAD and value is not None:
+            text = value if isinstance(value, str) else self._batch.column("value")[value].as_py()
+            place = partition(SchemaKey.parse(bad_rows.schema_of(text)), JSON)  # type: ignore[arg-type]
+        for name, item in zip(("output", *PARTITIONS, "value"), (output, *place, value), strict=True):
+            self.columns[name].append(item)
+        for name in self._trailing:
+            self.columns[name].append(None)
+
+    def count_event(self, row: dict[str, Any]) -> None:
+        """Count the event once, on the line just emitted (its last), with its collector_tstamp."""
+        self.columns["event"][-1], self.columns["collector"][-1] = 1, row["collector"]
+        self.columns["collector_nanos"][-1] = row["collector_nanos"]
+
+    def batch(self, types: list[str], natural: int) -> pa.RecordBatch:
+        """The rows, and last the batch's `META` row: its entity types and natural duplicates."""
+        self.emit(META, None)
+        self.columns["types"][-1] = types
+        self.columns["natural"][-1] = natural
+        made: list[str | int | None] = self.columns.pop("value")
+        at = self.schema.get_field_index("value")
+        decided = _record_batch(self.columns, self.schema.remove(at))
+        return decided.add_column(at, self.schema.field("value"), _values(made, self._batch))
+
+
+Writer = Callable[[dict[str, Any], "str | None", "_Lines", _Out], list[str]]
+"""A kept event written in the run's mode (its row, its new id if re-identified): its entity types."""
+
+_DECIDING = ["key", "good", "fingerprint", "etl", "etl_nanos", "collector", "collector_nanos", "types"]
+"""What the decisions read of every row; its line only when a rule needs it (`_Lines`)."""
+
+
+class _Lines:
+    """A batch's lines, read one at a time and once each, where a rule needs a row's line; and
+    their events, decoded a batch at a time where every kept event is needed (`decode`)."""
+
+    def __init__(self, column: pa.Array) -> None:
+        self._column = column
+        self._read: dict[int, str] = {}
+        self._events: dict[int, Event] = {}
+
+    def __getitem__(self, row: dict[str, Any]) -> str:
+        index: int = row["index"]
+        if index not in self._read:
+            self._read[index] = self._column[index].as_py()
+        return self._read[index]
+
+    def decode(self, rows: Sequence[dict[str, Any]]) -> None:
+        """The events of `rows`, decoded column by column (`columnar.events`) for later `event` calls."""
+        indexes = [row["index"] for row in rows]
+        if indexes:
+            decoded = columnar.events(self._column.take(pa.array(indexes, pa.int64())))
+            self._events.update((index, event) for index, event in zip(indexes, decoded, strict=True) if event)
+
+    def event(self, row: dict[str, Any], limits: dict[str, int] | None) -> Event:
+        """A good row's event: decoded already, or now (`event.decode`, which also cuts to `limits`)."""
+        found = self._events.get(row["index"]) if limits is None else None
+        if found is None:
+            decoded = decode(self[row], limits)
+            assert isinstance(decoded, Event), "a good row's line decodes"
+            found = decoded
+        return found
+
+
+def _values(values: list[str | int | None], batch: pa.RecordBatch) -> pa.Array:
+    """The output's `value` column: texts made here, and indexes of the batch's own values
+    (taken, not copied through Python)."""
+    made = [value for value in values if isinstance(value, str)]
+    source = batch.column("value")
+    if not made:
+        return source.take(pa.array(values, pa.int64()))
+    indexes: list[int | None] = []
+    next_made = len(source)
+    for value in values:
+        if isinstance(value, str):
+            indexes.append(next_made)
+            next_made += 1
+        else:
+            indexes.append(value)
+    return pa.concat_arrays([source, _strings(made)]).take(pa.array(indexes, pa.int64()))
+
+
+def _earliest(row: dict[str, Any], lines: _Lines) -> tuple[int, int, str]:
+    etl = row["etl"]
+    return (_INT64_MIN, 0, lines[row]) if etl is None else (etl, row["etl_nanos"], lines[row])
+
+
+def _rank(group: list[dict[str, Any]], lines: _Lines) -> None:
+    """Number the rows of an id that are alike (one fingerprint, or no fingerprint and one line),
+    in line order, so that each gets a new id of its own."""
+    seen: dict[str, int] = {}
+    for row in sorted(group, key=lambda row: lines[row]):
+        alike = row["fingerprint"] or lines[row]
+        row["rank"] = seen.get(alike, 0)
+        seen[alike] = row["rank"] + 1
+
+
+def _groups(rows: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Runs of rows of one key (rows sorted by key)."""
+    group: list[dict[str, Any]] = []
+    for row in rows:
+        if group and row["key"] != group[0]["key"]:
+            yield group
+            group = []
+        group.append(row)
+    if group:
+        yield group

@@ -1,0 +1,579 @@
+"""The transformer's configuration: its command line's values (base64 or a file path) and its HOCON
+config, defaults merged under the user's as the reference merges them, each key checked with the
+reference's message (docs/transformer.md lists them)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import attrs
+from dateutil.relativedelta import relativedelta
+from pyhocon import ConfigFactory, ConfigTree, HOCONConverter
+from pyhocon.config_parser import ConfigParser
+from pyhocon.exceptions import ConfigException
+from pyparsing import ParseBaseException
+
+from events_manifest import _redact as redact
+from events_manifest._backends.dynamodb.config import known_regions
+from events_manifest._iglu.keys import NAME, VENDOR
+from events_manifest._transformer.event import parse_instant
+from events_manifest.errors import ManifestConfigError
+
+
+class TransformerConfigError(ManifestConfigError):
+    """The command line or the config is not one the transformer runs with (exit 2, nothing written)."""
+
+
+DEFAULTS = """
+license { accept = false, accept = ${?ACCEPT_LIMITED_USE_LICENSE} }
+output {
+  compression = GZIP
+  maxRecordsPerFile = 10000
+  maxBadBufferSize = 1000
+  bad {
+    type = file
+    recordLimit = 500
+    byteLimit = 5242880
+    backoffPolicy { minBackoff = 100 milliseconds, maxBackoff = 10 seconds, maxRetries = 10 }
+    throttledBackoffPolicy { minBackoff = 100 milliseconds, maxBackoff = 1 second }
+  }
+}
+formats { default = TSV, json = [], tsv = [], skip = [], fileFormat = json }
+skipSchemas = []
+deduplication { synthetic { type = BROADCAST, cardinality = 1 }, natural = true }
+featureFlags { legacyMessageFormat = false, enableMaxRecordsPerFile = false, truncateAtomicFields = false }
+"""
+"""The reference's defaults (its application.conf), under the user's config."""
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def decode_value(value: str, flag: str = "the value") -> str:
+    """A command-line value as the reference reads it: base64 of the text when it decodes as
+    standard base64 and UTF-8, and parses as HOCON; else the path of a file holding it. A value
+    that decodes as base64 text but is no HOCON and no file is said to be so, never shown: it may
+    hold credentials."""
+    decoded = None
+    if _BASE64.fullmatch(value) and value:
+        try:
+            stripped = value.rstrip("=")  # Java's decoder takes the padding as optional
+            decoded = base64.b64decode(stripped + "=" * (-len(stripped) % 4), validate=True).decode()
+            parse_hocon(decoded, flag)
+            return decoded
+        except (binascii.Error, UnicodeDecodeError, TransformerConfigError, ValueError):
+            pass
+    if "\x00" in value:
+        raise TransformerConfigError(f"Value of {flag} cannot be parsed as Base64 hocon neither as FS path")
+    path = Path(value).absolute()
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        if decoded is not None and len(value) >= _SHORTEST_SHOWN_BASE64:
+            raise TransformerConfigError(
+                f"Value of {flag} decodes as Base64 but is not valid HOCON ({_hocon_problem(decoded)}), and is no "
+                "file either: check the encoded text"
+            ) from None
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise TransformerConfigError(f"Error reading {path} file from filesystem: {reason}") from None
+
+
+_SHORTEST_SHOWN_BASE64 = 24
+"""Below this, a value that happens to decode as Base64 (`conf`, `abcd`) is taken for the file name
+it more likely is, in the message."""
+
+
+def _hocon_problem(text: str) -> str:
+    try:
+        parse_hocon(text, "it")
+    except TransformerConfigError as e:
+        return str(e).rsplit(": ", 1)[-1]
+    return "unreadable"
+
+
+def parse_hocon(text: str, what: str) -> ConfigTree:
+    """HOCON (or JSON) text, substitutions resolved. A syntax error names its line and column,
+    never the text there (a config holds credentials)."""
+    try:
+        return ConfigFactory.parse_string(text)
+    except ParseBaseException as e:
+        where = f"line {e.lineno}, column {e.col}"
+    except (ConfigException, ValueError) as e:  # its words quote the values: not shown
+        where = f"{type(e).__name__}, at no position pyhocon tells"
+    except RecursionError:
+        where = "nested too deeply"
+    raise TransformerConfigError(f"Cannot resolve config: {what} is not valid HOCON: {where}") from None
+
+
+def hocon_to_json(text: str) -> str:
+    """The iglu and dedup configs, HOCON resolved to JSON without defaults."""
+    try:
+        converted: str = HOCONConverter.to_json(parse_hocon(text, "the value"))
+    except RecursionError:
+        raise TransformerConfigError("Cannot resolve config: the value is not valid HOCON: nested too deeply") from None
+    return converted
+
+
+def _line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+_CRITERION = re.compile(
+    rf"iglu:({VENDOR})/({NAME})/({NAME})/([1-9][0-9]*|\*)-([0-9]+|\*)-([0-9]+|\*)",
+)
+
+
+@attrs.frozen
+class Criterion:
+    """`iglu:VENDOR/NAME/FORMAT/M-R-A` where each of M, R, A is a number or `*`."""
+
+    vendor: str
+    name: str
+    format: str
+    version: tuple[int | None, int | None, int | None]
+
+    @classmethod
+    def parse(cls, text: object) -> Criterion:
+        match = _CRITERION.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            raise _error(f"{text} is invalid Iglu schema criterion")
+        vendor, name, fmt, *parts = match.groups()
+        m, r, a = (None if part == "*" else int(part) for part in parts)
+        return cls(vendor, name, fmt, (m, r, a))
+
+    def matches(self, uri: str) -> bool:
+        """Whether a schema key (`iglu:...`) falls under the criterion."""
+        parts = uri.removeprefix("iglu:").split("/")
+        if parts[:3] != [self.vendor, self.name, self.format]:
+            return False
+        version = [int(part) for part in parts[3].split("-")]
+        return all(want is None or want == got for want, got in zip(self.version, version, strict=True))
+
+    def overlaps(self, other: Criterion) -> bool:
+        return (self.vendor, self.name) == (other.vendor, other.name) and all(
+            a is None or b is None or a == b for a, b in zip(self.version, other.version, strict=True)
+        )
+
+    def __str__(self) -> str:
+        version = "-".join("*" if part is None else str(part) for part in self.version)
+        return f"iglu:{self.vendor}/{self.name}/{self.format}/{version}"
+
+
+def _error(message: str) -> TransformerConfigError:
+    return TransformerConfigError(f"Cannot resolve config: {message}")
+
+
+_RUN_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})")
+
+
+def run_time(text: str) -> datetime | None:
+    """A `yyyy-MM-dd-HH-mm-ss` time (UTC), as run folders are named; None if `text` is not one."""
+    match = _RUN_TIME.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        year, month, day, hour, minute, second = map(int, match.groups())
+        return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+_DURATION_UNITS = {
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "us": 1e-6, "micro": 1e-6, "micros": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
+    "ns": 1e-9, "nano": 1e-9, "nanos": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+}  # fmt: skip
+_DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]+)\s*")
+
+
+MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
+"""Scala's limit of a finite duration: 2^63-1 nanoseconds, about 292 years."""
+
+
+def duration(value: object, key: str) -> timedelta:
+    """A Scala duration (`14 days`, `2 hours`, `100 milliseconds`), quoted or not: finite only,
+    within Scala's limit (`MAX_DURATION`)."""
+    if isinstance(value, relativedelta | timedelta):  # pyhocon reads an unquoted duration as one
+        if isinstance(value, relativedelta) and (value.years or value.months):
+            raise _error(f"DecodingFailure at .{key}: {_brief(value)} is not a finite duration, such as 14 days")
+        found = _timedelta(value)
+    else:
+        match = _DURATION.fullmatch(str(value))
+        if not isinstance(value, str) or match is None or match.group(2).lower() not in _DURATION_UNITS:
+            raise _error(f"DecodingFailure at .{key}: {_brief(value)} is not a finite duration, such as 14 days")
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2).lower()]
+        if seconds > MAX_DURATION.total_seconds():
+            raise _limit(key, value)
+        found = timedelta(seconds=seconds)
+    if found > MAX_DURATION:
+        raise _limit(key, value)
+    return found
+
+
+def _timedelta(value: relativedelta | timedelta) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    return timedelta(
+        days=value.days, hours=value.hours, minutes=value.minutes, seconds=value.seconds,
+        microseconds=value.microseconds,
+    )  # fmt: skip
+
+
+def _limit(key: str, value: object) -> TransformerConfigError:
+    return _error(
+        f"DecodingFailure at .{key}: Duration is limited to +-(2^63-1)ns (ca. 292 years), got {_brief(value)}"
+    )
+
+
+def _brief(value: object) -> str:
+    """A config value as a message shows it: secrets hidden (`redact`)."""
+    if isinstance(value, relativedelta) and (value.years or value.months):
+        return f"{value.years * 12 + value.months} months"
+    if isinstance(value, relativedelta | timedelta):
+        found = _timedelta(value)
+        if not found.microseconds and not found.seconds:
+            return f"{found.days} days"
+        return f"{found.total_seconds():g} seconds"
+    return redact.brief(value, 200)
+
+
+def _wrong_type(key: str, value: object, expected: str) -> TransformerConfigError:
+    """circe's words for a value of the wrong JSON type."""
+    return _error(
+        f"DecodingFailure at .{key}: Got value '{redact.shown(value, 200)}' with wrong type, expecting {expected}"
+    )
+
+
+def _string(value: object, key: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _wrong_type(key, value, "string")
+    return str(value)
+
+
+def _strings(value: object, key: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _wrong_type(key, value, "array")
+    return [_string(item, f"{key}[{n}]") for n, item in enumerate(value)]
+
+
+def _enum(value: object, allowed: Mapping[str, str], message: str, *, exact: bool = False) -> str:
+    text = str(value)
+    found = allowed.get(text if exact else text.lower())
+    if found is None:
+        raise _error(message.format(_brief(text)))
+    return found
+
+
+def _bool(value: object, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "yes", "on"):
+        return True
+    if str(value).lower() in ("false", "no", "off"):
+        return False
+    raise _error(f"{key}: {_brief(value)} is not a boolean")
+
+
+def _int(value: object, key: str, *, least: int | None = None, most: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise _error(f"{key}: {_brief(value)} is not an integer")
+    try:
+        number = int(value)
+    except ValueError:
+        raise _error(f"{key}: {_brief(value)} is not an integer") from None
+    if (least is not None and number < least) or (most is not None and number > most):
+        bounds = f"at least {least}" if most is None else f"from {least} to {most}"
+        raise _error(f"DecodingFailure at .{key}: {number} is out of range, it must be {bounds}")
+    return number
+
+
+def check_region(region: str, key: str | None = None) -> str:
+    """An AWS region the SDK knows, or the reference's refusal naming it (`key`: the config's)."""
+    if region not in known_regions():
+        message = f"Region {_brief(region)} is unknown, choose from [{', '.join(known_regions())}]"
+        raise _error(f"DecodingFailure at .{key}: {message}") if key is not None else TransformerConfigError(message)
+    return region
+
+
+@attrs.frozen
+class Backoff:
+    """How long to wait before retrying a Kinesis write: from `min` to `max` seconds, at most
+    `retries` times (None: until it succeeds)."""
+
+    min: float
+    max: float
+    retries: int | None
+
+
+@attrs.frozen
+class BadSink:
+    """Where bad rows go: files under `output=bad/` (`file`), or a Kinesis stream (`kinesis`),
+    written in `PutRecords` calls of at most `record_limit` records and `byte_limit` bytes."""
+
+    type: str = "file"
+    stream: str = ""
+    region: str | None = None
+    record_limit: int = 500
+    byte_limit: int = 5242880
+    backoff: Backoff = Backoff(0.1, 10.0, 10)
+    """For failures other than throttling: full jitter."""
+    throttled: Backoff = Backoff(0.1, 1.0, None)
+    """For throttled records: Fibonacci steps, without end: a throttled stream loses nothing."""
+
+
+@attrs.frozen
+class Queue:
+    """Where the run's message is sent: an SQS queue (its URL) or an SNS topic."""
+
+    type: str
+    name: str
+    region: str | None
+
+
+@attrs.frozen
+class RunInterval:
+    since_timestamp: datetime | None = None
+    since_age: timedelta | None = None
+    until: datetime | None = None
+
+    def bounds(self, now: datetime) -> tuple[datetime | None, datetime | None]:
+        """The open interval (since, until) run folders named `run=TIME` must fall into."""
+        aged = None if self.since_age is None else now - self.since_age
+        since = [t for t in (self.since_timestamp, aged) if t is not None]
+        return (max(since) if since else None), self.until
+
+
+@attrs.frozen
+class TransformerConfig:
+    """The settings the transformer runs with (docs/transformer.md, the config)."""
+
+    input: str
+    output: str
+    compression: str = "GZIP"
+    transformation: str = "widerow"
+    file_format: str = "json"
+    default_format: str = "TSV"
+    json: tuple[Criterion, ...] = ()
+    tsv: tuple[Criterion, ...] = ()
+    skip: tuple[Criterion, ...] = ()
+    skip_schemas: tuple[Criterion, ...] = ()
+    synthetic: str = "broadcast"
+    cardinality: int = 1
+    natural: bool = True
+    run_interval: RunInterval = RunInterval()
+    minimum_timestamp: int | None = None
+    """validations.minimumTimestamp, in nanoseconds since the epoch."""
+    legacy_message: bool = False
+    truncate_atomic_fields: bool = False
+    enable_max_records_per_file: bool = False
+    max_records_per_file: int = 10000
+    spark_cache: bool | None = None
+    queue: Queue | None = None
+    bad: BadSink = BadSink()
+
+    @property
+    def bad_type(self) -> str:
+        return self.bad.type
+
+    @property
+    def synthetic_threshold(self) -> int | None:
+        """Events sharing an id more often than this are synthetic duplicates; None: no synthetic dedup."""
+        return {"none": None, "join": 1, "broadcast": self.cardinality}[self.synthetic]
+
+    @classmethod
+    def parse(cls, text: str, environment: Mapping[str, str] | None = None) -> TransformerConfig:
+        """The config of HOCON `text` over the defaults (an optional top-level `snowplow` wraps it)."""
+        env = os.environ if environment is None else environment
+        user = parse_hocon(text, "the config")
+        if "snowplow" in user and isinstance(user.get("snowplow"), ConfigTree):
+            user = user.get_config("snowplow")
+        defaults = ConfigFactory.parse_string(DEFAULTS, resolve=False)
+        merged = ConfigTree.merge_configs(defaults, user)
+        try:
+            ConfigParser.resolve_substitutions(merged)
+        except ConfigException as e:
+            raise _error(_line(e)) from None
+        return cls._of(_plain(merged), env)
+
+    @classmethod
+    def _of(cls, c: dict[str, Any], env: Mapping[str, str]) -> TransformerConfig:
+        def get(path: str, required: bool = False) -> Any:
+            node: Any = c
+            for part in path.split("."):
+                if not isinstance(node, dict) or node.get(part) is None:
+                    if required:
+                        raise _error(f"DecodingFailure at .{path}: Missing required field")
+                    return None
+                node = node[part]
+            return node
+
+        inp, out = _string(get("input", True), "input"), _string(get("output.path", True), "output.path")
+        if get("output.region") is not None:
+            check_region(_string(get("output.region"), "output.region"), "output.region")
+        compression = _enum(
+            get("output.compression"), {"GZIP": "GZIP", "NONE": "NONE"}, "Unknown Compression [{}]", exact=True
+        )
+        bad = _bad_sink(get)
+        transformation = _enum(
+            get("formats.transformationType", True),
+            {"shred": "shred", "widerow": "widerow"},
+            "Transformation type {} is not supported yet. Supported types: 'shred', 'widerow'",
+        )
+        file_format = _enum(
+            get("formats.fileFormat"),
+            {"json": "json", "parquet": "parquet"},
+            "Widerow file format type {} is not supported yet. Supported types: 'json'",
+        )
+        default_format = _enum(
+            get("formats.default"),
+            {"tsv": "TSV", "json": "JSON"},
+            "{} is unexpected format. TSV and JSON are possible options",
+        )
+        groups = {
+            name: tuple(map(Criterion.parse, _strings(get(f"formats.{name}"), f"formats.{name}")))
+            for name in ("json", "tsv", "skip")
+        }
+        if transformation == "shred":
+            _check_overlaps(groups)
+        synthetic = _enum(
+            get("deduplication.synthetic.type"),
+            {"none": "none", "join": "join", "broadcast": "broadcast"},
+            "Type {} is unknown for synthetic deduplication",
+        )
+        natural = _bool(get("deduplication.natural"), "deduplication.natural")
+        if synthetic != "none" and not natural:
+            raise TransformerConfigError(
+                "Natural deduplication needs to be enabled when synthetic deduplication is enabled"
+            )
+        queue = None
+        if get("queue") is not None:
+            kind = _enum(
+                get("queue.type", True),
+                {"sqs": "sqs", "sns": "sns"},
+                "Queue type {} is not supported yet. Supported types: 'SNS' and 'SQS'",
+            )
+            key = "queue.queueName" if kind == "sqs" else "queue.topicArn"
+            region = get("queue.region")
+            if region is not None:
+                check_region(_string(region, "queue.region"), "queue.region")
+            queue = Queue(kind, _string(get(key, True), key), None if region is None else str(region))
+        interval = RunInterval(
+            _run_time(get("runInterval.sinceTimestamp"), "runInterval.sinceTimestamp"),
+            duration(get("runInterval.sinceAge"), "runInterval.sinceAge") if get("runInterval.sinceAge") else None,
+            _run_time(get("runInterval.until"), "runInterval.until"),
+        )
+        minimum = get("validations.minimumTimestamp")
+        flags = {
+            name: _bool(get(f"featureFlags.{name}") or False, f"featureFlags.{name}")
+            for name in ("legacyMessageFormat", "enableMaxRecordsPerFile", "truncateAtomicFields")
+        }
+        cache = get("featureFlags.sparkCacheEnabled")
+        return cls(
+            input=inp,
+            output=out,
+            compression=compression,
+            transformation=transformation,
+            file_format=file_format,
+            default_format=default_format,
+            json=groups["json"],
+            tsv=groups["tsv"],
+            skip=groups["skip"],
+            skip_schemas=tuple(map(Criterion.parse, _strings(get("skipSchemas"), "skipSchemas"))),
+            synthetic=synthetic,
+            cardinality=_int(
+                get("deduplication.synthetic.cardinality"),
+                "deduplication.synthetic.cardinality",
+                least=1 if synthetic == "broadcast" else None,
+            ),
+            natural=natural,
+            run_interval=interval,
+            minimum_timestamp=_instant(minimum) if minimum is not None else None,
+            legacy_message=flags["legacyMessageFormat"],
+            truncate_atomic_fields=flags["truncateAtomicFields"],
+            enable_max_records_per_file=flags["enableMaxRecordsPerFile"],
+            max_records_per_file=_int(get("output.maxRecordsPerFile") or 0, "output.maxRecordsPerFile", least=0),
+            spark_cache=None if cache is None else _bool(cache, "featureFlags.sparkCacheEnabled"),
+            queue=queue,
+            bad=bad,
+        )
+
+
+def _bad_sink(get: Any) -> BadSink:
+    """`output.bad`: files, or a Kinesis stream with its limits and backoff policies."""
+    kind = _enum(
+        get("output.bad.type"),
+        {"file": "file", "kinesis": "kinesis"},
+        "Bad output type '{}' is not supported yet. Supported types: 'kinesis', 'file'",
+    )
+    if kind == "file":
+        return BadSink()
+    region = get("output.bad.region")
+    if region is not None:
+        check_region(_string(region, "output.bad.region"), "output.bad.region")
+
+    def backoff(path: str, retries: bool) -> Backoff:
+        least = duration(get(f"{path}.minBackoff"), f"{path}.minBackoff").total_seconds()
+        most = duration(get(f"{path}.maxBackoff"), f"{path}.maxBackoff").total_seconds()
+        if least > most:
+            raise _error(f"DecodingFailure at .{path}: minBackoff is longer than maxBackoff")
+        count = get(f"{path}.maxRetries") if retries else None
+        return Backoff(least, most, None if count is None else _int(count, f"{path}.maxRetries", least=0))
+
+    return BadSink(
+        "kinesis",
+        _string(get("output.bad.streamName", True), "output.bad.streamName"),
+        None if region is None else str(region),
+        _int(get("output.bad.recordLimit"), "output.bad.recordLimit", least=1, most=500),
+        _int(get("output.bad.byteLimit"), "output.bad.byteLimit", least=1, most=5242880),
+        backoff("output.bad.backoffPolicy", True),
+        backoff("output.bad.throttledBackoffPolicy", False),
+    )
+
+
+def _plain(tree: Any) -> Any:
+    if isinstance(tree, ConfigTree):
+        return {key: _plain(tree.get(key)) for key in tree}
+    if isinstance(tree, list):
+        return [_plain(item) for item in tree]
+    return tree
+
+
+def _run_time(value: object, key: str) -> datetime | None:
+    if value is None:
+        return None
+    parsed = run_time(str(value))
+    if parsed is None:
+        raise _error(f"{key}: {value} is not a time of the form yyyy-MM-dd-HH-mm-ss")
+    return parsed
+
+
+def _instant(value: object) -> int:
+    nanos = parse_instant(str(value))
+    if nanos is None:
+        raise _error(f"validations.minimumTimestamp: {value} is not an ISO-8601 instant, such as 2021-11-18T11:00:00Z")
+    return nanos
+
+
+def _check_overlaps(groups: Mapping[str, tuple[Criterion, ...]]) -> None:
+    names = list(groups)
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            for a in groups[first]:
+                for b in groups[second]:
+                    if a.overlaps(b):
+                        raise TransformerConfigError(
+                            f"Following schema criterions overlap in different groups (TSV, JSON, skip): {a}, {b}. "
+                            "Make sure every schema can have only one format"
+                        )

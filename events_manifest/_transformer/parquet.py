@@ -1,0 +1,364 @@
+"""Wide-row Parquet rows (docs/transformer.md, Parquet): the run's columns built from the entity
+types it holds (`build_columns`), their Arrow schema, and each kept event as a row of values cast
+to its columns (`ParquetColumns.row`), or the `loader_iglu_error` failures of the first column a
+value does not fit.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from datetime import date
+from decimal import Decimal as Number
+from decimal import InvalidOperation
+from typing import Any
+
+import attrs
+import pyarrow as pa
+
+from events_manifest._iglu.keys import SchemaKey
+from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
+from events_manifest._transformer import sdjson
+from events_manifest._transformer.config import Criterion
+from events_manifest._transformer.event import ATOMIC_SCHEMA, Event
+from events_manifest._transformer.jvm import days_from_civil, double_to_string
+from events_manifest._transformer.parquet_types import (
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    INTEGER,
+    JSON,
+    LONG,
+    STRING,
+    TIMESTAMP,
+    Array,
+    Decimal,
+    Field,
+    Primitive,
+    Struct,
+    Type,
+    column_field,
+    fold,
+    normalise,
+)
+from events_manifest._transformer.shredded import IgluFailure, model_versions
+from events_manifest._transformer.widerow import CONTEXT, column_name
+from events_manifest.errors import ManifestConfigError
+from events_manifest.iglu import ResolverConfig
+
+DECIMAL_FIELDS = frozenset(
+    (
+        "tr_total",
+        "tr_tax",
+        "tr_shipping",
+        "ti_price",
+        "tr_total_base",
+        "tr_tax_base",
+        "tr_shipping_base",
+        "ti_price_base",
+    )
+)
+REQUIRED_FIELDS = frozenset(("collector_tstamp", "event_id", "v_collector", "v_etl"))
+_KIND_TYPES = {
+    "s": STRING,
+    "S": STRING,
+    "U": STRING,
+    "i": INTEGER,
+    "d": DOUBLE,
+    "b": BOOLEAN,
+    "t": TIMESTAMP,
+    "T": TIMESTAMP,
+}
+
+
+def _atomic_field(name: str) -> Field:
+    kind = Decimal(18, 2) if name in DECIMAL_FIELDS else _KIND_TYPES[FIELD_KINDS[name]]
+    return Field(name, kind, name not in REQUIRED_FIELDS, frozenset({name}))
+
+
+ATOMIC_COLUMNS = tuple(_atomic_field(FIELD_NAMES[i]) for i in ATOMIC_FIELDS)
+"""The 128 atomic columns, in field order, with the reference's types."""
+
+
+class ParquetSchemaError(ManifestConfigError):
+    """The run's columns could not be built: the run stops, nothing is written."""
+
+
+@attrs.frozen
+class EntityColumn:
+    """An entity column: its field, whether it holds contexts (an array) or the unstruct event,
+    the schema keys whose data it takes, and the key its cast errors name."""
+
+    field: Field
+    context: bool
+    keys: frozenset[str]
+    named: str
+
+
+def arrow_type(kind: Type) -> pa.DataType:
+    """The Arrow (and so Spark and Parquet) type of a column type."""
+    if isinstance(kind, Decimal):
+        return pa.decimal128(kind.precision, kind.scale)
+    if isinstance(kind, Array):
+        return pa.list_(pa.field("element", arrow_type(kind.element), nullable=kind.element_nullable))
+    if isinstance(kind, Struct):
+        return pa.struct([arrow_field(f) for f in kind.fields])
+    return {
+        "String": pa.string(),
+        "Json": pa.string(),
+        "Boolean": pa.bool_(),
+        "Integer": pa.int32(),
+        "Long": pa.int64(),
+        "Double": pa.float64(),
+        "Date": pa.date32(),
+        "Timestamp": pa.timestamp("us", tz="UTC"),
+    }[kind.name]
+
+
+def arrow_field(field: Field) -> pa.Field:
+    return pa.field(field.name, arrow_type(field.type), nullable=field.nullable)
+
+
+@attrs.frozen
+class ParquetColumns:
+    """A run's columns: the atomic ones, then one per entity family (and its recovered versions)."""
+
+    entities: tuple[EntityColumn, ...]
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return (*ATOMIC_COLUMNS, *(column.field for column in self.entities))
+
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema([arrow_field(field) for field in self.fields])
+
+    def row(self, event: Event) -> dict[str, Any] | list[dict[str, Any]]:
+        """The event's values by column, or the failures of the first column one does not fit."""
+        values = event.values
+        row: dict[str, Any] = {name: values[index] for name, index in _AS_IS}
+        for name, index in _TIMESTAMPS:
+            row[name] = None if values[index] is None else values[index] // 1000
+        for name, index in _DOUBLES:
+            value = values[index]
+            row[name] = None if value is None or value != value or abs(value) == _INFINITY else value
+        for name, index in _STRINGS:
+            row[name] = None if values[index] is None else _utf8(values[index])
+        for field, index in _DECIMALS:
+            row[field.name], errors = _atomic(field, values[index])
+            if errors:
+                return [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
+        for column in self.entities:
+            data = _column_data(column, event)
+            value, errors = cast(data, column.field.type, nullable=True)
+            if errors:
+                return [{"schemaKey": column.named, **error} for error in errors]
+            row[column.field.name] = value
+        return row
+
+
+_INFINITY = float("inf")
+_BY_KIND: dict[str, list[tuple[str, int]]] = {"as is": [], "timestamps": [], "doubles": [], "strings": []}
+for _field, _index in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True):
+    if _field.type == STRING:
+        _BY_KIND["strings"].append((_field.name, _index))
+    elif _field.type == TIMESTAMP:
+        _BY_KIND["timestamps"].append((_field.name, _index))
+    elif _field.type == DOUBLE:
+        _BY_KIND["doubles"].append((_field.name, _index))
+    elif not isinstance(_field.type, Decimal):
+        _BY_KIND["as is"].append((_field.name, _index))
+_AS_IS, _TIMESTAMPS, _DOUBLES, _STRINGS = (tuple(_BY_KIND[k]) for k in ("as is", "timestamps", "doubles", "strings"))
+_DECIMALS = tuple((f, i) for f, i in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True) if isinstance(f.type, Decimal))
+"""The atomic columns by how their decoded values become column values: only money can misfit."""
+
+
+def _column_data(column: EntityColumn, event: Event) -> Any:
+    if column.context:
+        found = [e.data for e in (*event.contexts, *event.derived) if e.key.uri in column.keys]
+        return found or None
+    if event.unstruct is not None and event.unstruct.key.uri in column.keys:
+        return event.unstruct.data
+    return None
+
+
+def _atomic(field: Field, value: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """A money value (a decoded double) in its decimal column, as its JSON form casts (NaN: null)."""
+    text = None if value is None else double_to_string(value)
+    return cast(None if text is None else sdjson.Number(text), field.type, nullable=True)
+
+
+def _utf8(text: str) -> str:
+    """A string Arrow takes: half a surrogate pair (it has no UTF-8 form) written `?`, as the JVM writes it."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode()
+    return text
+
+
+def _wrong(value: Any, kind: Type) -> list[dict[str, Any]]:
+    return [{"value": value, "expected": str(kind)}]
+
+
+_ISO_DATE_TIME = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?"
+    r"(Z|[+-][0-9]{2}:[0-9]{2}(?::[0-9]{2})?)(?:\[[^\]]+\])?"
+)
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+
+
+def _micros(text: str) -> int | None:
+    """Java's ISO_DATE_TIME with an offset (or Z), in microseconds; None if it is not one."""
+    match = _ISO_DATE_TIME.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute = (int(match.group(i)) for i in range(1, 6))
+    second = int(match.group(6) or 0)
+    fraction = int((match.group(7) or "").ljust(9, "0")) // 1000
+    try:
+        date(year, month, day)
+    except ValueError:
+        return None
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    offset = match.group(8)
+    shift = 0
+    if offset != "Z":
+        parts = [int(p) for p in offset[1:].split(":")]
+        shift = (parts[0] * 3600 + parts[1] * 60 + (parts[2] if len(parts) > 2 else 0)) * (
+            1 if offset[0] == "+" else -1
+        )
+    seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - shift
+    return seconds * 1_000_000 + fraction
+
+
+def _number(value: Any) -> Number | None:
+    if not isinstance(value, sdjson.Number):
+        return None
+    try:
+        return Number(value)
+    except InvalidOperation:
+        return None
+
+
+def cast(value: Any, kind: Type, *, nullable: bool) -> tuple[Any, list[dict[str, Any]]]:
+    """A JSON value (`sdjson`) in a column of `kind`: the value Arrow takes, and what did not fit
+    (every misfit inside it, in field and item order)."""
+    if value is None:
+        if nullable:
+            return None, []
+        return ("null", []) if kind == JSON else (None, _wrong(None, kind))
+    if isinstance(kind, Struct):
+        if not isinstance(value, dict):
+            return None, _wrong(value, kind)
+        row, errors = {}, []
+        for field in kind.fields:
+            found = next((value[key] for key in _in_order(field.accessors) if value.get(key) is not None), None)
+            row[field.name], misfits = cast(found, field.type, nullable=field.nullable)
+            errors += misfits
+        return row, errors
+    if isinstance(kind, Array):
+        if not isinstance(value, list):
+            return None, _wrong(value, kind)
+        items, errors = [], []
+        for item in value:
+            cast_item, misfits = cast(item, kind.element, nullable=kind.element_nullable)
+            items.append(cast_item)
+            errors += misfits
+        return items, errors
+    if isinstance(kind, Decimal):
+        number = _number(value)
+        if number is not None:
+            scaled = number.quantize(Number(1).scaleb(-kind.scale)) if number.is_finite() else None
+            if scaled is not None and scaled == number and len(scaled.as_tuple().digits) <= kind.precision:
+                return scaled, []
+        return None, _wrong(value, kind)
+    return _primitive(value, kind)
+
+
+def _primitive(value: Any, kind: Primitive) -> tuple[Any, list[dict[str, Any]]]:
+    number = _number(value)
+    if kind == JSON:
+        return _utf8(sdjson.dumps(value)), []
+    if kind == STRING and isinstance(value, str) and number is None:
+        return _utf8(value), []
+    if kind == BOOLEAN and isinstance(value, bool):
+        return value, []
+    if kind in (INTEGER, LONG) and number is not None and number == number.to_integral_value():
+        bits = 31 if kind == INTEGER else 63
+        if -(2**bits) <= number < 2**bits:
+            return int(number), []
+    if kind == DOUBLE and number is not None:
+        return float(number), []
+    if kind == TIMESTAMP and isinstance(value, str) and number is None:
+        micros = _micros(value)
+        if micros is not None:
+            return micros, []
+    if kind == DATE and isinstance(value, str) and number is None and _DATE.fullmatch(value):
+        year, month, day = (int(part) for part in value.split("-"))
+        try:
+            return date(year, month, day), []
+        except ValueError:
+            pass
+    return None, _wrong(value, kind)
+
+
+DUPLICATE = "iglu:com.snowplowanalytics.snowplow/duplicate/jsonschema/1-0-0"
+
+
+def build_columns(
+    seen: Iterable[tuple[str, str]], iglu: ResolverConfig, skip: Iterable[Criterion] = (), *, synthetic: bool
+) -> ParquetColumns:
+    """The run's entity columns from the (schema key, entity) pairs its good events hold: those
+    `skip` matches left out, the `duplicate` context added with synthetic dedup; each family's
+    versions up to the highest seen folded into one column, a breaking version seen recovered."""
+    skip = tuple(skip)
+    wanted = {(uri, entity) for uri, entity in seen if not any(c.matches(uri) for c in skip)}
+    if synthetic:
+        wanted.add((DUPLICATE, CONTEXT))
+    families: dict[tuple[str, str, str, str, int], list[SchemaKey]] = {}
+    for uri, entity in wanted:
+        key = SchemaKey.parse(uri)
+        assert key is not None
+        families.setdefault((entity, key.vendor, key.name, key.format, key.model), []).append(key)
+    columns: list[EntityColumn] = []
+    for (entity, *_), keys in sorted(families.items(), key=_family_order):
+        highest = max(keys, key=lambda k: (k.revision, k.addition))
+        versions = model_versions(iglu, highest.uri)
+        if isinstance(versions, IgluFailure):
+            raise ParquetSchemaError(f"Error while building non-atomic DDL fields. {_detail(versions)}")
+        context = entity == CONTEXT
+        name = normalise(column_name(highest, entity))
+        typed = [(v, f) for v, schema in versions if (f := column_field(name, schema, context=context)) is not None]
+        if not typed:
+            continue
+        folded = fold(typed, seen=[k.version for k in keys])
+        recovered = {version for version, _ in folded.recovered}
+        prefix = f"iglu:{highest.vendor}/{highest.name}/{highest.format}/"
+        base_keys = frozenset(prefix + v for v, _ in versions if v not in recovered)
+        columns.append(EntityColumn(folded.column, context, base_keys, highest.uri))
+        for version, field in folded.recovered:
+            columns.append(EntityColumn(field, context, frozenset({prefix + version}), prefix + version))
+    return ParquetColumns(tuple(columns))
+
+
+def _family_order(family: tuple[tuple[str, str, str, str, int], list[SchemaKey]]) -> tuple[object, ...]:
+    """The reference's order of entity columns: families by their first type, types ordered as
+    its loader message orders them (contexts before the unstruct event, then the schema key:
+    vendor, name, format, version); a family's recovered columns right after its own."""
+    (entity, vendor, name, fmt, _), keys = family
+    first = min((k.model, k.revision, k.addition) for k in keys)
+    return (entity != CONTEXT, vendor, name, fmt, first)
+
+
+def _detail(failure: IgluFailure) -> str:
+    if failure.repositories:
+        return f"Schema {failure.uri} was not found in any repository ({', '.join(failure.repositories)})"
+    return f"Schema {failure.uri} cannot be parsed as JSON Schema AST"
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_order(accessors: frozenset[str]) -> tuple[str, ...]:
+    """A field's accessors in the order `cast` tries them (sorted: the first present one wins)."""
+    return tuple(sorted(accessors))

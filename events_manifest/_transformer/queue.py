@@ -1,0 +1,56 @@
+"""The run's message to the configured SQS queue or SNS topic (boto3), as the reference sends it:
+the message's text as the body, `MessageGroupId` `shredding`; within a bounded deadline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import botocore.exceptions
+from botocore.config import Config
+
+from events_manifest._backends.dynamodb.config import default_region
+from events_manifest._transformer.config import Queue, TransformerConfigError, check_region
+from events_manifest.errors import DeliveryError
+
+GROUP = "shredding"
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 10.0
+ATTEMPTS = 3
+"""A queue that does not answer fails the run within about `ATTEMPTS * (CONNECT_TIMEOUT +
+READ_TIMEOUT)` seconds and botocore's backoff between attempts (under a minute), not the SDK's
+default of minutes: the run stays sealed, and the next invocation sends its message."""
+
+
+def client(queue: Queue) -> Any:
+    """A client for the queue's service, made before any run so that a missing region stops the
+    transformer before anything is written (`AWS_ENDPOINT_URL_SQS` / `_SNS` point it elsewhere)."""
+    region = queue.region or default_region()
+    if not region:
+        raise TransformerConfigError("Region cannot be resolved, needs to be passed explicitly")
+    check_region(region)
+    config = Config(
+        connect_timeout=CONNECT_TIMEOUT,
+        read_timeout=READ_TIMEOUT,
+        retries={"mode": "standard", "total_max_attempts": ATTEMPTS},
+    )
+    return boto3.session.Session().client(queue.type, region_name=region, config=config)  # type: ignore[call-overload]
+
+
+def send(queue: Queue, sender: Any, body: str, base: str) -> None:
+    """Send the message; a failure is the reference's error, naming the message and the folder."""
+    try:
+        if queue.type == "sqs":
+            sender.send_message(QueueUrl=queue.name, MessageBody=body, MessageGroupId=GROUP)
+        else:
+            sender.publish(TargetArn=queue.name, Message=body, MessageGroupId=GROUP)
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+        reason = str(e).replace("\n", " ")
+        raise QueueError(
+            f"Could not send shredded types {body} to queue for {base} ({reason}). The run's rows are written and "
+            "sealed: once the queue answers, run the transformer again; it sends this message and commits the run"
+        ) from None
+
+
+class QueueError(DeliveryError):
+    """The queue refused the run's message: the run stays sealed, uncommitted (see `commit`)."""

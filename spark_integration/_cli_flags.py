@@ -1,0 +1,130 @@
+"""The command-line flags the Spark jobs share: where the manifest is, and how errors are shown."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import AnalysisException, PySparkException
+
+from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
+from events_manifest._jobs.run import one_line
+from events_manifest._manifest.factory import with_dynamodb_flags
+
+
+def add_manifest_flags(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """`--manifest URL` or `--duplicate-storage-config BASE64` (+ `--dynamodb-endpoint`, `--create-table`)."""
+    store = parser.add_mutually_exclusive_group(required=required)
+    store.add_argument("--manifest", help="manifest URL: sqlite:///abs/path.db or dynamodb://TABLE?region=R")
+    store.add_argument("--duplicate-storage-config", metavar="BASE64", help="base64 amazon_dynamodb_config JSON")
+    parser.add_argument("--dynamodb-endpoint", metavar="URL", help="endpoint of a DynamoDB-compatible server")
+    parser.add_argument("--create-table", action="store_true", help="create the DynamoDB table if missing")
+
+
+def manifest_of(args: argparse.Namespace) -> str | DuplicateStorage | None:
+    """The manifest the flags name, or None when neither flag was given."""
+    if args.duplicate_storage_config:
+        config = parse_config(args.duplicate_storage_config)
+        return init_storage(config, endpoint_url=args.dynamodb_endpoint, create_if_missing=args.create_table)
+    if args.manifest is None:
+        if args.dynamodb_endpoint or args.create_table:
+            raise ManifestConfigError(
+                "--dynamodb-endpoint and --create-table go with a DynamoDB manifest: --duplicate-storage-config "
+                "or --manifest dynamodb://TABLE"
+            )
+        return None
+    return with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint, create=args.create_table)
+
+
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    """`--master` and `--verbose`, which every job takes."""
+    parser.add_argument("--master", default="local[2]", help="Spark master when not run by spark-submit")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show Spark's warnings and, on an error, where it happened"
+    )
+
+
+def run_job(
+    prog: str,
+    job: Callable[[], int],
+    *,
+    verbose: bool = False,
+    interrupted: Callable[[], str] = lambda: "interrupted; nothing was written",
+) -> int:
+    """Run a job's main body: any error (a bad flag, config or input, a Spark job that failed on
+    its input, one this code did not foresee) is one line on stderr and exit 1, and with `verbose`
+    the stack trace before it. An interruption (Ctrl-C) says what `interrupted` says, exit 130."""
+    try:
+        return job()
+    except KeyboardInterrupt:
+        print(f"{prog}: {interrupted()}", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if verbose:
+            traceback.print_exc()
+        print(f"{prog}: error: {_one_line(e)}", file=sys.stderr)
+    return 1
+
+
+def _one_line(error: Exception) -> str:
+    if isinstance(error, ManifestError):
+        return str(error)
+    if isinstance(error, AnalysisException):
+        return str(error).splitlines()[0]
+    if isinstance(error, Py4JJavaError | PySparkException):
+        return f"{spark_failure(error)}; nothing was written"
+    return f"{one_line(error)} (an unexpected error: --verbose shows where it happened)"
+
+
+def _last_words(text: str) -> str:
+    """The line that says what went wrong: a Python worker's exception (its traceback's last
+    line), else the first line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("SQLSTATE")]
+    if "Traceback (most recent call last)" in text and lines:
+        return lines[-1]
+    return lines[0] if lines else text
+
+
+SHIP_ENVIRONMENT = (
+    "give the executors an environment that holds events-manifest (venv-pack a virtual environment where it "
+    "is installed, then spark-submit --archives env.tar.gz#environment "
+    "--conf spark.pyspark.python=./environment/bin/python)"
+)
+
+
+def executors_environment(text: str) -> str | None:
+    """What a failure says about the Python environment of the executors, if it is one: a module
+    their Python cannot import, a Python they cannot start, an archive Spark cannot unpack."""
+    if match := re.search(r"No module named '([^']+)'", text):
+        return f"the executors' Python cannot import {match.group(1)}: {SHIP_ENVIRONMENT}"
+    if match := re.search(r'Cannot run program "([^"]+)"', text):
+        return f"the executors cannot start Python {match.group(1)} (spark.pyspark.python): {SHIP_ENVIRONMENT}"
+    if text.startswith("ExitCodeException") and (match := re.search(r"([^\s/]+): not in gzip format|tar: (.+)", text)):
+        return f"Spark could not unpack an archive of --archives ({match.group(0).strip()}): {SHIP_ENVIRONMENT}"
+    return None
+
+
+def spark_failure(error: Exception) -> str:
+    """What a failed Spark job says in one line: the file it was reading, if any, and the root
+    cause of the JVM's chain of exceptions."""
+    texts = []
+    java: Any = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
+    while java is not None:
+        texts.append(f"{java.getClass().getSimpleName()}: {java.getMessage()}")
+        java = java.getCause()
+    if not texts:
+        texts = [line for line in str(error).splitlines() if line.strip()][:1] or [type(error).__name__]
+    environment = executors_environment("\n".join(texts))
+    if environment is not None:
+        return environment
+    reading = next((text for text in texts if "reading file" in text), None)
+    root = _last_words(texts[-1])
+    if reading is None:
+        return f"a Spark job failed: {root}"
+    match = re.search(r"reading file (\S+?)\.?( |$)", reading)
+    return f"input file {match.group(1) if match else '?'} could not be read ({root})"

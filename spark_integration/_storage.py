@@ -1,0 +1,237 @@
+"""The core's `Storage` on Hadoop's FileSystem, from the driver: whatever file system a path names
+(local, HDFS, S3A, ...), as the Spark session is configured to reach it."""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from pyspark.sql import SparkSession
+
+from events_manifest._jobs.storage import FILE, FOLDER, Listing, LocalStorage, Storage, join, local_path, no_slash
+
+S3_SCHEMES = ("s3a", "s3", "s3n")
+"""The schemes Hadoop's S3 connectors serve (S3A; EMRFS on EMR)."""
+
+
+class HadoopStorage(Storage):
+    """Hadoop FileSystem operations for the driver of a Spark session."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        jvm: Any = spark._jvm
+        self.spark = spark
+        self._jvm = jvm
+        self._conf: Any = spark._jsc.hadoopConfiguration()
+        self._path: Any = jvm.org.apache.hadoop.fs.Path  # looked up once: py4j asks the JVM a name at a time
+        self._local = LocalStorage()
+
+    def _fs(self, path: str) -> tuple[Any, Any]:
+        p = self._path(self.absolute(path))
+        return p.getFileSystem(self._conf), p
+
+    def absolute(self, path: str) -> str:
+        """A relative path made absolute against this process's current folder when the default file
+        system is the local one (Hadoop's own working folder is the one the JVM started in, which a
+        program that changed folder since no longer is); any other path as it is."""
+        if path.startswith("/") or urlsplit(path).scheme or not self._local_default:
+            return path
+        return os.path.join(os.getcwd(), path)
+
+    @functools.cached_property
+    def _local_default(self) -> bool:
+        return str(self._jvm.org.apache.hadoop.fs.FileSystem.get(self._conf).getScheme()) == "file"
+
+    def qualify(self, path: str) -> str:
+        fs, p = self._fs(path)
+        return no_slash(str(fs.makeQualified(p).toString()))
+
+    def kind(self, path: str) -> str | None:
+        qualified = self.qualify(path)
+        if local_path(qualified) is not None:  # the OS tells a FIFO or a device from a file
+            return self._local.kind(qualified)
+        fs, p = self._fs(qualified)
+        if not fs.exists(p):
+            return None
+        status = fs.getFileStatus(p)
+        return FOLDER if status.isDirectory() else FILE if status.isFile() else "special file"
+
+    def matches(self, path: str) -> bool:
+        fs, p = self._fs(path)
+        found = fs.globStatus(p)
+        return found is not None and len(found) > 0
+
+    def listing(self, paths: Sequence[str]) -> Listing:
+        """The files Spark's text reader takes from these paths (its own rules for hidden files,
+        subfolders and globs), with their sizes."""
+        names = self.spark.read.text([self.absolute(path) for path in paths]).inputFiles()
+        files = []
+        for name in sorted(names):
+            p = self._path(self._jvm.java.net.URI(name))  # a URI: `part%201.tsv` names `part 1.tsv`
+            fs = p.getFileSystem(self._conf)
+            files.append((no_slash(str(fs.makeQualified(p).toString())), int(fs.getFileStatus(p).getLen())))
+        return Listing(tuple(files))
+
+    def folder_files(self, path: str) -> Listing:
+        """The files directly in a folder that a text read of it takes, whatever their names
+        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes."""
+        fs, p = self._fs(path)
+        if not fs.exists(p):
+            return Listing(())
+        files = [
+            (no_slash(str(status.getPath().toString())), int(status.getLen()))
+            for status in fs.listStatus(p)
+            if status.isFile() and not str(status.getPath().getName()).startswith(("_", "."))
+        ]
+        return Listing(tuple(sorted(files)))
+
+    def working_folders(self) -> list[str]:
+        fs, p = self._fs(self.absolute("."))
+        folders, at = [], fs.makeQualified(p)
+        while at is not None:
+            folders.append(no_slash(str(at.toString())))
+            at = at.getParent()
+        return folders
+
+    def create_new(self, path: str, text: str) -> bool:
+        """Locally an exclusive create of the OS; on S3 a conditional write (`If-None-Match: *`,
+        through the AWS SDK: Hadoop's S3 connectors cannot ask for one); elsewhere the file
+        system's create without overwrite (atomic on HDFS)."""
+        qualified = self.qualify(path)
+        if local_path(qualified) is not None:
+            return self._local.create_new(qualified, text)
+        parts = urlsplit(qualified)
+        if parts.scheme in S3_SCHEMES:
+            return self._s3_create_new(parts.netloc, parts.path.lstrip("/"), text)
+        fs, p = self._fs(qualified)
+        fs.mkdirs(p.getParent())
+        try:
+            stream = fs.create(p, False)
+        except Exception as e:  # py4j's error for FileAlreadyExistsException
+            if "FileAlreadyExistsException" in str(e):
+                return False
+            raise
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        return True
+
+    def _s3_create_new(self, bucket: str, key: str, text: str) -> bool:
+        import botocore.exceptions
+
+        try:
+            self._s3.put_object(Bucket=bucket, Key=key, Body=text.encode(), IfNoneMatch="*")
+        except botocore.exceptions.ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+                return False
+            raise
+        return True
+
+    @functools.cached_property
+    def _s3(self) -> Any:
+        """An S3 client reaching what the session's S3A settings name (endpoint, path style, static
+        keys), else the AWS default chain (EMRFS's `s3://` on EMR)."""
+        import boto3
+        from botocore.config import Config
+
+        from events_manifest._backends.dynamodb.config import default_region
+
+        get = self._conf.get
+        endpoint = get("fs.s3a.endpoint") or None
+        if endpoint is not None and "://" not in endpoint:
+            secure = str(get("fs.s3a.connection.ssl.enabled") or "true").lower() == "true"
+            endpoint = f"{'https' if secure else 'http'}://{endpoint}"
+        style = "path" if str(get("fs.s3a.path.style.access") or "").lower() == "true" else "auto"
+        keys = {}
+        if get("fs.s3a.access.key") and get("fs.s3a.secret.key"):
+            keys = {"aws_access_key_id": get("fs.s3a.access.key"), "aws_secret_access_key": get("fs.s3a.secret.key")}
+        region = get("fs.s3a.endpoint.region") or default_region() or "us-east-1"
+        config = Config(s3={"addressing_style": style}, retries={"mode": "standard"})  # type: ignore[arg-type]
+        return boto3.session.Session().client("s3", region_name=region, endpoint_url=endpoint, config=config, **keys)
+
+    def children(self, path: str) -> list[str]:
+        fs, p = self._fs(path)
+        if not fs.exists(p):
+            return []
+        return sorted(str(status.getPath().getName()) for status in fs.listStatus(p))
+
+    def subfolders(self, path: str) -> list[str]:
+        """One listing, whatever the number of folders (a request per folder on S3 otherwise)."""
+        fs, p = self._fs(path)
+        if not fs.exists(p):
+            return []
+        return sorted(str(status.getPath().getName()) for status in fs.listStatus(p) if status.isDirectory())
+
+    def delete(self, path: str) -> None:
+        fs, p = self._fs(path)
+        fs.delete(p, True)
+
+    def files(self, path: str) -> list[str]:
+        qualified = self.qualify(path)
+        if local_path(qualified) is not None:
+            return self._local.files(qualified)
+        fs, p = self._fs(qualified)
+        if not fs.exists(p):
+            return []
+        root = str(fs.makeQualified(p).toString()).rstrip("/") + "/"
+        found, listed = [], fs.listFiles(p, True)
+        while listed.hasNext():
+            found.append(str(listed.next().getPath().toString()).removeprefix(root))
+        return sorted(found)
+
+    def move_file(self, source: str, target: str) -> None:
+        qualified = self.qualify(target)
+        if local_path(qualified) is not None:
+            self._local.move_file(self.qualify(source), qualified)
+        else:
+            super().move_file(source, qualified)
+
+    def mkdirs(self, path: str) -> None:
+        fs, p = self._fs(path)
+        fs.mkdirs(p)
+
+    def move(self, source: str, target: str) -> None:
+        """Rename within a file system; copy then delete across two. Makes the target's folder."""
+        fs, src = self._fs(source)
+        target_fs, dst = self._fs(target)
+        target_fs.mkdirs(dst.getParent())
+        if fs.equals(target_fs):  # Hadoop's cache holds one instance per file system
+            moved = fs.rename(src, dst)
+        else:
+            moved = self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, src, target_fs, dst, True, self._conf)
+        if not moved:
+            raise OSError(f"could not move {source} to {target}")
+
+    def write_text(self, path: str, text: str) -> None:
+        """Through a temporary file beside it and a rename (a delete first where the file system's
+        rename does not replace)."""
+        qualified = self.qualify(path)
+        if local_path(qualified) is not None:
+            self._local.write_text(qualified, text)
+            return
+        folder, name = qualified.rsplit("/", 1)
+        temporary = join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+        fs, p = self._fs(temporary)
+        stream = fs.create(p, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        _, target = self._fs(qualified)
+        if fs.exists(target):
+            fs.delete(target, False)
+        if not fs.rename(p, target):
+            raise OSError(f"could not move {temporary} to {qualified}")
+
+    def read_text(self, path: str) -> str:
+        fs, p = self._fs(path)
+        stream = fs.open(p)
+        reader = self._jvm.java.io.BufferedReader(self._jvm.java.io.InputStreamReader(stream, "UTF-8"))
+        try:
+            return "\n".join(iter(reader.readLine, None))
+        finally:
+            reader.close()

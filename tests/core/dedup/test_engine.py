@@ -1,0 +1,245 @@
+"""Generic dedup (`events_manifest._dedup.engine`) and `events-manifest dedup`, on every backend."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import tracemalloc
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events_manifest import InMemoryManifest, ManifestRequestError, RunConflictError
+from events_manifest._cli import main
+from events_manifest._dedup.engine import KEY_NAMESPACE, AsyncDeduplicator, Deduplicator, Expiry, Outcome, event_id_of
+from events_manifest._dedup.ndjson import _Progress
+from events_manifest.aio import to_async
+from events_manifest.model import PutBatch
+from tests.backends import Backend
+
+ETL = datetime(2026, 11, 1, 6)
+U, D, X, E = Outcome.UNIQUE, Outcome.DUPLICATE, Outcome.EXPIRED, Outcome.ERROR
+
+RECORDS: list[Any] = [
+    {"user": "u1", "order": 1, "ts": "2026-11-01T10:00:00Z", "total": 5},
+    {"user": "u1", "order": 1, "ts": "2026-11-01T10:00:00Z", "total": 5},  # the same record again
+    {"user": "u1", "order": 1, "ts": "2026-11-01T10:05:00Z", "total": 5},  # same key, other payload
+    {"user": "u2", "order": 1, "ts": "2026-11-03T00:00:00Z", "total": 7},  # moves the latest on
+    {"user": "u3", "order": 9, "ts": "2026-11-01T12:00:00Z", "total": 1},  # older than latest - 1d
+    {"user": "u4", "ts": "2026-11-03T00:00:00Z"},  # no order
+    {"user": "u5", "order": 2, "ts": "soon"},
+    ["not", "a", "mapping"],
+    {"user": "u6", "order": 2, "ts": 1793750400},  # 2026-11-03 epoch seconds
+]
+EXPECTED = [U, D, U, U, X, E, E, E, U]
+
+
+def test_every_record_lands_in_exactly_one_outcome(backend: Backend) -> None:
+    with Deduplicator(backend.make(), key=["user", "order"], expiry=Expiry("ts", "1d"), etl_time=ETL) as dedup:
+        decisions = list(dedup.classify(RECORDS))
+    assert [d.outcome for d in decisions] == EXPECTED
+    assert [d.record for d in decisions] == RECORDS
+    assert [d.reason for d in decisions if d.outcome is E] == [
+        "key field [order] is missing",
+        "expiry field [ts]: [soon] is not a timestamp (ISO 8601 text, epoch seconds or a datetime)",
+        "record is not a mapping (got list)",
+    ]
+    assert dedup.counts == {U: 4, D: 1, X: 1, E: 3}
+
+
+def test_later_runs_see_earlier_ones_and_a_rerun_is_accepted(backend: Backend) -> None:
+    manifest = backend.make()
+    key: dict[str, Any] = {"key": ["user", "order"], "fingerprint": ["total"]}
+    with Deduplicator(manifest, **key, etl_time=ETL) as dedup:
+        first = [d.outcome for d in dedup.classify(RECORDS[:4])]
+        with pytest.raises(RunConflictError, match="is still running"):
+            Deduplicator(manifest, **key, etl_time=ETL).start()  # not while the first one runs
+    with pytest.raises(RunConflictError, match="was delivered already"):
+        Deduplicator(manifest, **key, etl_time=ETL).start()  # not by mistake once it has finished
+    with Deduplicator(manifest, **key, etl_time=ETL, rerun=True) as dedup:
+        rerun = [d.outcome for d in dedup.classify(RECORDS[:4])]
+    later = Deduplicator(manifest, **key, etl_time=ETL + timedelta(hours=1))
+    assert first == rerun == [U, D, D, U]  # by fingerprint `total`, record 3 is a copy of record 1
+    assert [d.outcome for d in later.classify(RECORDS[:4])] == [D, D, D, D]
+    assert [d.reason for d in later.classify([RECORDS[3]])] == ["repeated within this run"]
+
+
+def test_async_twin_gives_the_same_decisions(tmp_path: Path) -> None:
+    async def records() -> AsyncIterator[Any]:
+        for record in RECORDS:
+            yield record
+
+    async def run() -> list[Outcome]:
+        async with AsyncDeduplicator(
+            to_async(InMemoryManifest()), key=["user", "order"], expiry=Expiry("ts", timedelta(days=1)), etl_time=ETL
+        ) as dedup:
+            return [d.outcome async for d in dedup.classify(records())]
+
+    assert asyncio.run(run()) == EXPECTED
+
+
+def test_keys_functions_and_ids() -> None:
+    uid = "0F6D0917-B024-4D15-88F7-736EA256F947"
+    assert event_id_of(uid) == uid.lower()
+    assert event_id_of("order-1") == event_id_of("order-1") != event_id_of("order-2")
+    dedup = Deduplicator(
+        InMemoryManifest(), key=lambda r: r["id"].lower(), fingerprint=lambda r: r["v"] // 10, etl_time=ETL
+    )
+    outcomes = [
+        d.outcome for d in dedup.classify([{"id": "A", "v": 11}, {"id": "a", "v": 19}, {"id": "a", "v": 21}, {}])
+    ]
+    assert outcomes == [U, D, U, E]
+    with pytest.raises(ValueError, match="list of field names"):
+        Deduplicator(InMemoryManifest(), key="user")
+
+
+class FailingManifest(InMemoryManifest):
+    """Answers a request error for one id, as DynamoDB does for an item it refuses."""
+
+    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
+        answers = super()._put_batch(batch)
+        bad = event_id_of("poison")
+        return [
+            ManifestRequestError("ValidationException: item refused") if i == bad else a
+            for i, a in zip(batch.event_ids, answers, strict=True)
+        ]
+
+
+def test_a_refused_put_is_an_error_with_its_reason() -> None:
+    dedup = Deduplicator(FailingManifest(), key=["id"], etl_time=ETL)
+    decisions = list(dedup.classify([{"id": "ok"}, {"id": "poison"}, {"id": "ok"}]))
+    assert [d.outcome for d in decisions] == [U, E, D]
+    assert decisions[1].reason == "manifest: ValidationException: item refused"
+
+
+@given(st.text())
+def test_event_ids_are_uuid5_of_the_key_text(text: str) -> None:
+    expected = text.lower() if re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", text) else None
+    assert event_id_of(text) == (expected or str(uuid.uuid5(KEY_NAMESPACE, text)))
+
+
+records_strategy = st.lists(
+    st.fixed_dictionaries({"k": st.sampled_from("abcd"), "v": st.integers(0, 2), "t": st.integers(0, 5 * 86400)}),
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(records_strategy, min_size=1, max_size=3), on_disk=st.booleans(), chunk=st.integers(1, 7))
+def test_matches_a_plain_model(batches: list[list[dict[str, Any]]], on_disk: bool, chunk: int) -> None:
+    """Against a dict-and-max model of the rules, over several runs, in memory and on disk."""
+    manifest = InMemoryManifest()
+    stored: set[tuple[str, int]] = set()
+    for n, records in enumerate(batches):
+        etl = ETL + timedelta(hours=n)
+        dedup = Deduplicator(
+            manifest,
+            key=["k"],
+            fingerprint=["v"],
+            expiry=Expiry("t", "1d"),
+            etl_time=etl,
+            on_disk=on_disk,
+            chunk_size=chunk,
+        )
+        with dedup:
+            got = [d.outcome for d in dedup.classify(records)]
+        latest, run, expected = -1, set(), []
+        for r in records:
+            latest = max(latest, r["t"])
+            pair = (r["k"], r["v"])
+            if r["t"] < latest - 86400:
+                expected.append(X)
+            elif pair in run or pair in stored:
+                expected.append(D)
+                run.add(pair)
+            else:
+                expected.append(U)
+                run.add(pair)
+        stored |= run
+        assert got == expected
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+
+
+def test_cli_sorts_every_line_into_one_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [json.dumps(r, separators=(",", ":")) if isinstance(r, dict) else json.dumps(r) for r in RECORDS]
+    lines[0] = '{"user": "u1",  "order":1, "ts":"2026-11-01T10:00:00Z","total":5}'  # spacing kept as is
+    lines.insert(2, "not json")
+    _write(tmp_path / "in.ndjson", lines)
+    outs = {name: tmp_path / f"{name}.ndjson" for name in ("unique", "duplicates", "expired", "errors")}
+    args = [
+        "dedup",
+        str(tmp_path / "in.ndjson"),
+        "--key",
+        "user,order",
+        "--expiry-field",
+        "ts",
+        "--expiry-period",
+        "1d",
+    ]
+    args += ["--manifest", f"sqlite:///{tmp_path}/m.db", "--etl-time", "2026-11-01 06:00:00"]
+    args += [f"--{name}={path}" for name, path in outs.items()]
+    assert main(args) == 0
+    written = {name: path.read_text(encoding="utf-8").splitlines() for name, path in outs.items()}
+    assert written["unique"] == [lines[0], lines[3], lines[4], lines[9]]
+    assert written["duplicates"] == [lines[1]]
+    assert written["expired"] == [lines[5]]
+    errors = [json.loads(x) for x in written["errors"]]
+    assert [e["line"] for e in errors] == ["not json", lines[6], lines[7], lines[8]]
+    assert errors[0]["reason"].startswith("line 3 is not JSON")
+    report = capsys.readouterr().out
+    assert "unique     4" in report and "error      4" in report and "etl time 2026-11-01 06:00:00" in report
+
+    assert main([*args, "--rerun"]) == 0  # a rerun on purpose, with the same etl time, gives the same outputs
+    assert {name: path.read_text(encoding="utf-8").splitlines() for name, path in outs.items()} == written
+
+
+def test_cli_memory_stays_flat_as_the_input_grows(tmp_path: Path) -> None:
+    def peak(records: int) -> int:
+        source = tmp_path / f"in-{records}.ndjson"
+        _write(source, [json.dumps({"id": n % (records // 2), "pad": "x" * 50}) for n in range(records)])
+        tracemalloc.start()
+        manifest = f"sqlite:///{tmp_path}/m-{records}.db"  # on disk, like the run's own pairs
+        out = str(tmp_path / "u")
+        main(["dedup", str(source), "--key", "id", "--manifest", manifest, "--unique", out, "--chunk-size", "500"])
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    small, large = peak(2_000), peak(40_000)
+    assert large < 2 * small, (small, large)
+
+
+def test_cli_refuses_half_an_expiry(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["dedup", "-", "--key", "id", "--manifest", "memory://", "--expiry-field", "ts"]) == 1
+    assert "--expiry-field and --expiry-period go together" in capsys.readouterr().err
+
+
+def test_progress_line_on_a_terminal() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    progress = _Progress(terminal)
+    progress.update({"unique": 1200, "duplicate": 3}, force=True)
+    assert "1,203 records  unique 1,200  duplicate 3" in terminal.getvalue()
+    quiet = io.StringIO()
+    _Progress(quiet).update({"unique": 1}, force=True)
+    assert quiet.getvalue() == ""
+
+
+def test_naive_and_aware_expiry_values_agree() -> None:
+    dedup = Deduplicator(InMemoryManifest(), key=["k"], expiry=Expiry("t", "1h"), etl_time=ETL)
+    records = [{"k": 1, "t": datetime(2026, 1, 1, 12, tzinfo=UTC)}, {"k": 2, "t": datetime(2026, 1, 1, 10, 30)}]
+    assert [d.outcome for d in dedup.classify(records)] == [U, X]

@@ -1,0 +1,119 @@
+"""The field table and the Arrow-batch field checks: a batch split as a plain split splits it,
+each failing line its own messages, atomic fields cut to their limits."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events_manifest._snowplow import fields, truncation
+from events_manifest._snowplow.bad_rows import INVALID_UTF8
+from events_manifest._snowplow.fields import FIELDS, MIN_FIELDS
+from events_manifest._snowplow.parsing import split_and_check
+from tests.shred_helpers import line
+
+A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+
+
+def test_a_batch_splits_pads_and_joins_like_python() -> None:
+    lines = [line(A), line(A, fields=MIN_FIELDS), line(A, fields=120, page_title="caf\u00e9")]
+    found = split_and_check(pa.array(lines))
+    for row, text in enumerate(lines):
+        padded = text.split("\t") + [""] * (FIELDS - len(text.split("\t")))
+        assert found.event_id[row].as_py() == padded[fields.EVENT_ID]
+        assert found.fingerprint[row].as_py() == padded[fields.EVENT_FINGERPRINT]
+        assert found.atomic_before[row].as_py() == "\t".join(padded[i] for i in fields.ATOMIC_BEFORE)
+        assert found.atomic_after[row].as_py() == "\t".join(padded[i] for i in fields.ATOMIC_AFTER)
+        assert [column[row].as_py() for column in found.json] == [padded[i].encode() for i in fields.JSON_FIELDS]
+    assert found.errors == {}
+
+
+def test_only_the_failing_lines_get_messages_each_line_its_own() -> None:
+    raw = pa.array([line(A).encode(), b"caf\xe9", line("x" * 90).encode(), line(A).encode() + b"\xff"])
+    found = split_and_check(raw.view(pa.string()))
+    assert found.errors == {
+        1: [INVALID_UTF8, "Line does not match Snowplow enriched event (expected 108+ fields; found 1)"],
+        2: [f"Field [event_id]: [{'x' * 90}] is not a valid UUID"],
+        3: [INVALID_UTF8],
+    }
+    assert found.event_id.to_pylist() == [A, None, "x" * 90, A]
+    assert found.json[0][1].as_py() is None, "no JSON to check on a line of the wrong shape"
+
+
+def test_atomic_fields_are_cut_to_their_limits() -> None:
+    agent = "é" * 600 + "a" * 600  # 1,200 characters, 1,800 bytes: cut to 1,000 characters
+    title = "€" * 2000  # 2,000 characters of 3 bytes, within page_title's 2,000
+    text = line(A, useragent=agent, page_title=title, app_id="a" * 256)
+    found = split_and_check(pa.array([text, line(A, useragent="x" * 1000)]))
+    after = found.atomic_after[0].as_py().split("\t")
+    names = [fields.FIELD_NAMES[i] for i in fields.ATOMIC_AFTER]
+    assert after[names.index("useragent")] == "é" * 600 + "a" * 400
+    assert after[names.index("page_title")] == title
+    assert found.atomic_before[0].as_py().split("\t")[0] == "a" * 255
+    assert found.atomic_after[1].as_py().split("\t")[names.index("useragent")] == "x" * 1000, "at its limit: whole"
+    assert found.json[0][0].as_py() == text.split("\t")[fields.CONTEXTS].encode(), "JSON columns are not cut"
+
+
+def java_substring(text: str, limit: int) -> str:
+    """`text.substring(0, limit)` in Java, written by Java's UTF-8 encoder (a lone half of a
+    surrogate pair becomes `?`): the oracle of the cut."""
+    units = text.encode("utf-16-le")[: 2 * limit].decode("utf-16-le", "surrogatepass")
+    return units.encode("utf-8", "replace").decode()
+
+
+def test_limits_count_utf16_units_as_java_does() -> None:
+    """An emoji counts two; a cut inside one leaves `?` (the reference's writer's half character)."""
+    emoji = "😀"
+    agent = emoji * 600  # 1,200 units: 500 emoji kept
+    title = "a" + emoji * 1500  # 3,001 units over page_title's 2,000: "a", 999 emoji and half of one
+    text = line(A, useragent=agent, page_title=title, geo_country=emoji * 2, app_id="b" * 254 + emoji)
+    found = split_and_check(pa.array([text, line(A, useragent=emoji * 500), line(A)]))
+    names = [fields.FIELD_NAMES[i] for i in fields.ATOMIC_AFTER]
+    after = found.atomic_after[0].as_py().split("\t")
+    assert after[names.index("useragent")] == emoji * 500
+    assert after[names.index("page_title")] == "a" + emoji * 999 + "?"
+    assert after[names.index("geo_country")] == emoji
+    assert found.atomic_before[0].as_py().split("\t")[0] == "b" * 254 + "?"
+    assert found.atomic_after[1].as_py().split("\t")[names.index("useragent")] == emoji * 500, "at its limit"
+    assert found.atomic_after[2].as_py() == "\t".join(line(A).split("\t")[i] for i in fields.ATOMIC_AFTER)
+    assert found.json[0][0].as_py() == text.split("\t")[fields.CONTEXTS].encode(), "JSON columns are not cut"
+    for name, value in [("useragent", agent), ("page_title", title), ("geo_country", emoji * 2)]:
+        assert after[names.index(name)] == java_substring(value, truncation.MAX_LENGTHS[name])
+
+
+_FIELD_TEXT = st.text(st.characters(blacklist_characters="\t\n", blacklist_categories=["Cs"]), max_size=4)
+
+
+_COUNTS = st.sampled_from(
+    [1, 2, fields.EVENT_ID + 1, MIN_FIELDS - 1, MIN_FIELDS, 121, 122, 123, 124, FIELDS - 1, FIELDS, FIELDS + 1]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_COUNTS.flatmap(lambda n: st.lists(_FIELD_TEXT, min_size=n, max_size=n)), min_size=1, max_size=6),
+    st.integers(0, 2),
+)
+def test_fields_are_found_as_a_plain_split_finds_them(rows: list[list[str]], skip: int) -> None:
+    """Any number of fields, empty or not, in an array that may be a slice of a larger one."""
+    rows = [row + [A] * (fields.EVENT_ID + 1 - len(row)) if len(row) > 3 else row for row in rows]
+    lines = ["\t".join(row) for row in rows]
+    found = split_and_check(pa.array(["x\ty"] * skip + lines)[skip:])
+    for row, text in enumerate(lines):
+        split = text.split("\t")
+        if not MIN_FIELDS <= len(split) <= FIELDS:
+            assert found.event_id[row].as_py() is None
+            assert found.atomic_after[row].as_py() is None
+            continue
+        padded = split + [""] * (FIELDS - len(split))
+        cut = [
+            java_substring(text, truncation.MAX_LENGTHS.get(name, 2 * len(text)))
+            for text, name in zip(padded, fields.FIELD_NAMES, strict=True)
+        ]
+        assert found.event_id[row].as_py() == padded[fields.EVENT_ID]
+        assert found.fingerprint[row].as_py() == padded[fields.EVENT_FINGERPRINT]
+        assert found.collector_tstamp[row].as_py() == padded[fields.COLLECTOR_TSTAMP]
+        assert found.atomic_before[row].as_py() == "\t".join(cut[i] for i in fields.ATOMIC_BEFORE)
+        assert found.atomic_after[row].as_py() == "\t".join(cut[i] for i in fields.ATOMIC_AFTER)
+        assert [column[row].as_py() for column in found.json] == [padded[i].encode() for i in fields.JSON_FIELDS]

@@ -1,0 +1,186 @@
+"""The transformer's columnar parse against its per-event decoder: over generated lines of every
+field kind (the shapes enrichers write, other shapes the Analytics SDK reads, values it refuses,
+lines of other widths), both give the same rows, bad rows and types."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events_manifest._snowplow.fields import FIELD_KINDS, FIELD_NAMES
+from events_manifest._transformer import columnar
+from events_manifest._transformer.batch import Parse
+from events_manifest._transformer.event import decode
+from events_manifest._transformer.jvm import NANOS
+
+UUID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+
+
+def _sdj(uri: str, data: str) -> str:
+    return f'{{"schema":"{uri}","data":{data}}}'
+
+
+PAGE = _sdj("iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0", '{"id":"p1"}')
+PRODUCT = _sdj("iglu:com.acme/product/jsonschema/1-0-2", '{"sku":"S","price":12.50,"n":3,"ok":true,"tags":["a"]}')
+CONTEXTS = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"
+UNSTRUCT = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
+THING = "iglu:com.acme/thing/jsonschema/1-0-0"
+WRITTEN = {
+    "s": ["abc", 'q"uote', "back\\slash", "ünï cödé", "a/b", "😀", " padded "],
+    "i": ["0", "-5", "123", "2147483", "-99999999"],
+    "d": ["1.5", "-0.0", "0.0", "37.7749", "-122.4194", "1234567.1", "0.001", "0.1234567", "12", "1e3", "12.50",
+          "0.0005", "12345678.5", "0.100", "123456.12345678", "0.1234567890123456", "9999999.99999999", "4.35"],
+    "b": ["0", "1"],
+    "t": ["2026-11-01 06:00:00", "2026-11-01 06:00:00.123", "2026-11-01 06:00:00.000", "2026-11-01 06:00:00.1",
+          "2026-11-01 06:00:00.123456", "2026-11-01 06:00:00.123456789", "2026-11-01 06:00:00.120000",
+          "2024-02-29 00:00:00", "0000-01-01 00:00:00", "9999-12-31 23:59:59.999", "1969-12-31 23:59:59.5",
+          "1900-01-01 00:00:00"],
+    "U": [UUID, "00000000-0000-0000-0000-000000000000"],
+    "C": [
+        _sdj(CONTEXTS, f"[{PAGE}]"),
+        _sdj(CONTEXTS, f"[{PAGE},{PRODUCT},{PAGE}]"),
+        _sdj(CONTEXTS, "[" + _sdj("iglu:com.acme/product/jsonschema/2-0-0", '{"price":1.0}') + f",{PRODUCT}]"),
+        _sdj(CONTEXTS, "[" + _sdj(THING, '{"a": 1, "b" :[1, 2]}') + "]"),
+        _sdj(CONTEXTS, "[" + _sdj(THING, '{"a":"\\u00e9\\/\\n","b":"\x85"}') + "]"),
+        _sdj(CONTEXTS, "[" + _sdj(THING, '{"a":"\\u0008\\b\\f\\u000c\\t\\u0001\\"q"}') + "]"),
+        _sdj(CONTEXTS, "[" + _sdj(THING, '{"a":1,"a":2,"big":123456789012345678901234}') + "]"),
+        _sdj(CONTEXTS, "[" + _sdj(THING, '{"e":1e3,"z":-0,"f":0.5,"g":1E+2,"h":-1.25e-7}') + "]"),
+        _sdj(CONTEXTS, "[" + _sdj("iglu:com.acme/ThingCamel/jsonschema/1-0-0", "null") + "]"),
+        _sdj(CONTEXTS, "[" + _sdj("iglu:com.acme/thing/jsonschema/1-0-0", '"\x7f"') + "]"),
+        _sdj(CONTEXTS, "[]"),
+    ],
+    "E": [
+        _sdj(UNSTRUCT, _sdj("iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1", '{"targetUrl":"x"}')),
+        _sdj(UNSTRUCT, _sdj("iglu:com.acme/event/jsonschema/1-0-0", '{"v": 2.50, "w":[]}')),
+        _sdj(UNSTRUCT, _sdj(THING, '{"a":"\\u00e9"}')),
+    ],
+}  # fmt: skip
+"""Values in the shapes enrichers write (the columnar path takes them) and values its JSON
+columns print from their own parse."""
+WRITTEN["S"], WRITTEN["T"] = WRITTEN["s"], WRITTEN["t"]
+OTHER = {
+    "s": ["\x01ctl", "\x7fdel", "\u0085nel"],
+    "i": ["+5", "007", "-0", "2147483647", "2147483648", "-2147483648", "1.5", "abc"],
+    "d": ["NaN", "Infinity", " 1.5", "abc", "0x1p3", "1.5d", "+1.5"],
+    "b": ["true", "2"],
+    "t": ["2023-02-29 00:00:00", "2026-13-01 00:00:00", "2026-04-31 00:00:00", "2026-11-01T06:00:00",
+          "2026-11-01 24:00:00", "2026-11-01 23:59:60", "2026-11-01 06:00:00.", "garbage"],
+    "U": [UUID.upper(), "1-2-3-4-5", "not-a-uuid", UUID[:-1]],
+    "C": [
+        f'{{"data":[{PAGE}],"schema":"{CONTEXTS}"}}',
+        f'{{ "schema" : "{CONTEXTS}", "data" : [{PAGE}] }}',
+        _sdj(CONTEXTS, "{}"),
+        _sdj("iglu:com.acme/contexts/jsonschema/1-0-1", f"[{PAGE}]"),
+        _sdj(CONTEXTS, '[{"schema":"iglu:com.acme/x/jsonschema/1-0"}]'),
+        _sdj(CONTEXTS, '[{"schema":"not a uri","data":{}}]'),
+        _sdj(CONTEXTS, '[{"data":{},"schema":"iglu:com.acme/x/jsonschema/1-0-0","more":1}]'),
+        "{",
+        "[]",
+        f'{{"schema":"{CONTEXTS}"}}',
+    ],
+    "E": [
+        _sdj("iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-1", PAGE),
+        _sdj(UNSTRUCT, '"text"'),
+        _sdj(CONTEXTS, f"[{PAGE}]"),
+        "nope",
+    ],
+}  # fmt: skip
+"""Values the per-event decoder takes: shapes the Analytics SDK reads otherwise, values it refuses."""
+OTHER["S"], OTHER["T"] = [*OTHER["s"], ""], [*OTHER["t"], ""]
+COMMON = {
+    "s": "", "S": "x", "i": "", "d": "", "b": "", "t": "", "T": "2026-11-01 06:00:00.123", "U": UUID, "C": "", "E": "",
+}  # fmt: skip
+
+
+@st.composite
+def lines(draw: st.DrawFn) -> str:
+    """An enriched line: each field empty or common, or in a shape enrichers write; on some lines
+    (drawn) a few in other shapes, or a width other than 131 fields."""
+    other = draw(st.sampled_from([0, 0, 0, 200, 30]))
+    fields = []
+    for name in FIELD_NAMES:
+        kind = FIELD_KINDS[name]
+        if other and draw(st.integers(0, other)) == 0:
+            fields.append(draw(st.sampled_from(OTHER[kind])))
+        elif draw(st.integers(0, 3)) == 0:
+            fields.append(draw(st.sampled_from(WRITTEN[kind])))
+        else:
+            fields.append(COMMON[kind])
+    width = draw(st.sampled_from([len(fields)] * 12 + [1, 130, 132]))
+    return "\t".join([*fields, "extra"][:width])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(lines(), min_size=1, max_size=12),
+    st.booleans(),
+    st.sampled_from([None, 0, 1_700_000_000 * NANOS + 5]),
+)
+def test_the_columnar_parse_gives_the_per_event_rows(batch: list[str], wide_rows: bool, minimum: int | None) -> None:
+    parse = Parse(minimum=minimum, now=1_800_000_000 * NANOS, wide_rows=wide_rows)
+    encoded = pa.array([line.encode() for line in batch], pa.binary())
+    assert parse.batch(encoded).to_pylist() == parse.per_event(encoded.to_pylist()).to_pylist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(lines(), min_size=1, max_size=12))
+def test_the_columnar_events_are_the_decoders(batch: list[str]) -> None:
+    """The events Parquet and shred mode write from, built column by column: each one the per-event
+    decoder's; the lines it does not take are left to the decoder (None)."""
+    found = columnar.events(pa.array(batch))
+    assert len(found) == len(batch)
+    for line, event in zip(batch, found, strict=True):
+        assert event is None or event == decode(line, None)
+
+
+def test_each_shape_alone_on_a_line_of_common_fields() -> None:
+    """Every value of `WRITTEN` and `OTHER`, in every field of its kind, alone on a line otherwise
+    common: one batch, the same rows by both paths (a check the columnar path skipped shows here)."""
+    batch = []
+    for index, name in enumerate(FIELD_NAMES):
+        kind = FIELD_KINDS[name]
+        for value in [*WRITTEN[kind], *OTHER[kind]]:
+            fields = [COMMON[FIELD_KINDS[other]] for other in FIELD_NAMES]
+            fields[index] = value
+            batch.append("\t".join(fields).encode())
+    for minimum in (None, 1_700_000_000 * NANOS + 5):
+        parse = Parse(minimum=minimum, now=1_800_000_000 * NANOS)
+        lines = pa.array(batch, pa.binary())
+        assert parse.batch(lines).to_pylist() == parse.per_event(lines.to_pylist()).to_pylist()
+    texts = [line.decode() for line in batch]
+    events = columnar.events(pa.array(texts))
+    assert all(event is None or event == decode(text, None) for text, event in zip(texts, events, strict=True))
+    assert sum(event is not None for event in events) > len(texts) // 2, "the shapes enrichers write are taken"
+
+
+def test_a_batch_with_bytes_that_are_not_utf8_is_read_as_the_jvm_reads_them() -> None:
+    from tests.transformer_helpers import event
+
+    batch = pa.array([event(UUID, "f").encode(), event(UUID, "g", app_id="caf\xe9").encode("latin-1")], pa.binary())
+    rows = Parse().batch(batch).to_pylist()
+    assert rows == Parse().per_event(batch.to_pylist()).to_pylist()
+    assert '"app_id":"caf\ufffd"' in rows[1]["value"]
+
+
+def test_the_common_shapes_are_taken_by_the_columnar_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines as enrichers write them do not fall back to the per-event decoder (which the
+    property above would not notice: it compares results, not paths)."""
+    fields = [COMMON[FIELD_KINDS[name]] for name in FIELD_NAMES]
+    fields[FIELD_NAMES.index("contexts")] = WRITTEN["C"][1]
+    fields[FIELD_NAMES.index("geo_latitude")] = "37.7749"
+    fields[FIELD_NAMES.index("geo_longitude")] = "-122.4194"
+    fallen: list[int] = []
+    original = Parse.per_event
+
+    def per_event(self: Parse, lines: Sequence[str | bytes]) -> pa.RecordBatch:
+        fallen.append(len(lines))
+        return original(self, lines)
+
+    monkeypatch.setattr(Parse, "per_event", per_event)
+    rows = Parse().batch(pa.array(["\t".join(fields).encode()] * 3, pa.binary())).to_pylist()
+    assert fallen == [] and len(rows) == 3 and all(row["good"] for row in rows)
+    assert '"geo_location":"37.7749,-122.4194"' in rows[0]["value"]
