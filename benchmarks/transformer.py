@@ -14,6 +14,9 @@ their Iglu Central schemas); (b) writes the same partitions: each event's atomic
 line under the atomic partition, each of its JSON columns as a line under its first entity's.
 Both on `local[2]`. Prints each process's wall time, the medians and the ratio (a)/(b).
 
+With `--warm`, instead: both in this process's one Spark session, after one run of each to warm
+the JVM and the Python workers, alternated for the rounds (the cost a long-lived session pays).
+
 With `--profile DIR`, instead: (a) in this process, once to warm the JVM and once under the JVM's
 flight recorder and py-spy (the Python workers), the hottest frames into DIR and on stdout.
 """
@@ -25,6 +28,8 @@ import json
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,6 +139,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=("widerow", "parquet", "shred"), default="widerow")
+    parser.add_argument("--warm", action="store_true", help="both in one warm session, alternated")
     parser.add_argument("--profile", metavar="DIR", type=Path, help="profile one warm in-process run into DIR")
     parser.add_argument("--baseline", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -145,6 +151,8 @@ def main() -> int:
     try:
         if args.profile:
             return profiled(work, args.events, args.mode, args.profile)
+        if args.warm:
+            return in_session(work, args.events, args.rounds, args.mode)
         return measure(work, args.events, args.rounds, args.mode)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -173,6 +181,32 @@ def measure(work: Path, events: int, rounds: int, mode: str) -> int:
     lines = prepare(work, events, mode)
     commands = {"transformer": lambda n: transformer(work, n, mode), "baseline": lambda n: base(work, n, mode)}
     return compared(interleaved(commands, rounds), lines)
+
+
+def in_session(work: Path, events: int, rounds: int, mode: str) -> int:
+    """The transformer's entry point and the baseline in this process's session, each warmed by a
+    first run, then alternated (the order reversed every other round)."""
+    from shred_job import compared
+
+    from spark_integration.session import local_session
+    from spark_integration.transformer import main as transformer_main
+
+    lines = prepare(work, events, mode)
+    local_session("local[2]")
+    runs: dict[str, Callable[[int], object]] = {
+        "transformer": lambda n: transformer_main(transformer(work, n, mode)[3:]),
+        "baseline": lambda n: baseline(str(work / "in" / RUN), str(work / f"base-{n}"), mode),
+    }
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for n in range(rounds + 1):
+        for name in list(runs) if n % 2 == 0 else list(runs)[::-1]:
+            started = time.monotonic()
+            runs[name](n)
+            seconds = time.monotonic() - started
+            if n:  # the first round warms
+                times[name].append(seconds)
+            print(f"{'warm-up' if n == 0 else f'round {n}'} {name:<11} {seconds:6.1f} s")
+    return compared(times, lines)
 
 
 def profiled(work: Path, events: int, mode: str, folder: Path) -> int:

@@ -299,67 +299,79 @@ class Decide:
                 out.emit(DUPLICATE, None)
             else:
                 out.emit(BAD, bad_rows.runtime_error(self._event(row, lines), outcome))
-        write = self._writer()
-        if write != self._wide_row and self.limits is None:
-            lines.decode(kept_rows)  # every kept event is written from its decoded event
-        types: set[str] = set()
+        written: Kept = []
         for group in _groups(kept_rows):
             renamed = self.threshold is not None and len(group) > self.threshold
             if renamed:
                 _rank(group, lines)
-            for row in group:
-                types.update(write(row, self._new_id(row, lines) if renamed else None, lines, out))
+            written.extend((row, self._new_id(row, lines) if renamed else None) for row in group)
+        write = self._writer()
+        if write != self._wide_rows and self.limits is None:
+            lines.decode(kept_rows)  # every kept event is written from its decoded event
+        types = write(written, lines, out)
         kept_types = sorted(t for t in types if not any(c.matches(EntityType.parse(t).schema_key) for c in self.skip))
         return out.batch(kept_types, natural)
 
     def _writer(self) -> Writer:
-        """How a kept event is written in this mode: shredded, a Parquet row, or a wide-row line."""
+        """How the kept events are written in this mode: shredded, as Parquet rows, or as wide-row lines."""
         if self.shredder is not None:
             return self._shredded
         if self.parquet is not None:
-            return self._parquet_row
-        return self._wide_row
+            return self._parquet_rows
+        return self._wide_rows
 
     def _kept_event(self, row: dict[str, Any], new_id: str | None, lines: _Lines) -> Event:
         event = self._event(row, lines)
         return event if new_id is None else with_new_id(event, new_id)
 
-    def _wide_row(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
-        """The wide row `Parse` rendered, as it came; rendered again when re-identified."""
-        if new_id is None:
-            out.emit(GOOD, row["index"])
+    def _wide_rows(self, kept: Kept, lines: _Lines, out: _Out) -> set[str]:
+        """The wide rows `Parse` rendered, as they came; rendered again when re-identified."""
+        types: set[str] = set()
+        for row, new_id in kept:
+            if new_id is None:
+                out.emit(GOOD, row["index"])
+                types.update(row["types"])
+            else:
+                event = self._kept_event(row, new_id, lines)
+                out.emit(GOOD, widerow.line(event))
+                types.update(event_types(event))
             out.count_event(row)
-            return list(row["types"])
-        event = self._kept_event(row, new_id, lines)
-        out.emit(GOOD, widerow.line(event))
-        out.count_event(row)
-        return event_types(event)
+        return types
 
-    def _parquet_row(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
-        """The event's Parquet row, or its `loader_iglu_error` when a value does not fit its column."""
+    def _parquet_rows(self, kept: Kept, lines: _Lines, out: _Out) -> set[str]:
+        """The events' Parquet rows, built together; an event's `loader_iglu_error` where one of
+        its values does not fit its column."""
         assert self.parquet is not None
-        event = self._kept_event(row, new_id, lines)
-        values = self.parquet.row(event)
-        if isinstance(values, list):
-            out.emit(BAD, bad_rows.iglu_error(event, values))
-            return []
-        out.emit(GOOD, None)
-        out.columns["row"][-1] = values
-        out.count_event(row)
-        return event_types(event)
+        events = [self._kept_event(row, new_id, lines) for row, new_id in kept]
+        out.parquet, failures = self.parquet.rows(events)
+        types: set[str] = set()
+        fitting = 0
+        for (row, _), event, failed in zip(kept, events, failures, strict=True):
+            if failed is not None:
+                out.emit(BAD, bad_rows.iglu_error(event, failed))
+                continue
+            out.emit(GOOD, None)
+            out.columns["row"][-1] = fitting
+            fitting += 1
+            out.count_event(row)
+            types.update(event_types(event))
+        return types
 
-    def _shredded(self, row: dict[str, Any], new_id: str | None, lines: _Lines, out: _Out) -> list[str]:
-        """A kept event's shredded lines (or its `loader_iglu_error`); its types when shredded."""
+    def _shredded(self, kept: Kept, lines: _Lines, out: _Out) -> set[str]:
+        """The kept events' shredded lines (or an event's `loader_iglu_error`); their types."""
         assert self.shredder is not None
-        event = self._kept_event(row, new_id, lines)
-        shredded = self.shredder.lines(event)
-        if isinstance(shredded, IgluFailure):
-            out.emit(BAD, bad_rows.iglu_error(event, [shredded.item(self.now)]))
-            return []
-        for place, text in shredded:
-            out.emit(GOOD, text, place)
-        out.count_event(row)
-        return [type_text(uri, entity, fmt) for uri, entity, fmt in self.shredder.types(event)]
+        types: set[str] = set()
+        for row, new_id in kept:
+            event = self._kept_event(row, new_id, lines)
+            shredded = self.shredder.lines(event)
+            if isinstance(shredded, IgluFailure):
+                out.emit(BAD, bad_rows.iglu_error(event, [shredded.item(self.now)]))
+                continue
+            for place, text in shredded:
+                out.emit(GOOD, text, place)
+            out.count_event(row)
+            types.update(type_text(uri, entity, fmt) for uri, entity, fmt in self.shredder.types(event))
+        return types
 
     def _natural(self, group: list[dict[str, Any]], lines: _Lines) -> list[dict[str, Any]]:
         """One event per fingerprint (each event without one kept): the earliest etl_tstamp, an absent
@@ -406,6 +418,8 @@ class _Out:
     def __init__(self, schema: pa.Schema, batch: pa.RecordBatch, *, shredded: bool) -> None:
         self.schema, self._batch, self._shredded = schema, batch, shredded
         self.columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+        self.parquet: pa.StructArray | None = None
+        """With Parquet, the rows that fit; `columns["row"]` holds each output row's index in it."""
         self._trailing = schema.names[len(PARTITIONS) + 2 :]
 
     def emit(self, output: str, value: str | int | None, place: tuple[str | None, ...] = _NO_PARTITION) -> None:
@@ -429,13 +443,22 @@ class _Out:
         self.columns["types"][-1] = types
         self.columns["natural"][-1] = natural
         made: list[str | int | None] = self.columns.pop("value")
-        at = self.schema.get_field_index("value")
-        decided = _record_batch(self.columns, self.schema.remove(at))
-        return decided.add_column(at, self.schema.field("value"), _values(made, self._batch))
+        schema = self.schema
+        rows = None
+        if "row" in self.columns:
+            assert self.parquet is not None
+            rows = self.parquet.take(pa.array(self.columns.pop("row"), pa.int64()))
+            schema = schema.remove(schema.get_field_index("row"))
+        at = schema.get_field_index("value")
+        decided = _record_batch(self.columns, schema.remove(at))
+        decided = decided.add_column(at, schema.field("value"), _values(made, self._batch))
+        return decided if rows is None else decided.append_column(self.schema.field("row"), rows)
 
 
-Writer = Callable[[dict[str, Any], "str | None", "_Lines", _Out], list[str]]
-"""A kept event written in the run's mode (its row, its new id if re-identified): its entity types."""
+Kept = list[tuple[dict[str, Any], str | None]]
+"""The kept events of a batch, in order: each one's row, and its new id if re-identified."""
+Writer = Callable[[Kept, "_Lines", _Out], set[str]]
+"""The kept events written in the run's mode: their entity types."""
 
 _DECIDING = ["key", "good", "fingerprint", "etl", "etl_nanos", "collector", "collector_nanos", "types"]
 """What the decisions read of every row; its line only when a rule needs it (`_Lines`)."""

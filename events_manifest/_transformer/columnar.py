@@ -84,13 +84,13 @@ class _Timestamps:
     """A timestamp column's validity, JSON text (`Instant.toString`), seconds and nanoseconds."""
 
     ok: np.ndarray
-    text: pa.Array
+    text: pa.Array | None
     seconds: np.ndarray
     nanos: np.ndarray
     present: np.ndarray
 
 
-def _timestamps(column: pa.Array, required: bool) -> _Timestamps:
+def _timestamps(column: pa.Array, required: bool, render: bool) -> _Timestamps:
     present = _mask(pc.not_equal(column, ""))
     dates = pc.utf8_slice_codeunits(column, 0, 10)
     unique = pc.unique(dates)
@@ -106,6 +106,8 @@ def _timestamps(column: pa.Array, required: bool) -> _Timestamps:
     fraction = pc.utf8_rpad(pc.utf8_slice_codeunits(column, 20, 29), 9, "0")
     nanos = _number(fraction, valid)
     seconds = days[where] * 86_400 + hours * 3600 + minutes * 60 + secs
+    if not render:
+        return _Timestamps(ok, None, seconds, nanos, valid)
     digits = pc.if_else(
         pc.equal(fraction, "000000000"),
         pa.scalar(""),
@@ -141,15 +143,20 @@ def _number(column: pa.Array, ok: np.ndarray) -> np.ndarray:
     return np.asarray(pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def _doubles(column: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """A double column's validity and JSON text (Java's `Double.toString`): a plain decimal that
-    Java prints as written is its own text (`_JAVA_PRINTS`); any other value is printed here."""
+def _doubles(column: pa.Array, render: bool) -> tuple[np.ndarray, pa.Array | None]:
+    """A double column's validity and (with `render`) JSON text (Java's `Double.toString`): a plain
+    decimal that Java prints as written is its own text (`_JAVA_PRINTS`); any other value is
+    printed here."""
     present = _mask(pc.not_equal(column, ""))
     own = _mask(pc.match_substring_regex(column, _JAVA_PRINTS))
     ok = np.ones(len(column), dtype=bool)
-    texts = np.array(pc.if_else(pa.array(own), column, pa.scalar("null")).to_pylist(), dtype=object)
     others = np.flatnonzero(present & ~own)
-    for i, value in zip(others.tolist(), column.take(pa.array(others)).to_pylist(), strict=True):
+    written = column.take(pa.array(others)).to_pylist()
+    if not render:
+        ok[[i for i, value in zip(others.tolist(), written, strict=True) if not _DOUBLE.fullmatch(value)]] = False
+        return ok, None
+    texts = np.array(pc.if_else(pa.array(own), column, pa.scalar("null")).to_pylist(), dtype=object)
+    for i, value in zip(others.tolist(), written, strict=True):
         if _DOUBLE.fullmatch(value):
             texts[i] = double_to_string(float(value))
         else:
@@ -162,10 +169,11 @@ _TRUTH = {"0": False, "1": True}
 
 
 def atomic_columns(
-    columns: list[pa.Array], minimum: int | None
+    columns: list[pa.Array], minimum: int | None, *, render: bool = True
 ) -> tuple[np.ndarray, dict[str, pa.Array], dict[str, _Timestamps]]:
-    """Every atomic field's JSON text, column by column, and which lines are in the shapes this
-    path takes (and, with `minimum`, not before it)."""
+    """Which lines are in the shapes this path takes (and, with `minimum`, not before it), and
+    with `render` every atomic field's JSON text, column by column (the wide-row line's; the
+    decoded events of `events` need none)."""
     count = len(columns[0])
     ok = np.ones(count, dtype=bool)
     texts: dict[str, pa.Array] = {}
@@ -177,25 +185,33 @@ def atomic_columns(
         if kind in "sS":
             if kind == "S":
                 ok &= _mask(pc.not_equal(column, ""))
-            texts[name] = _or_null(column, _quoted(column))
+            if render:
+                texts[name] = _or_null(column, _quoted(column))
         elif kind == "U":
             ok &= _mask(pc.match_substring_regex(column, _UUID))
-            texts[name] = _quoted(column)
+            if render:
+                texts[name] = _quoted(column)
         elif kind == "i":
             ok &= _mask(pc.or_(pc.equal(column, ""), pc.match_substring_regex(column, _INT)))
-            texts[name] = _or_null(column, column)
+            if render:
+                texts[name] = _or_null(column, column)
         elif kind == "b":
             ok &= _mask(pc.is_in(column, pa.array(list(_BOOLEANS))))
-            texts[name] = pc.if_else(
-                pc.equal(column, "1"), pa.scalar("true"), pc.if_else(pc.equal(column, "0"), "false", "null")
-            )
+            if render:
+                texts[name] = pc.if_else(
+                    pc.equal(column, "1"), pa.scalar("true"), pc.if_else(pc.equal(column, "0"), "false", "null")
+                )
         elif kind == "d":
-            valid, texts[name] = _doubles(column)
+            valid, text = _doubles(column, render)
             ok &= valid
+            if text is not None:
+                texts[name] = text
         else:
-            stamp = _timestamps(column, kind == "T")
+            stamp = _timestamps(column, kind == "T", render)
             ok &= stamp.ok
-            texts[name], stamps[name] = stamp.text, stamp
+            stamps[name] = stamp
+            if stamp.text is not None:
+                texts[name] = stamp.text
     if minimum is not None:
         seconds, nanos = divmod(minimum, NANOS)
         for name in MINIMUM_TIMESTAMP_FIELDS:
@@ -359,7 +375,7 @@ def events(text: pa.Array) -> list[Event | None]:
     """Each line's `Event` as `event.decode` gives it (without truncation), built column by column
     for the lines in the shapes enrichers write; None for the others, which the caller decodes."""
     wide, columns = fields(text)
-    ok, _, stamps = atomic_columns(columns, None)
+    ok, _, stamps = atomic_columns(columns, None, render=False)
     count = len(ok)
     by_field: list[list[Any]] = []
     for index, name in enumerate(FIELD_NAMES):

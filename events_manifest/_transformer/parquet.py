@@ -1,6 +1,6 @@
 """Wide-row Parquet rows (docs/transformer.md, Parquet): the run's columns built from the entity
 types it holds (`build_columns`), their Arrow schema, and each kept event as a row of values cast
-to its columns (`ParquetColumns.row`), or the `loader_iglu_error` failures of the first column a
+to its columns (`ParquetColumns.rows`), or the `loader_iglu_error` failures of the first column a
 value does not fit.
 """
 
@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date
 from decimal import Decimal as Number
 from decimal import InvalidOperation
 from typing import Any
 
 import attrs
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
@@ -133,31 +135,65 @@ class ParquetColumns:
     def arrow_schema(self) -> pa.Schema:
         return pa.schema([arrow_field(field) for field in self.fields])
 
-    def row(self, event: Event) -> dict[str, Any] | list[dict[str, Any]]:
-        """The event's values by column, or the failures of the first column one does not fit."""
-        values = event.values
-        row: dict[str, Any] = {name: values[index] for name, index in _AS_IS}
+    def rows(self, events: Sequence[Event]) -> tuple[pa.StructArray, list[list[dict[str, Any]] | None]]:
+        """The events' rows, built column by column: one struct array of the rows that fit, in
+        order, and for each event None (it fits: its row is the array's next) or the failures of
+        the first column one of its values does not fit (only money and entities can misfit)."""
+        failures: list[list[dict[str, Any]] | None] = []
+        fitting: list[list[Any]] = []
+        cast_columns: list[list[Any]] = [[] for _ in (*_DECIMALS, *self.entities)]
+        for event in events:
+            cast_values, errors = self._cast(event)
+            failures.append(errors or None)
+            if not errors:
+                fitting.append(event.values)
+                for column, value in zip(cast_columns, cast_values, strict=True):
+                    column.append(value)
+        arrays: dict[str, pa.Array] = {}
+        for name, index in _AS_IS:
+            arrays[name] = pa.array([values[index] for values in fitting], _ARROW_TYPES[name])
         for name, index in _TIMESTAMPS:
-            row[name] = None if values[index] is None else values[index] // 1000
+            nanos = pa.array([values[index] for values in fitting], pa.int64())
+            micros = np.floor_divide(pc.fill_null(nanos, 0).to_numpy(), 1000)
+            arrays[name] = pa.array(micros, pa.int64(), mask=pc.is_null(nanos).to_numpy(zero_copy_only=False)).cast(
+                _ARROW_TYPES[name]
+            )
         for name, index in _DOUBLES:
-            value = values[index]
-            row[name] = None if value is None or value != value or abs(value) == _INFINITY else value
+            doubles = pa.array([values[index] for values in fitting], pa.float64())
+            arrays[name] = pc.if_else(pc.is_finite(doubles), doubles, pa.scalar(None, pa.float64()))
         for name, index in _STRINGS:
-            row[name] = None if values[index] is None else _utf8(values[index])
+            arrays[name] = _string_array([values[index] for values in fitting])
+        named = [field.name for field, _ in _DECIMALS] + [column.field.name for column in self.entities]
+        for name, column in zip(named, cast_columns, strict=True):
+            arrays[name] = pa.array(column, _ARROW_TYPES.get(name) or self._entity_types[name])
+        schema = self.arrow_schema()
+        return pa.StructArray.from_arrays([arrays[name] for name in schema.names], fields=list(schema)), failures
+
+    @functools.cached_property
+    def _entity_types(self) -> dict[str, pa.DataType]:
+        return {column.field.name: arrow_type(column.field.type) for column in self.entities}
+
+    def _cast(self, event: Event) -> tuple[list[Any], list[dict[str, Any]]]:
+        """The event's money and entity values cast to their columns, or the failures of the first
+        that does not fit (money first, then the entity columns)."""
+        values = event.values
+        found: list[Any] = []
         for field, index in _DECIMALS:
-            row[field.name], errors = _atomic(field, values[index])
+            if values[index] is None:
+                found.append(None)
+                continue
+            value, errors = _atomic(field, values[index])
             if errors:
-                return [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
+                return [], [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
+            found.append(value)
         for column in self.entities:
-            data = _column_data(column, event)
-            value, errors = cast(data, column.field.type, nullable=True)
+            value, errors = cast(_column_data(column, event), column.field.type, nullable=True)
             if errors:
-                return [{"schemaKey": column.named, **error} for error in errors]
-            row[column.field.name] = value
-        return row
+                return [], [{"schemaKey": column.named, **error} for error in errors]
+            found.append(value)
+        return found, []
 
 
-_INFINITY = float("inf")
 _BY_KIND: dict[str, list[tuple[str, int]]] = {"as is": [], "timestamps": [], "doubles": [], "strings": []}
 for _field, _index in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True):
     if _field.type == STRING:
@@ -171,6 +207,15 @@ for _field, _index in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True):
 _AS_IS, _TIMESTAMPS, _DOUBLES, _STRINGS = (tuple(_BY_KIND[k]) for k in ("as is", "timestamps", "doubles", "strings"))
 _DECIMALS = tuple((f, i) for f, i in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True) if isinstance(f.type, Decimal))
 """The atomic columns by how their decoded values become column values: only money can misfit."""
+_ARROW_TYPES = {field.name: arrow_type(field.type) for field in ATOMIC_COLUMNS}
+
+
+def _string_array(values: list[Any]) -> pa.Array:
+    """A string column; half a surrogate pair written `?` (`_utf8`)."""
+    try:
+        return pa.array(values, pa.string())
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        return pa.array([None if value is None else _utf8(value) for value in values], pa.string())
 
 
 def _column_data(column: EntityColumn, event: Event) -> Any:

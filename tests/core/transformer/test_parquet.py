@@ -9,6 +9,7 @@ import re
 from decimal import Decimal as Number
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -155,3 +156,46 @@ def test_a_runs_columns_from_its_entity_types() -> None:
         ParquetSchemaError, match=r"^Error while building non-atomic DDL fields\. Schema iglu:com\.acme/x"
     ):
         build_columns([("iglu:com.acme/x/jsonschema/1-0-0", "CONTEXT")], iglu, synthetic=False)
+
+
+def test_rows_built_together_cast_each_events_values_and_report_each_misfit() -> None:
+    """`ParquetColumns.rows`: the fitting events' rows in order, column by column; a timestamp
+    before 1970 floored to its microsecond, a NaN or infinite double null, a string as written; an
+    event whose money or entity does not fit reported with that column's failures, and no row."""
+    from datetime import UTC, datetime
+
+    from events_manifest._transformer.event import Event, decode
+    from events_manifest._transformer.parquet import build_columns
+    from events_manifest.iglu import ResolverConfig
+    from tests.shred_helpers import sdj, unstruct
+    from tests.transformer_helpers import RESOLVER, event
+
+    click = "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1"
+    columns = build_columns(
+        [(click, "SELF_DESCRIBING_EVENT")], ResolverConfig.parse(json.dumps(RESOLVER)), synthetic=False
+    )
+    lines = [
+        event("c6ef3124-b53a-4b13-a233-0088f79dcbc1", collector="1969-12-31 23:59:59.9999995", geo_latitude="NaN"),
+        event("c6ef3124-b53a-4b13-a233-0088f79dcbc2", geo_longitude="Infinity", se_value="2.5", app_id="caf\u00e9"),
+        event("c6ef3124-b53a-4b13-a233-0088f79dcbc3", tr_total="1.005"),
+        event("c6ef3124-b53a-4b13-a233-0088f79dcbc4", unstruct_event=unstruct(sdj(click, '{"elementId":"x"}'))),
+        event("c6ef3124-b53a-4b13-a233-0088f79dcbc5", unstruct_event=unstruct(sdj(click, '{"targetUrl":"http://a"}'))),
+    ]
+    events = [decode(line, None) for line in lines]
+    assert all(isinstance(e, Event) for e in events)
+    rows, failures = columns.rows(events)  # type: ignore[arg-type]
+    assert [f is None for f in failures] == [True, True, False, False, True]
+    assert failures[2] is not None and failures[2][0]["schemaKey"].endswith("/atomic/jsonschema/1-0-0")
+    assert failures[3] is not None and failures[3][0]["schemaKey"] == click
+    first, second, third = rows.to_pylist()
+    assert [r["event_id"] for r in (first, second, third)] == [
+        "c6ef3124-b53a-4b13-a233-0088f79dcbc1",
+        "c6ef3124-b53a-4b13-a233-0088f79dcbc2",
+        "c6ef3124-b53a-4b13-a233-0088f79dcbc5",
+    ]
+    assert first["collector_tstamp"] == datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    assert first["geo_latitude"] is None and second["geo_longitude"] is None and second["se_value"] == 2.5
+    assert second["app_id"] == "caf\u00e9" and first["tr_total"] is None
+    link = "unstruct_event_com_snowplowanalytics_snowplow_link_click_1"
+    assert first[link] is None and third[link]["target_url"] == "http://a"
+    assert rows.type == pa.struct(list(columns.arrow_schema()))
