@@ -307,7 +307,7 @@ class Decide:
             written.extend((row, self._new_id(row, lines) if renamed else None) for row in group)
         write = self._writer()
         if write != self._wide_rows and self.limits is None:
-            lines.decode(kept_rows)  # every kept event is written from its decoded event
+            lines.decode(kept_rows, tsv=write == self._shredded)  # every kept event is written from its decoded event
         types = write(written, lines, out)
         kept_types = sorted(t for t in types if not any(c.matches(EntityType.parse(t).schema_key) for c in self.skip))
         return out.batch(kept_types, natural)
@@ -363,7 +363,7 @@ class Decide:
         types: set[str] = set()
         for row, new_id in kept:
             event = self._kept_event(row, new_id, lines)
-            shredded = self.shredder.lines(event)
+            shredded = self.shredder.lines(event, lines.atomic_tsv(row) if new_id is None else None)
             if isinstance(shredded, IgluFailure):
                 out.emit(BAD, bad_rows.iglu_error(event, [shredded.item(self.now)]))
                 continue
@@ -472,6 +472,7 @@ class _Lines:
         self._column = column
         self._read: dict[int, str] = {}
         self._events: dict[int, Event] = {}
+        self._tsv: dict[int, str] = {}
 
     def __getitem__(self, row: dict[str, Any]) -> str:
         index: int = row["index"]
@@ -479,12 +480,18 @@ class _Lines:
             self._read[index] = self._column[index].as_py()
         return self._read[index]
 
-    def decode(self, rows: Sequence[dict[str, Any]]) -> None:
-        """The events of `rows`, decoded column by column (`columnar.events`) for later `event` calls."""
+    def decode(self, rows: Sequence[dict[str, Any]], *, tsv: bool) -> None:
+        """The events of `rows` (and with `tsv` their atomic TSV lines), decoded column by column
+        (`columnar.decoded`) for later `event` and `atomic_tsv` calls."""
         indexes = [row["index"] for row in rows]
         if indexes:
-            decoded = columnar.events(self._column.take(pa.array(indexes, pa.int64())))
-            self._events.update((index, event) for index, event in zip(indexes, decoded, strict=True) if event)
+            events, lines = columnar.decoded(self._column.take(pa.array(indexes, pa.int64())), tsv=tsv)
+            self._events.update((index, event) for index, event in zip(indexes, events, strict=True) if event)
+            self._tsv.update((index, line) for index, line in zip(indexes, lines, strict=False) if line)
+
+    def atomic_tsv(self, row: dict[str, Any]) -> str | None:
+        """A good row's atomic TSV line, if `decode` made it."""
+        return self._tsv.get(row["index"])
 
     def event(self, row: dict[str, Any], limits: dict[str, int] | None) -> Event:
         """A good row's event: decoded already, or now (`event.decode`, which also cuts to `limits`)."""

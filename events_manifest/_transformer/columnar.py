@@ -374,8 +374,20 @@ def lines(texts: dict[str, pa.Array], extras: list[dict[str, str] | None], rows:
 def events(text: pa.Array) -> list[Event | None]:
     """Each line's `Event` as `event.decode` gives it (without truncation), built column by column
     for the lines in the shapes enrichers write; None for the others, which the caller decodes."""
+    return decoded(text, tsv=False)[0]
+
+
+def decoded(text: pa.Array, *, tsv: bool) -> tuple[list[Event | None], list[str | None]]:
+    """`events`, and with `tsv` each of their atomic TSV lines as shred mode writes them
+    (`shredded.atomic_line`; None where the event is)."""
     wide, columns = fields(text)
     ok, _, stamps = atomic_columns(columns, None, render=False)
+    lines: list[str | None] = []
+    if tsv:
+        lines = [None] * len(text)
+        taken = atomic_tsv(columns, stamps).to_pylist()
+        for row, position in enumerate(np.flatnonzero(wide).tolist()):
+            lines[position] = taken[row]
     count = len(ok)
     by_field: list[list[Any]] = []
     for index, name in enumerate(FIELD_NAMES):
@@ -417,4 +429,27 @@ def events(text: pa.Array) -> list[Event | None]:
         assert isinstance(event_contexts, list) and isinstance(event_derived, list)
         assert event_unstruct is None or isinstance(event_unstruct, Entity)
         found[positions[row]] = Event(list(values), event_contexts, event_unstruct, event_derived)
-    return found
+    return found, [line if event is not None else None for line, event in zip(lines, found, strict=True)] if tsv else []
+
+
+def atomic_tsv(columns: list[pa.Array], stamps: dict[str, _Timestamps]) -> pa.Array:
+    """The atomic fields of lines in the shapes this path takes, as shred mode's TSV line: each
+    value as written, but a timestamp as `yyyy-MM-dd HH:mm:ss.SSS` (its year 0 as 1, the era's) and
+    a double as Java prints it."""
+    cells = []
+    for index, name in enumerate(FIELD_NAMES):
+        kind, column = FIELD_KINDS[name], columns[index]
+        if kind in "CE":
+            continue
+        if kind == "d":
+            text = _doubles(column, True)[1]
+            assert text is not None
+            cells.append(pc.if_else(pc.equal(column, ""), pa.scalar(""), text))
+        elif kind in "tT":
+            fraction = pc.utf8_slice_codeunits(pc.utf8_rpad(pc.utf8_slice_codeunits(column, 20, 23), 3, "0"), 0, 3)
+            date = pc.replace_substring_regex(pc.utf8_slice_codeunits(column, 0, 10), "^0000", "0001")
+            written = pc.binary_join_element_wise(date, " ", pc.utf8_slice_codeunits(column, 11, 19), ".", fraction, "")
+            cells.append(pc.if_else(pa.array(stamps[name].present), written, pa.scalar("")))
+        else:
+            cells.append(column)
+    return pc.binary_join_element_wise(*cells, "\t")

@@ -227,10 +227,12 @@ class Shredder:
     routing: Routing
     iglu: ResolverConfig
 
-    def lines(self, event: Event) -> list[tuple[tuple[str, ...], str]] | IgluFailure:
+    def lines(self, event: Event, atomic: str | None = None) -> list[tuple[tuple[str, ...], str]] | IgluFailure:
+        """The event's shredded lines with their partitions: its atomic line (`atomic`, when the
+        caller made it already), then one line per entity; or the failure of a schema lookup."""
         root_id = event.get("event_id")
         root_tstamp = tsv_tstamp(event.get("collector_tstamp"))
-        out: list[tuple[tuple[str, ...], str]] = [(ATOMIC_PARTITION, atomic_line(event))]
+        out: list[tuple[tuple[str, ...], str]] = [(ATOMIC_PARTITION, atomic or atomic_line(event))]
         entities = [*([event.unstruct] if event.unstruct is not None else []), *event.derived, *event.contexts]
         for entity in entities:
             fmt = self.routing.format_of(entity.key.uri)

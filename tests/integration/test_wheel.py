@@ -88,9 +88,10 @@ def test_the_wheel_installed_with_spark_runs_the_demo(tmp_path: Path) -> None:
     environment: the same summaries as the checkout's own demo, the outputs on disk."""
     [wheel] = (BUILD / "dist").glob("events_manifest-*.whl")
     venv = tmp_path / "venv"
-    subprocess.run(["python", "-m", "venv", str(venv)], check=True, timeout=120)
+    alone = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # the suite's Spark sets it
+    subprocess.run(["python", "-m", "venv", str(venv)], check=True, timeout=120, env=alone)
     install = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt")]
-    subprocess.run([*install, f"{wheel}[spark]"], check=True, timeout=900)
+    subprocess.run([*install, f"{wheel}[spark]"], check=True, timeout=900, env=alone)
 
     def demo(python: str, folder: Path) -> str:
         env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
@@ -117,6 +118,7 @@ def test_the_wheel_installed_with_spark_runs_the_demo(tmp_path: Path) -> None:
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import spark_integration; print(spark_integration.__file__)"],
         cwd=tmp_path,
+        env=alone,
         capture_output=True,
         text=True,
         check=True,

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from events_manifest._snowplow.fields import FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer import columnar
 from events_manifest._transformer.batch import Parse
-from events_manifest._transformer.event import decode
+from events_manifest._transformer.event import Event, decode
 from events_manifest._transformer.jvm import NANOS
+from events_manifest._transformer.shredded import atomic_line
 
 UUID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 
@@ -131,10 +132,13 @@ def test_the_columnar_parse_gives_the_per_event_rows(batch: list[str], wide_rows
 def test_the_columnar_events_are_the_decoders(batch: list[str]) -> None:
     """The events Parquet and shred mode write from, built column by column: each one the per-event
     decoder's; the lines it does not take are left to the decoder (None)."""
-    found = columnar.events(pa.array(batch))
-    assert len(found) == len(batch)
-    for line, event in zip(batch, found, strict=True):
-        assert event is None or event == decode(line, None)
+    found, tsv = columnar.decoded(pa.array(batch), tsv=True)
+    assert len(found) == len(batch) == len(tsv)
+    for line, event, atomic in zip(batch, found, tsv, strict=True):
+        decoder = decode(line, None)
+        assert event is None or event == decoder
+        assert (atomic is None) == (event is None)
+        assert atomic is None or (isinstance(decoder, Event) and atomic == atomic_line(decoder))
 
 
 def test_each_shape_alone_on_a_line_of_common_fields() -> None:
@@ -152,8 +156,11 @@ def test_each_shape_alone_on_a_line_of_common_fields() -> None:
         lines = pa.array(batch, pa.binary())
         assert parse.batch(lines).to_pylist() == parse.per_event(lines.to_pylist()).to_pylist()
     texts = [line.decode() for line in batch]
-    events = columnar.events(pa.array(texts))
+    events, tsv = columnar.decoded(pa.array(texts), tsv=True)
     assert all(event is None or event == decode(text, None) for text, event in zip(texts, events, strict=True))
+    for text, atomic in zip(texts, tsv, strict=True):
+        decoder = decode(text, None)
+        assert atomic is None or (isinstance(decoder, Event) and atomic == atomic_line(decoder))
     assert sum(event is not None for event in events) > len(texts) // 2, "the shapes enrichers write are taken"
 
 
