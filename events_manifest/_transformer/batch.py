@@ -31,7 +31,7 @@ from events_manifest._transformer.config import Criterion
 from events_manifest._transformer.entity_types import EntityType, type_text
 from events_manifest._transformer.event import Entity, Event, decode
 from events_manifest._transformer.jvm import NANOS
-from events_manifest._transformer.parquet import ParquetColumns
+from events_manifest._transformer.parquet import ParquetColumns, string_array
 from events_manifest._transformer.shredded import JSON, PARTITIONS, IgluFailure, Shredder, partition
 from events_manifest.errors import ManifestThrottledError
 from events_manifest.model import from_epoch_seconds
@@ -185,19 +185,10 @@ def _record_batch(rows: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBat
     for field in schema:
         values = rows[field.name]
         if field.type == pa.string():
-            arrays.append(_strings(values))
+            arrays.append(string_array(values))
         else:
             arrays.append(pa.array(values, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _strings(values: list[Any]) -> pa.Array:
-    """A string column; half a surrogate pair (no UTF-8 form) written `?`, as the JVM writes it."""
-    try:
-        return pa.array(values, pa.string())
-    except (UnicodeEncodeError, pa.ArrowInvalid):
-        encoded = [v.encode("utf-8", "replace") if isinstance(v, str) else v for v in values]
-        return pa.array(encoded, pa.binary()).cast(pa.string())
 
 
 def filled_fingerprint(event_id: str, line: str) -> str:
@@ -518,7 +509,7 @@ def _values(values: list[str | int | None], batch: pa.RecordBatch) -> pa.Array:
             next_made += 1
         else:
             indexes.append(value)
-    return pa.concat_arrays([source, _strings(made)]).take(pa.array(indexes, pa.int64()))
+    return pa.concat_arrays([source, string_array(made)]).take(pa.array(indexes, pa.int64()))
 
 
 def _earliest(row: dict[str, Any], lines: _Lines) -> tuple[int, int, str]:

@@ -162,7 +162,7 @@ class ParquetColumns:
             doubles = pa.array([values[index] for values in fitting], pa.float64())
             arrays[name] = pc.if_else(pc.is_finite(doubles), doubles, pa.scalar(None, pa.float64()))
         for name, index in _STRINGS:
-            arrays[name] = _string_array([values[index] for values in fitting])
+            arrays[name] = string_array([values[index] for values in fitting])
         named = [field.name for field, _ in _DECIMALS] + [column.field.name for column in self.entities]
         for name, column in zip(named, cast_columns, strict=True):
             arrays[name] = pa.array(column, _ARROW_TYPES.get(name) or self._entity_types[name])
@@ -210,8 +210,8 @@ _DECIMALS = tuple((f, i) for f, i in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=T
 _ARROW_TYPES = {field.name: arrow_type(field.type) for field in ATOMIC_COLUMNS}
 
 
-def _string_array(values: list[Any]) -> pa.Array:
-    """A string column; half a surrogate pair written `?` (`_utf8`)."""
+def string_array(values: list[Any]) -> pa.Array:
+    """A string column; half a surrogate pair (no UTF-8 form) written `?`, as the JVM writes it (`_utf8`)."""
     try:
         return pa.array(values, pa.string())
     except (UnicodeEncodeError, pa.ArrowInvalid):

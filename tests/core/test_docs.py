@@ -153,3 +153,18 @@ def test_every_place_in_the_rule_table_exists() -> None:
             assert found is not None, f"docs/development.md: `{path}` ({cell.strip()}) names nothing"
             if hasattr(found, "__path__") or type(found).__name__ == "module":
                 module = found
+
+
+def test_every_file_the_manual_names_exists() -> None:
+    """A path of the project's tree in the manual or the README (`tests/...py`, a module's file)
+    names a file that is there."""
+    pages = [*sorted(DOCS.glob("*.md")), PROJECT / "README.md", PROJECT / "CHANGELOG.md"]
+    named = {
+        path
+        for page in pages
+        for path in re.findall(
+            r"\b((?:tests|events_manifest|spark_integration|benchmarks)/[\w/.-]*\w)", page.read_text()
+        )
+    }
+    assert len(named) > 20
+    assert sorted(path for path in named if not (PROJECT / path).exists()) == []
