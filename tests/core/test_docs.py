@@ -142,14 +142,17 @@ def test_every_place_in_the_rule_table_exists() -> None:
     assert len(rows) > 40
     for cell in rows:
         module: object | None = None
+        unimportable = False  # a module of the glue where pyspark is not installed (`nox -s core`)
         for path in re.findall(r"`([\w.]+)`", cell):
             absolute = path if path.startswith(("spark_integration", "events_manifest")) else f"events_manifest.{path}"
             if not _importable(absolute):
-                module = None
+                module, unimportable = None, True
                 continue
             found = _resolve(absolute)
             if found is None and module is not None:
                 found = _resolve(f"{module.__name__}.{path}")  # type: ignore[attr-defined]
+            if found is None and unimportable:
+                continue  # a name in the glue's module just skipped
             assert found is not None, f"docs/development.md: `{path}` ({cell.strip()}) names nothing"
             if hasattr(found, "__path__") or type(found).__name__ == "module":
                 module = found
