@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -30,14 +31,23 @@ def open_counting(url):
 """
 
 
+DOCUMENTED_GROUP = re.search(
+    r'\[project\.entry-points\."([\w.]+)"\]', (Path(__file__).parents[3] / "docs" / "manifest.md").read_text()
+)
+"""The entry-point group the manual tells a backend's author to register under."""
+
+
 @pytest.fixture
 def plugin(tmp_path: Path) -> Iterator[None]:
-    """A third-party distribution that registers the `counting` scheme, installed on sys.path."""
+    """A third-party distribution that registers the `counting` scheme under the manual's group,
+    installed on sys.path."""
+    assert DOCUMENTED_GROUP is not None
     (tmp_path / "counting_backend.py").write_text(PLUGIN)
     info = tmp_path / "counting_backend-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: counting-backend\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[events_manifest.backends]\ncounting = counting_backend:open_counting\n")
+    group = DOCUMENTED_GROUP.group(1)
+    (info / "entry_points.txt").write_text(f"[{group}]\ncounting = counting_backend:open_counting\n")
     sys.path.insert(0, str(tmp_path))
     yield
     sys.path.remove(str(tmp_path))
