@@ -1,5 +1,5 @@
 """Developer sessions: `nox -s tests`, `integration`, `lint`, `typecheck`, `docs`, `resolve`, `demo`,
-`transformer`, `benchmarks`."""
+`transformer`, `stream`, `benchmarks`."""
 
 from __future__ import annotations
 
@@ -79,8 +79,9 @@ def _executor_environment(session: nox.Session) -> Path:
 @nox.session
 def integration(session: nox.Session) -> None:
     """Where users run the jobs: S3 (moto's server, the S3A connector), DynamoDB (dynalite) and SQS
-    (moto) on loopback, kills during the commit on S3, two transformers at once, spark-submit, a
-    standalone cluster whose executors get the environment as an archive."""
+    (moto) on loopback, kills during the commit on S3, two transformers at once, the stream
+    transformer killed at each step and started again, spark-submit, a standalone cluster whose
+    executors get the environment as an archive."""
     session.install("-c", "constraints.txt", "-e", ".[all,test]", "venv-pack")
     _npm(session)
     jars = _s3a_jars(session)
@@ -155,6 +156,14 @@ def transformer(session: nox.Session) -> None:
     """The transformer (wide-row JSON) on the two bundled sample batches, as two runs."""
     session.install("-c", "constraints.txt", "-e", ".[spark]")
     session.run("python", "-m", "spark_integration.demo", "--job", "transformer", *session.posargs)
+
+
+@nox.session
+def stream(session: nox.Session) -> None:
+    """The stream transformer on the two bundled sample batches, arriving one after the other: two
+    windows, the second dropping what re-delivers the first."""
+    session.install("-c", "constraints.txt", "-e", ".[spark]")
+    session.run("python", "-m", "spark_integration.demo", "--job", "stream", *session.posargs)
 
 
 @nox.session

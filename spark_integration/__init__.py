@@ -1,4 +1,4 @@
-"""PySpark glue on the events manifest's core: the shred job, the transformer, generic DataFrame and
+"""PySpark glue on the events manifest's core: the shred job, the transformers, generic DataFrame and
 streaming dedup, the manifest populator. Every rule they apply is the core's (`events_manifest`); this
 package reads, groups and writes with Spark and hands Arrow batches to the core's engine.
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
     from spark_integration.shredder import EtlMismatchError, shred
+    from spark_integration.stream_transformer import StreamConfig, StreamTransformer
     from spark_integration.transformer import RunResult, transform
 
 _EXPORTS = {
@@ -30,6 +31,8 @@ _EXPORTS = {
     "PopulateSummary": "spark_integration.populator",
     "RunResult": "spark_integration.transformer",
     "ShredSummary": "events_manifest._snowplow.summary",
+    "StreamConfig": "events_manifest._transformer.stream_config",
+    "StreamTransformer": "spark_integration.stream_transformer",
     "deduplicate": "spark_integration._generic_dedup",
     "deduplicate_stream": "spark_integration._streaming",
     "local_session": "spark_integration.session",
@@ -46,6 +49,8 @@ __all__ = [
     "PopulateSummary",
     "RunResult",
     "ShredSummary",
+    "StreamConfig",
+    "StreamTransformer",
     "deduplicate",
     "deduplicate_stream",
     "local_session",

@@ -171,31 +171,13 @@ def transform(
     each committed alone and reported (`report`) as it is; the first failure stops there (the runs
     before it are committed). Runs a killed or failed invocation left are finished first."""
     progress = progress if progress is not None else Progress()
-    _check_supported(config, manifest)
+    check_supported(config, manifest, iglu)
     storage = HadoopStorage(spark)
     if not storage.is_folder(config.input):
         raise TransformerConfigError(f"input [{config.input}] is not a folder: nothing was written")
     protected = [Place(INPUT, config.input), *(Place(MANIFEST, path) for path in manifest_files(manifest))]
     check_places(storage, [Place("output folder", config.output, folder=True)], protected)
-    if (config.transformation == "shred" or config.file_format == "parquet") and iglu is None:
-        raise TransformerConfigError("shred mode and Parquet need an Iglu resolver config: columns come from schemas")
-    handle = ManifestHandle.of(manifest) if manifest is not None else None
-    opened = handle.open() if handle is not None else None  # a missing table or unusable file fails here
-    job = _Job(
-        spark,
-        storage,
-        config,
-        iglu,
-        atomic_limits(iglu) if config.truncate_atomic_fields else None,
-        handle,
-        opened,
-        queues.client(config.queue) if config.queue is not None else None,
-        kinesis.Stream.of(config.bad) if config.bad.type == "kinesis" else None,
-        random_synthetic_ids,
-        rerun,
-        attrs.evolve(ADVICE, manifest=_clean_flag(handle)),
-        storage.qualify(config.input),
-    )
+    job = Job.create(spark, storage, config, iglu, manifest, random_ids=random_synthetic_ids, rerun=rerun)
     inputs = storage.subfolders(config.input)
     outputs = storage.children(config.output) if storage.exists(config.output) else []
     found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))
@@ -239,7 +221,10 @@ def _clean_flag(handle: ManifestHandle | None) -> str:
     return f"--manifest '{handle.url}'" if handle is not None and handle.url is not None else ""
 
 
-def _check_supported(config: TransformerConfig, manifest: object | None) -> None:
+def check_supported(config: TransformerConfig, manifest: object | None, iglu: ResolverConfig | None) -> None:
+    """Refuse the settings the transformer does not run with, before anything is read."""
+    if (config.transformation == "shred" or config.file_format == "parquet") and iglu is None:
+        raise TransformerConfigError("shred mode and Parquet need an Iglu resolver config: columns come from schemas")
     if manifest is not None and not config.natural:
         raise TransformerConfigError(
             "Natural deduplication needs to be enabled when cross batch deduplication is enabled"
@@ -249,7 +234,7 @@ def _check_supported(config: TransformerConfig, manifest: object | None) -> None
 
 
 @attrs.frozen
-class _Job:
+class Job:
     """What every run of one `transform` call shares."""
 
     spark: SparkSession
@@ -266,6 +251,47 @@ class _Job:
     advice: Advice
     input_root: str
     """The input folder, qualified: a run's item is its folder below it."""
+    lister: Callable[[str], Listing] | None = None
+    """A run's input files, by its name; None: the files directly in its input folder."""
+
+    @classmethod
+    def create(
+        cls,
+        spark: SparkSession,
+        storage: HadoopStorage,
+        config: TransformerConfig,
+        iglu: ResolverConfig | None,
+        manifest: str | DuplicateStorage | None,
+        *,
+        random_ids: bool = False,
+        rerun: bool = False,
+        advice: Advice = ADVICE,
+        lister: Callable[[str], Listing] | None = None,
+    ) -> Job:
+        """The job of `config`, its manifest opened (a missing table or unusable file fails here)."""
+        handle = ManifestHandle.of(manifest) if manifest is not None else None
+        return cls(
+            spark,
+            storage,
+            config,
+            iglu,
+            atomic_limits(iglu) if config.truncate_atomic_fields else None,
+            handle,
+            handle.open() if handle is not None else None,
+            queues.client(config.queue) if config.queue is not None else None,
+            kinesis.Stream.of(config.bad) if config.bad.type == "kinesis" else None,
+            random_ids,
+            rerun,
+            attrs.evolve(advice, manifest=_clean_flag(handle)),
+            storage.qualify(config.input),
+            lister,
+        )
+
+    def listing(self, name: str) -> Listing:
+        """The files the run `name` reads."""
+        if self.lister is not None:
+            return self.lister(name)
+        return self.storage.folder_files(join(self.config.input, name))
 
     def shredder(self) -> Shredder | None:
         config = self.config
@@ -334,7 +360,7 @@ class _Job:
         return _run(self, name, progress)
 
 
-def _run(job: _Job, name: str, progress: Progress) -> RunResult | None:
+def _run(job: Job, name: str, progress: Progress) -> RunResult | None:
     storage, base = job.storage, join(job.config.output, name)
     try:
         folder = claim(
@@ -361,7 +387,7 @@ def _run(job: _Job, name: str, progress: Progress) -> RunResult | None:
             storage.delete(base)
 
 
-def _begin(job: _Job, name: str, *, source: str, rerun: bool) -> AbstractContextManager[JobRun]:
+def _begin(job: Job, name: str, *, source: str, rerun: bool) -> AbstractContextManager[JobRun]:
     """The run's record in the manifest's ledger (none without a manifest)."""
     return JobRun.begin(
         job.opened,
@@ -374,7 +400,7 @@ def _begin(job: _Job, name: str, *, source: str, rerun: bool) -> AbstractContext
     )
 
 
-def _held(error: RunConflictError, job: _Job, name: str) -> ManifestError | None:
+def _held(error: RunConflictError, job: Job, name: str) -> ManifestError | None:
     """What a ledger refusal means here: None when another transformer committed the run meanwhile
     (done), the way held when one is running it, else the refusal itself."""
     if inspect(job.storage, join(job.config.output, name)).state is State.COMMITTED:
@@ -385,7 +411,7 @@ def _held(error: RunConflictError, job: _Job, name: str) -> ManifestError | None
     return error
 
 
-def _finish(job: _Job, name: str, staging: str, progress: Progress) -> RunResult | None:
+def _finish(job: Job, name: str, staging: str, progress: Progress) -> RunResult | None:
     """Deliver a run a stopped invocation sealed: the same rows, counts and message."""
     storage = job.storage
     counts = sealed_counts(storage, staging)
@@ -402,10 +428,10 @@ def _finish(job: _Job, name: str, staging: str, progress: Progress) -> RunResult
     return RunResult(name, storage.qualify(join(job.config.output, name)), counts, message)
 
 
-def _transform(job: _Job, name: str, progress: Progress) -> RunResult | None:
+def _transform(job: Job, name: str, progress: Progress) -> RunResult | None:
     storage, config = job.storage, job.config
-    source, base = join(config.input, name), storage.qualify(join(config.output, name))
-    listing = storage.folder_files(source)
+    base = storage.qualify(join(config.output, name))
+    listing = job.listing(name)
     now = time.time_ns()
     try:
         with _begin(job, name, source=listing.identity(), rerun=job.rerun) as run:
@@ -428,7 +454,7 @@ def _transform(job: _Job, name: str, progress: Progress) -> RunResult | None:
     return RunResult(name, base, counts, message)
 
 
-def _write_run(job: _Job, run: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
+def _write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
     """Read, decide and write the run's rows under `staging`; its counts. A run of no lines
     writes nothing and is counted so (the ledger records it all the same)."""
     spark, config, handle = job.spark, job.config, job.handle
@@ -466,7 +492,7 @@ def _settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
 
 
 def _decide_and_write(
-    job: _Job, run: JobRun, parsed: DataFrame, staging: str, now: int, parquet_mode: bool, shred_mode: bool
+    job: Job, run: JobRun, parsed: DataFrame, staging: str, now: int, parquet_mode: bool, shred_mode: bool
 ) -> RunCounts:
     """The parsed run decided and written under `staging` (see `_write`); its counts, checked."""
     config, handle = job.config, job.handle
@@ -489,7 +515,7 @@ def _decide_and_write(
     return counts
 
 
-def _message(job: _Job, base: str, counts: RunCounts, started: int) -> str:
+def _message(job: Job, base: str, counts: RunCounts, started: int) -> str:
     config = job.config
     return shredding_complete(
         folder_uri(base),
@@ -655,6 +681,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="The RDB Transformer's batch job (wide-row JSON): every run folder of the input deduplicated "
         "(natural, cross-batch, synthetic) and transformed, committed by its shredding_complete.json.",
     )
+    add_config_flags(parser)
+    parser.add_argument("--random-synthetic-ids", action="store_true", help="v4 ids for synthetic duplicates")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="transform again a run the manifest's ledger says was delivered (its output folder deleted), on purpose",
+    )
+    add_common_flags(parser)
+    return parser
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the transformer's three values: its config, Iglu's, and the manifest's."""
     parser.add_argument("--iglu-config", required=True, metavar="VALUE", help="Iglu resolver config: base64 or a file")
     parser.add_argument("-c", "--config", required=True, metavar="VALUE", help="HOCON config: base64 or a file")
     store = parser.add_mutually_exclusive_group()
@@ -667,18 +706,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--manifest", metavar="URL", help="manifest URL for cross-batch dedup (sqlite:///abs/path.db, ...)"
     )
     parser.add_argument("--dynamodb-endpoint", metavar="URL", help="endpoint of a DynamoDB-compatible server")
-    parser.add_argument("--random-synthetic-ids", action="store_true", help="v4 ids for synthetic duplicates")
-    parser.add_argument(
-        "--rerun",
-        action="store_true",
-        help="transform again a run the manifest's ledger says was delivered (its output folder deleted), on purpose",
-    )
-    add_common_flags(parser)
-    return parser
 
 
 @attrs.frozen
-class _Manifest:
+class ManifestFlags:
     """The manifest the command line names: a URL, or a DynamoDB config opened when the job runs
     (an unreachable table is then one line, exit 1)."""
 
@@ -691,30 +722,36 @@ class _Manifest:
             return init_storage(self.config, endpoint_url=self.endpoint)
         return self.url
 
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> ManifestFlags:
+        if args.duplicate_storage_config:
+            text = hocon_to_json(decode_value(args.duplicate_storage_config, "--duplicate-storage-config"))
+            return cls(config=parse_config(json.loads(text)), endpoint=args.dynamodb_endpoint)
+        if args.manifest:
+            return cls(with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint))
+        if args.dynamodb_endpoint:
+            raise TransformerConfigError(
+                "--dynamodb-endpoint goes with a DynamoDB manifest: --duplicate-storage-config or --manifest dynamodb://"
+            )
+        return cls()
 
-def _configs(args: argparse.Namespace) -> tuple[TransformerConfig, ResolverConfig, _Manifest]:
-    """The three values decoded as the reference decodes them; any problem is a config error."""
-    config = TransformerConfig.parse(decode_value(args.config, "--config"))
+
+def read_iglu(value: str) -> ResolverConfig:
+    """`--iglu-config` decoded as the reference decodes it; any problem is a config error."""
     try:
-        iglu = ResolverConfig.parse(
-            hocon_to_json(decode_value(args.iglu_config, "--iglu-config")), flag="--iglu-config"
-        )
+        return ResolverConfig.parse(hocon_to_json(decode_value(value, "--iglu-config")), flag="--iglu-config")
     except TransformerConfigError:
         raise
     except ManifestConfigError as e:
         raise TransformerConfigError(f"Could not parse iglu resolver config: {e}") from None
-    if args.duplicate_storage_config:
-        text = hocon_to_json(decode_value(args.duplicate_storage_config, "--duplicate-storage-config"))
-        manifest = _Manifest(config=parse_config(json.loads(text)), endpoint=args.dynamodb_endpoint)
-    elif args.manifest:
-        manifest = _Manifest(with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint))
-    elif args.dynamodb_endpoint:
-        raise TransformerConfigError(
-            "--dynamodb-endpoint goes with a DynamoDB manifest: --duplicate-storage-config or --manifest dynamodb://"
-        )
-    else:
-        manifest = _Manifest()
-    _check_supported(config, manifest.url or manifest.config)
+
+
+def _configs(args: argparse.Namespace) -> tuple[TransformerConfig, ResolverConfig, ManifestFlags]:
+    """The three values decoded as the reference decodes them; any problem is a config error."""
+    config = TransformerConfig.parse(decode_value(args.config, "--config"))
+    iglu = read_iglu(args.iglu_config)
+    manifest = ManifestFlags.of(args)
+    check_supported(config, manifest.url or manifest.config, iglu)
     return config, iglu, manifest
 
 

@@ -224,3 +224,40 @@ class JobFolders:
     def release(self) -> None:
         for folder in self.folders:
             folder.release()
+
+
+BEAT_PREFIX = "_alive-"
+"""A long-running holder's sign of life beside its claim: `_alive-<epoch seconds>`, a new file each
+time (the older ones deleted after), so a reader never finds none while the holder lives."""
+
+
+def beat(storage: Storage, path: str, now: float) -> None:
+    """Leave a sign of life in the claimed folder `path`, then remove the older ones."""
+    name = f"{BEAT_PREFIX}{int(now)}"
+    storage.create_new(join(path, name), "")
+    for child in storage.children(path):
+        if child.startswith(BEAT_PREFIX) and child != name:
+            storage.delete(join(path, child))
+
+
+def quiet(storage: Storage, path: str) -> None:
+    """Remove a holder's signs of life from `path`, before it releases its claim there."""
+    for child in storage.children(path):
+        if child.startswith(BEAT_PREFIX):
+            storage.delete(join(path, child))
+
+
+def silent_for(storage: Storage, path: str, seconds: float, now: Callable[[], float] = time.time) -> Judge:
+    """Whether the holder of the claim on `path` is dead: no sign of life (`beat`, or the claim's
+    own time when it left none) for `seconds`."""
+
+    def judge(held: dict[str, Any]) -> bool:
+        beats = [
+            int(child.removeprefix(BEAT_PREFIX))
+            for child in storage.children(path)
+            if child.startswith(BEAT_PREFIX) and child.removeprefix(BEAT_PREFIX).isdigit()
+        ]
+        last = max([*beats, float(held.get("since", 0))])
+        return now() - last > seconds
+
+    return judge

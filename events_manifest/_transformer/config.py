@@ -396,19 +396,12 @@ class TransformerConfig:
     def parse(cls, text: str, environment: Mapping[str, str] | None = None) -> TransformerConfig:
         """The config of HOCON `text` over the defaults (an optional top-level `snowplow` wraps it)."""
         env = os.environ if environment is None else environment
-        user = parse_hocon(text, "the config")
-        if "snowplow" in user and isinstance(user.get("snowplow"), ConfigTree):
-            user = user.get_config("snowplow")
-        defaults = ConfigFactory.parse_string(DEFAULTS, resolve=False)
-        merged = ConfigTree.merge_configs(defaults, user)
-        try:
-            ConfigParser.resolve_substitutions(merged)
-        except ConfigException as e:
-            raise _error(_line(e)) from None
-        return cls._of(_plain(merged), env)
+        return cls.of_tree(merged(text, DEFAULTS), env)
 
     @classmethod
-    def _of(cls, c: dict[str, Any], env: Mapping[str, str]) -> TransformerConfig:
+    def of_tree(cls, c: dict[str, Any], env: Mapping[str, str]) -> TransformerConfig:
+        """The config of a merged tree (`merged`): the batch job's keys, checked."""
+
         def get(path: str, required: bool = False) -> Any:
             node: Any = c
             for part in path.split("."):
@@ -508,6 +501,21 @@ class TransformerConfig:
             queue=queue,
             bad=bad,
         )
+
+
+def merged(text: str, defaults: str) -> dict[str, Any]:
+    """The user's HOCON `text` over `defaults` (an optional top-level `snowplow` wraps it),
+    substitutions resolved, as plain values."""
+    user = parse_hocon(text, "the config")
+    if "snowplow" in user and isinstance(user.get("snowplow"), ConfigTree):
+        user = user.get_config("snowplow")
+    tree = ConfigTree.merge_configs(ConfigFactory.parse_string(defaults, resolve=False), user)
+    try:
+        ConfigParser.resolve_substitutions(tree)
+    except ConfigException as e:
+        raise _error(_line(e)) from None
+    plain: dict[str, Any] = _plain(tree)
+    return plain
 
 
 def _bad_sink(get: Any) -> BadSink:

@@ -18,8 +18,11 @@ from events_manifest._jobs.folders import (
     JobFolders,
     Layout,
     OutputExistsError,
+    beat,
     claim,
     drop_dead_claim,
+    quiet,
+    silent_for,
 )
 from events_manifest._jobs.storage import LocalStorage
 from events_manifest._manifest import liveness
@@ -74,6 +77,26 @@ def test_another_hosts_claim_holds_until_the_judge_says_its_run_is_dead(tmp_path
     assert not drop_dead_claim(storage, path, dead_elsewhere=lambda held: False)
     assert drop_dead_claim(storage, path, dead_elsewhere=lambda held: held["host"] == "elsewhere.example")
     assert not (tmp_path / "out" / CLAIM).exists()
+
+
+def test_a_long_running_holder_on_another_host_lives_while_it_beats(tmp_path: Path) -> None:
+    write_claim(tmp_path / "out", host="elsewhere.example", pid=1, since=1000)
+    storage = LocalStorage()
+    path = storage.qualify(str(tmp_path / "out"))
+    now = [1000.0 + 599]
+    judge = silent_for(storage, path, 600, now=lambda: now[0])
+    assert not drop_dead_claim(storage, path, judge), "its claim is ten minutes old at most"
+    now[0] = 1000.0 + 601
+    beat(storage, path, 1500)
+    beat(storage, path, 1560)
+    assert [p.name for p in (tmp_path / "out").iterdir() if p.name.startswith("_alive")] == ["_alive-1560"]
+    with pytest.raises(FolderClaimedError):
+        claim(storage, path, "out", "output", "mine", dead_elsewhere=judge)
+    now[0] = 1560.0 + 601
+    taken = claim(storage, path, "out", "output", "mine", dead_elsewhere=judge)
+    quiet(storage, path)
+    taken.release()
+    assert list((tmp_path / "out").iterdir()) == [], "no claim and no sign of life left"
 
 
 def test_a_folder_holds_nothing_or_only_what_the_job_wrote(tmp_path: Path) -> None:

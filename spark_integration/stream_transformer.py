@@ -1,0 +1,349 @@
+"""The stream transformer: the RDB stream transformer's windows on Structured Streaming, with the
+dedup the reference's never had (docs/stream-transformer.md).
+
+    python -m spark_integration.stream_transformer --iglu-config VALUE --config VALUE \\
+        [--manifest URL | --duplicate-storage-config VALUE] [--checkpoint PATH] [--available-now]
+
+Each micro-batch's lines are staged under the checkpoint, in the window the book gives it
+(`events_manifest._transformer.windows`); a window whose time is over is transformed as one run of
+the batch transformer (the same engine, dedup, commit and message) into `run=...-<appId>` under
+`output.path`. A restart from the checkpoint neither loses nor doubles: Spark replays a batch it
+did not commit, the book sends it to the same window, and the run ledger gives a window's run
+transformed again the same etl time, hence the manifest's same answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from types import FrameType, TracebackType
+
+import attrs
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+
+from events_manifest import DuplicateStorage, ManifestConfigError
+from events_manifest._jobs import steps
+from events_manifest._jobs.folders import Folder, beat, claim, quiet, silent_for
+from events_manifest._jobs.places import MANIFEST, Place, check_places
+from events_manifest._jobs.storage import Listing, join
+from events_manifest._manifest.factory import manifest_files
+from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
+from events_manifest._transformer.commit import State, inspect
+from events_manifest._transformer.config import TransformerConfigError, decode_value
+from events_manifest._transformer.stream_config import StreamConfig, StreamSource
+from events_manifest._transformer.windows import Window, WindowBook
+from events_manifest.iglu import ResolverConfig
+from spark_integration._cli_flags import add_common_flags, run_job
+from spark_integration._storage import HadoopStorage
+from spark_integration.session import local_session
+from spark_integration.transformer import (  # one window is one run of the batch job
+    Job,
+    ManifestFlags,
+    Progress,
+    RunResult,
+    add_config_flags,
+    check_supported,
+    read_iglu,
+)
+
+CHECKPOINT = "_checkpoint"
+"""The checkpoint's folder under `output.path` when `--checkpoint` does not name one."""
+SPARK = "spark"
+"""Spark's own checkpoint, inside ours."""
+BEAT_SECONDS = 60
+ADVICE = Advice(
+    rerun_other="start the stream transformer again on its checkpoint: it commits a stopped window before any other",
+    rerun="a new window (a committed window is never transformed again)",
+    item=None,
+    etl_time=None,
+)
+"""How a stream transformer user follows the run ledger's advice."""
+
+
+class StreamTransformer:
+    """One start of the stream transformer: the checkpoint and the output claimed for as long as
+    it runs (a second job on either is refused), its windows committed as they end.
+
+        with StreamTransformer(spark, config, iglu=iglu, manifest=url) as stream:
+            stream.start()
+            ...                      # stream.commit_due() from time to time
+        # leaving the block stops the query and commits every window it filled
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: StreamConfig,
+        *,
+        iglu: ResolverConfig | None = None,
+        manifest: str | DuplicateStorage | None = None,
+        checkpoint: str | None = None,
+        clock: Callable[[], float] = time.time,
+        report: Callable[[str], None] = print,
+    ) -> None:
+        check_supported(config.run, manifest, iglu)
+        self.spark, self.config, self.clock, self.report = spark, config, clock, report
+        self.storage = storage = HadoopStorage(spark)
+        self.checkpoint = storage.qualify(checkpoint or join(config.output, CHECKPOINT))
+        self.app_id = str(uuid.uuid4())
+        self.book = WindowBook(storage, self.checkpoint, config.window_seconds, self.app_id)
+        protected = [Place(MANIFEST, path) for path in manifest_files(manifest)]
+        if config.source.type == "file":
+            if not storage.is_folder(config.source.path):
+                raise TransformerConfigError(
+                    f"input.dir [{config.source.path}] is not a folder: make it, or correct input.dir"
+                )
+            protected.append(Place("input folder", config.source.path))
+        check_places(storage, [Place("output folder", config.output, folder=True)], protected)
+        self.job = Job.create(
+            spark,
+            storage,
+            attrs.evolve(config.run, input=self.book.lines_root),
+            iglu,
+            manifest,
+            advice=ADVICE,
+            lister=self._listing,
+        )
+        self.results: list[RunResult] = []
+        self.query: StreamingQuery | None = None
+        self._lock = threading.Lock()
+        self._claims: list[Folder] = []
+        self._last_beat = 0.0
+
+    def __enter__(self) -> StreamTransformer:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop(commit=kind is None or issubclass(kind, KeyboardInterrupt))
+
+    def start(self, *, available_now: bool = False) -> StreamingQuery:
+        """Claim the output and the checkpoint, commit what an earlier start left, then start the
+        query: every micro-batch staged in its window (`_stage`)."""
+        storage, run_id = self.storage, uuid.uuid4().hex
+        try:
+            for path, role in ((self.config.output, "output"), (self.checkpoint, "checkpoint")):
+                qualified = storage.qualify(path)
+                judge = silent_for(storage, qualified, LEASE_SECONDS)
+                self._claims.append(
+                    claim(storage, qualified, path, f"stream transformer's {role}", run_id, dead_elsewhere=judge)
+                )
+            self.beat()
+            with self._lock:
+                self._reconcile()
+                self._commit(self.book.due(self.clock()))
+            writer = (
+                _lines(self.spark, self.config.source)
+                .writeStream.queryName(f"stream transformer {self.app_id}")
+                .option("checkpointLocation", join(self.checkpoint, SPARK))
+                .foreachBatch(self._stage)
+            )
+            self.query = writer.trigger(availableNow=True).start() if available_now else writer.start()
+        except BaseException:
+            self._release()
+            raise
+        return self.query
+
+    def beat(self) -> None:
+        """A sign of life in the claimed folders, at most once a minute (for a job on another host
+        that finds them claimed)."""
+        now = time.time()
+        if now - self._last_beat < BEAT_SECONDS:
+            return
+        for folder in self._claims:
+            beat(self.storage, folder.path, now)
+        self._last_beat = now
+
+    def commit_due(self) -> list[RunResult]:
+        """Commit every window whose time is over (and the windows an earlier start left)."""
+        with self._lock:
+            return self._commit(self.book.due(self.clock()))
+
+    def stop(self, *, commit: bool = True) -> list[RunResult]:
+        """Stop the query; with `commit`, commit every window of which every batch is staged, ended
+        early (a batch the stop interrupted is replayed at the next start, into its own window).
+        The claims are released. A query that failed raises its error here, after that."""
+        committed: list[RunResult] = []
+        failure = None
+        try:
+            if self.query is not None:
+                self.query.stop()
+                failure = self.query.exception()
+            if commit and self._claims:
+                with self._lock:
+                    committed = self._commit(self.book.due(self.clock(), ending=True))
+        finally:
+            self._release()
+        if failure is not None:
+            raise RuntimeError(f"the stream stopped: {str(failure).splitlines()[0]}")
+        return committed
+
+    def run(self, *, available_now: bool = False, poll: float = 1.0, stop: threading.Event | None = None) -> int:
+        """Start, then commit windows as they end until the query ends (`available_now`: once it
+        has read what the input holds) or `stop` is set; then stop (see `stop`). The lines read."""
+        stop = stop or threading.Event()
+        try:
+            query = self.start(available_now=available_now)
+            while query.isActive and not stop.is_set():
+                query.awaitTermination(poll)  # type: ignore[arg-type]  # seconds, fractions too
+                self.beat()
+                self.commit_due()
+        except KeyboardInterrupt:
+            pass  # a stop asked for: what is staged is committed below
+        except BaseException:
+            self.stop(commit=False)
+            raise
+        self.stop()
+        return sum(result.lines for result in self.results)
+
+    def _release(self) -> None:
+        for folder in reversed(self._claims):
+            quiet(self.storage, folder.path)
+            folder.release()
+        self._claims = []
+
+    def _stage(self, batch: DataFrame, batch_id: int) -> None:
+        """One micro-batch: its window from the book (the recorded one on a replay), its lines
+        staged there, the book told; then the windows that ended are committed."""
+        with self._lock:
+            found = self.book.assign(batch_id, self.clock())
+            self.book.prune(batch_id)
+            if not found.staged and not self.book.closed(found.window):
+                steps.reached("batch-assigned")
+                lines = batch.select(F.col("value").cast("string"))
+                lines.write.mode("overwrite").option("compression", "gzip").text(self.book.batch_lines(found))
+                steps.reached("batch-written")
+                self.book.staged(found)
+            if self._commit(self.book.due(self.clock())):
+                steps.reached("window-committed")
+
+    def _listing(self, name: str) -> Listing:
+        """A window's lines: the files of each of its batches' folders."""
+        window = join(self.book.lines_root, name)
+        files = [
+            file
+            for folder in (self.storage.subfolders(window) if self.storage.exists(window) else [])
+            for file in self.storage.folder_files(join(window, folder)).files
+        ]
+        return Listing(tuple(sorted(files)))
+
+    def _reconcile(self) -> None:
+        """Bring the run ledger to what the output says (see the batch job's `reconcile`)."""
+        names = [window.name for window in self.book.open_windows()]
+        folders = {name: inspect(self.storage, join(self.config.output, name)) for name in names}
+        self.job.reconcile(folders, names)
+
+    def _commit(self, windows: Sequence[Window]) -> list[RunResult]:
+        """Transform and commit each window as one run (none for a window of no lines), oldest first."""
+        committed = []
+        for window in windows:
+            name = window.name
+            if self._listing(name).bytes:
+                state = inspect(self.storage, join(self.config.output, name)).state
+                result = self.job.run(name, Progress()) if state is not State.COMMITTED else None
+                if result is not None:
+                    self.report(result.line())
+                    committed.append(result)
+            self.book.close(window)
+        self.results.extend(committed)
+        return committed
+
+
+def _lines(spark: SparkSession, source: StreamSource) -> DataFrame:
+    """The stream of enriched lines, a column `value`."""
+    if source.type == "file":
+        return spark.readStream.format("text").load(source.path).select("value")
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", source.bootstrap_servers)
+        .option("subscribe", source.topic)
+        .option("startingOffsets", "earliest")
+    )
+    for key, value in source.options:
+        reader = reader.option(f"kafka.{key}", value)
+    try:
+        return reader.load().select(F.col("value").cast("string").alias("value"))
+    except AnalysisException as e:
+        if "kafka" not in str(e).lower():
+            raise
+        version = spark.version
+        raise TransformerConfigError(
+            "input.type kafka needs Spark's Kafka connector, which is not on the classpath: start with "
+            f"--packages org.apache.spark:spark-sql-kafka-0-10_2.12:{version} "
+            f"(or spark.jars.packages), or read a folder (input.type = file)"
+        ) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m spark_integration.stream_transformer",
+        description="The RDB stream transformer on Structured Streaming, with dedup: each window of enriched events "
+        "deduplicated (natural, synthetic, and across windows and restarts through the manifest), transformed and "
+        "committed by its shredding_complete.json.",
+    )
+    add_config_flags(parser)
+    parser.add_argument(
+        "--checkpoint", metavar="PATH", help=f"the stream's checkpoint (default: {CHECKPOINT} under output.path)"
+    )
+    parser.add_argument(
+        "--available-now",
+        action="store_true",
+        help="read what the input holds now, commit its windows, and stop (a backfill, or a scheduled run)",
+    )
+    add_common_flags(parser)
+    return parser
+
+
+def _configs(args: argparse.Namespace) -> tuple[StreamConfig, ResolverConfig, ManifestFlags]:
+    config = StreamConfig.parse(decode_value(args.config, "--config"))
+    iglu, manifest = read_iglu(args.iglu_config), ManifestFlags.of(args)
+    check_supported(config.run, manifest.url or manifest.config, iglu)
+    return config, iglu, manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config, iglu, named = _configs(args)
+    except ManifestConfigError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    stop = threading.Event()
+
+    def stopping(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C: stop now, what is not committed waits for the next start
+        stop.set()
+
+    def job() -> int:
+        manifest = named.open()
+        spark = local_session(args.master, verbose=args.verbose)
+        try:
+            stream = StreamTransformer(spark, config, iglu=iglu, manifest=manifest, checkpoint=args.checkpoint)
+        except ManifestConfigError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+        signal.signal(signal.SIGTERM, stopping)
+        signal.signal(signal.SIGINT, stopping)  # Spark's own would cancel the batch being staged
+        print(f"Stream Transformer: reading {config.source.describe()}, {config.window_seconds}-second windows")
+        stream.run(available_now=args.available_now, stop=stop)
+        return 0
+
+    return run_job("stream transformer", job, verbose=args.verbose, interrupted=_interrupted)
+
+
+def _interrupted() -> str:
+    return "interrupted: the windows whose batches were all staged are committed; the next start goes on from there"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

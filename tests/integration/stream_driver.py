@@ -1,0 +1,34 @@
+"""The stream transformer as a process of its own, on a clock the test moves (the float in the file
+`--clock` names), committing windows only as micro-batches come (its loop sleeps): for a test to
+kill it at a named step of a known micro-batch or window. Run under spark-submit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from events_manifest._transformer.stream_config import StreamConfig
+from events_manifest.iglu import ResolverConfig
+from spark_integration.session import local_session
+from spark_integration.stream_transformer import StreamTransformer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    for flag in ("--config", "--iglu-config", "--manifest", "--clock"):
+        parser.add_argument(flag, required=True)
+    args = parser.parse_args()
+    clock = Path(args.clock)
+    stream = StreamTransformer(
+        local_session(),
+        StreamConfig.parse(Path(args.config).read_text()),
+        iglu=ResolverConfig.parse(json.dumps(json.loads(Path(args.iglu_config).read_text()))),
+        manifest=args.manifest,
+        clock=lambda: float(clock.read_text()),
+    )
+    stream.run(poll=3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The stream transformer where its users run it: enriched files on S3 read by Spark's file source
+(the S3A connector on moto's server), windows written to S3, the manifest on DynamoDB (dynalite),
+the message on SQS (moto). Killed (SIGKILL, under spark-submit) at each named step, mid micro-batch,
+between a window's rows and its commit, after a commit before Spark's checkpoint, then started again
+on its checkpoint: every event ends in exactly one committed window, as the batch job writes the
+same events as two runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events_manifest._jobs import steps
+from events_manifest.snowplow import sample_batches
+from events_manifest.testing import LocalServer
+from tests.commands import in_process, wait_for
+from tests.integration import stream_driver
+from tests.integration.conftest import S3, spark_submit, submit_env
+from tests.integration.outputs import manifest, queue, reference, s3_run, same
+
+START = 1_794_997_800
+"""2026-11-18 10:30:00 UTC, a ten-minute window's start."""
+STEPS = {
+    "batch-assigned": 0,  # the first batch's window recorded, none of its lines staged
+    "batch-written": 0,  # its lines staged, the book not told
+    "staged": 1,  # the first window's rows written, not sealed: the second batch commits it
+    "moving": 1,  # one of its files moved into place (S3: a copy and a delete)
+    "window-committed": 1,  # committed, the second batch not yet in Spark's checkpoint
+}
+"""Each step, and the micro-batch during which it is reached."""
+
+
+def put_batch(s3: S3, n: int, key: str) -> None:
+    [part] = sorted(list(sample_batches())[n].glob("part-*"))
+    s3.client.put_object(Bucket=s3.bucket, Key=key, Body=part.read_bytes())
+
+
+def stream_config(s3: S3, queue_url: str) -> str:
+    return json.dumps(
+        {
+            "input": {"type": "file", "dir": s3.url("stream")},
+            "output": {"path": s3.url("out")},
+            "queue": {"type": "sqs", "queueName": queue_url, "region": "us-east-1"},
+        }
+    )
+
+
+def killed_at(command: list[str], cwd: Path, step: str, meanwhile: Callable[[], None], **extra: str) -> None:
+    """`command` started, `meanwhile()` done while it runs, then, once it stops at `step`, its
+    whole process group killed (SIGKILL)."""
+    signal_file = cwd / f"reached-{step}"
+    child = submit_env(**{steps.STOP_AT: step, steps.SIGNAL: str(signal_file)}, **extra)
+    process = subprocess.Popen(
+        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        meanwhile()
+        wait_for(signal_file.exists, f"the stream reaching {step}", process)
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+        process.stderr.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_stream_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
+    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, step: str, spark: Any
+) -> None:
+    from spark_integration.stream_transformer import main
+
+    expected = reference(runs, dynalite)
+    sqs, url = queue(s3_server)
+    (runs / "stream.hocon").write_text(stream_config(s3, url))
+    (runs / "clock").write_text(str(START))
+    put_batch(s3, 0, "stream/a.tsv.gz")
+    flags = ["--iglu-config", "iglu.json", "--config", "stream.hocon", "--manifest", manifest(dynalite)]
+
+    def second_window() -> None:
+        if STEPS[step] == 1:  # the first batch staged: the clock moves on and the second file arrives
+            wait_for(lambda: bool(s3.keys("out/_checkpoint/book/batch-0.staged")), "the first batch staged")
+            (runs / "clock").write_text(str(START + 600))
+            put_batch(s3, 1, "stream/b.tsv.gz")
+
+    command = spark_submit(stream_driver.__file__, *flags, "--clock", "clock", server=s3_server)
+    killed_at(command, runs, step, second_window, AWS_ENDPOINT_URL_SQS=s3_server.endpoint)
+    if STEPS[step] == 0:
+        put_batch(s3, 1, "stream/b.tsv.gz")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)
+        done = in_process(main, runs, *flags, "--available-now")
+    assert done.returncode == 0, done.stderr[-3000:]
+    windows = sorted(key.split("/")[1] for key in s3.keys("out/run=") if key.endswith("/shredding_complete.json"))
+    assert len(windows) == 2 and windows[0].startswith("run=2026-11-18-10-30-00-"), windows
+    for window, run in zip(windows, ("run=1", "run=2"), strict=True):
+        found = s3_run(s3, window)
+        same(found, expected[run])
+        assert found["message"]["data"]["base"] == f"s3://{s3.bucket}/out/{window}/"
+        assert not [n for n in found["names"] if n.startswith((".staging", "_claim"))], "nothing left behind"
+    runs_left = {key.split("/")[1] for key in s3.keys("out/run=")}
+    assert runs_left == set(windows), "no window begun and left uncommitted"
+    assert not [k for k in s3.keys("out/") if k.rsplit("/", 1)[-1].startswith(("_claim", "_alive"))]
+    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
+    committed = [s3.read(f"out/{w}/shredding_complete.json").decode() for w in windows]
+    assert sorted(set(bodies)) == sorted(committed), "each window's message, the text of its commit"
+
+
+def test_the_command_runs_until_sigterm_then_commits_what_it_read(runs: Path) -> None:
+    """The command as a user runs it, on local folders: a file arrives, then SIGTERM; the process
+    commits the open window, says so, and exits 0; a second start on the same output is refused
+    while it runs."""
+    (runs / "stream").mkdir()
+    config = {"input": {"type": "file", "dir": "stream"}, "output": {"path": "out"}}
+    (runs / "stream.hocon").write_text(json.dumps(config))
+    flags = ["--iglu-config", "iglu.json", "--config", "stream.hocon", "--manifest", "sqlite://m.db"]
+    command = [sys.executable, "-m", "spark_integration.stream_transformer", *flags]
+    process = subprocess.Popen(
+        command, cwd=runs, env=submit_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(lambda: (runs / "out/_checkpoint/spark/metadata").exists(), "the query started", process)
+        [part] = sorted(next(iter(sample_batches())).glob("part-*"))
+        (runs / "stream" / part.name).write_bytes(part.read_bytes())
+        wait_for(lambda: (runs / "out/_checkpoint/book/batch-0.staged").exists(), "the batch staged", process)
+        second = subprocess.run(
+            [*command, "--available-now"], cwd=runs, env=submit_env(), capture_output=True, text=True, timeout=300
+        )
+        assert second.returncode == 1
+        assert "stream transformer: error: stream transformer's output folder [out] is being written" in second.stderr
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err[-3000:]
+    [window] = list((runs / "out").glob("run=*"))
+    assert f"{window.name}: 1174 lines, 1035 good, 22 bad, 117 natural and 0 cross-batch duplicates dropped" in out
+    assert sorted(p.name for p in window.iterdir()) == ["output=bad", "output=good", "shredding_complete.json"]
+    assert sorted(p.name for p in (runs / "out").iterdir()) == ["_checkpoint", window.name]

@@ -1,0 +1,234 @@
+"""The stream transformer in this process, on the suite's Spark session, with a clock the test
+moves: windows committed in order, duplicates dropped across windows through the manifest, the
+same output as the batch job for the same events (each mode), a second job refused, the config's
+refusals. Kills and restarts, as processes, are in tests/integration/test_stream_kills.py."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events_manifest._jobs.folders import FolderClaimedError
+from events_manifest._transformer.stream_config import StreamConfig
+from events_manifest.iglu import ResolverConfig
+from tests.commands import in_process
+from tests.shred_helpers import contexts, sdj, unstruct
+from tests.spark.test_transformer import outputs, read_lines, transformer, types
+from tests.transformer_helpers import RESOLVER, b64, event
+
+A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
+C = "0f4a8c9e-1b2d-4e3f-8a5b-6c7d8e9f0a1b"
+D = "5b0c7a3e-9d8f-4a1b-b2c3-d4e5f6a7b8c9"
+START = 1_794_997_800.0
+"""A window's start: 2026-11-18 10:30:00 UTC (ten-minute windows start at :00, :10, ...)."""
+CLICK = sdj(
+    "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1", '{"targetUrl":"https://x/","elementId":"b"}'
+)
+PAGE = sdj("iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0", '{"id":"p1"}')
+
+
+class Clock:
+    """The processing time the stream sees, moved by the test."""
+
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def write(folder: Path, name: str, lines: list[str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+
+
+def stream_config(tmp: Path, extra: dict[str, Any] | None = None) -> StreamConfig:
+    (tmp / "in").mkdir(exist_ok=True)
+    document = {"input": {"type": "file", "dir": str(tmp / "in")}, "output": {"path": str(tmp / "out")}}
+    return StreamConfig.parse(json.dumps({**document, **(extra or {})}))
+
+
+@pytest.fixture
+def iglu() -> ResolverConfig:
+    return ResolverConfig.parse(json.dumps(RESOLVER))
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def stream(spark: Any, tmp_path: Path, iglu: ResolverConfig, clock: Clock) -> Iterator[Any]:
+    from spark_integration.stream_transformer import StreamTransformer
+
+    manifest = f"sqlite://{tmp_path / 'm.db'}"
+    with StreamTransformer(spark, stream_config(tmp_path), iglu=iglu, manifest=manifest, clock=clock) as job:
+        yield job
+
+
+def tree(folder: Path) -> dict[str, list[str]]:
+    """Every line below `folder`, by its partition folder relative to it, sorted (repeats kept)."""
+    found: dict[str, list[str]] = {}
+    for part in {part.parent for part in folder.rglob("part-*")}:
+        found[str(part.relative_to(folder))] = sorted(read_lines(part))
+    return found
+
+
+def committed(out: Path) -> list[Path]:
+    return sorted(p for p in out.glob("run=*") if (p / "shredding_complete.json").exists())
+
+
+def test_windows_commit_in_order_with_duplicates_dropped_across_them(stream: Any, clock: Clock, tmp_path: Path) -> None:
+    inp, out = tmp_path / "in", tmp_path / "out"
+    query = stream.start()
+    write(inp, "a.tsv.gz", [event(A, "fa"), event(A, "fa", etl="2026-11-01 06:00:09"), event(B), "bad"])
+    query.processAllAvailable()
+    assert committed(out) == [], "a window is committed once its time is over"
+    clock.now += 600
+    write(inp, "b.tsv.gz", [event(A, "fa", etl="2026-11-01 07:00:00"), event(C), event(C, "c2")])
+    query.processAllAvailable()  # the second batch opens the next window and commits the first
+    [first] = committed(out)
+    assert re.fullmatch(rf"run=2026-11-18-10-30-00-{stream.app_id}", first.name)
+    good, bad, message = outputs(first)
+    assert sorted(row["event_id"] for row in good) == [A, B] and len(bad) == 1
+    assert message["data"]["count"] == {"good": 2, "bad": 1}
+    assert message["data"]["base"] == f"file:{first}/"
+    assert stream.results[0].counts.natural == 1
+    write(inp, "c.tsv.gz", [event(D)])
+    query.processAllAvailable()
+    clock.now += 600
+    [later] = stream.commit_due()  # no batch came: the driver's loop commits the window once it is over
+    assert later.name == f"run=2026-11-18-10-40-00-{stream.app_id}"
+    assert [p.name for p in committed(out)] == [first.name, later.name]
+    good, bad, message = outputs(out / later.name)
+    counts = later.counts
+    assert (counts.lines, counts.cross_batch, counts.natural, counts.bad) == (4, 1, 0, 0), "the first window's A"
+    assert A not in {row["event_id"] for row in good} and bad == []
+    duplicate = "contexts_com_snowplowanalytics_snowplow_duplicate_1"
+    renamed = [row for row in good if row.get(duplicate)]
+    assert len(good) == 3 and len(renamed) == 2, "C twice, both renamed (synthetic duplicates), and D"
+    assert all(row[duplicate] == [{"originalEventId": C}] for row in renamed)
+    assert message["data"]["count"] == {"good": 3, "bad": 0}
+    assert not (out / "_checkpoint/lines" / first.name).exists(), "a committed window's staged lines are dropped"
+
+
+def test_stopping_commits_the_open_window_and_releases_the_claims(stream: Any, tmp_path: Path) -> None:
+    query = stream.start()
+    write(tmp_path / "in", "a.tsv.gz", [event(A), event(B)])
+    query.processAllAvailable()
+    [result] = stream.stop()
+    assert result.good == 2 and committed(tmp_path / "out")[0].name == result.name
+    left = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert left == ["_checkpoint", result.name], "no claim, no sign of life left behind"
+    assert not [p for p in (tmp_path / "out/_checkpoint").iterdir() if p.name.startswith(("_claim", "_alive"))]
+
+
+def test_a_second_job_on_the_same_output_or_checkpoint_is_refused(
+    stream: Any, spark: Any, tmp_path: Path, iglu: ResolverConfig
+) -> None:
+    from spark_integration.stream_transformer import StreamTransformer
+
+    stream.start()
+    other = StreamTransformer(spark, stream_config(tmp_path), iglu=iglu)
+    with pytest.raises(FolderClaimedError, match=r"output folder \[.*out\] is being written by another run"):
+        other.start()
+    elsewhere = tmp_path / "elsewhere"
+    again = StreamTransformer(
+        spark,
+        StreamConfig.parse(
+            json.dumps({"input": {"type": "file", "dir": str(tmp_path / "in")}, "output": {"path": str(elsewhere)}})
+        ),
+        iglu=iglu,
+        checkpoint=str(tmp_path / "out/_checkpoint"),
+    )
+    with pytest.raises(FolderClaimedError, match=r"checkpoint folder .* is being written by another run"):
+        again.start()
+    assert not (elsewhere / "_claim.json").exists(), "the refused job released what it had claimed"
+
+
+def entity_lines() -> list[str]:
+    """Lines of every kind the transformer meets: entities, natural and synthetic duplicates, bad rows."""
+    return [
+        event(A, "fa", unstruct_event=unstruct(CLICK), contexts=contexts(PAGE)),
+        event(A, "fa", etl="2026-11-01 06:00:09", unstruct_event=unstruct(CLICK), contexts=contexts(PAGE)),
+        event(B, "b1", contexts=contexts(PAGE)),
+        event(B, "b2"),
+        event(C, txn_id="not a number"),
+        "a line without tabs",
+        event(D, collector="2026-11-01 05:00:00.250"),
+    ]
+
+
+MODES: dict[str, dict[str, Any]] = {
+    "widerow json": {"formats": {"transformationType": "widerow"}},
+    "widerow parquet": {"formats": {"transformationType": "widerow", "fileFormat": "parquet"}},
+    "shred": {
+        "formats": {
+            "transformationType": "shred",
+            "default": "TSV",
+            "json": ["iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-*-*"],
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_window_is_what_the_batch_job_writes_for_one_run(
+    spark: Any, tmp_path: Path, iglu: ResolverConfig, mode: str
+) -> None:
+    from spark_integration.stream_transformer import StreamTransformer
+
+    lines = entity_lines()
+    run = tmp_path / "batch/in/run=2026-11-18-10-30-00"
+    write(run, "a.tsv.gz", lines[:4])
+    write(run, "b.tsv.gz", lines[4:])
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    batch_config = {"input": str(tmp_path / "batch/in"), "output": {"path": str(tmp_path / "batch/out")}, **MODES[mode]}
+    done = transformer(
+        tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(batch_config)), "--manifest", "sqlite://b.db"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shutil.copytree(run, tmp_path / "in", dirs_exist_ok=True)
+    with StreamTransformer(
+        spark, stream_config(tmp_path, MODES[mode]), iglu=iglu, manifest=f"sqlite://{tmp_path}/s.db", clock=Clock()
+    ) as stream:
+        stream.start(available_now=True).awaitTermination()
+        [window] = stream.stop()
+    ours, theirs = Path(window.base.removeprefix("file:")), tmp_path / "batch/out/run=2026-11-18-10-30-00"
+    mine, reference = (json.loads((p / "shredding_complete.json").read_text())["data"] for p in (ours, theirs))
+    assert (mine["count"], types({"data": mine})) == (reference["count"], types({"data": reference}))
+    assert mine["count"] == {"good": 4, "bad": 2}
+    if mode == "widerow parquet":
+        import pyarrow.parquet as pq
+
+        tables = [pq.read_table(p / "output=good") for p in (ours, theirs)]
+        assert tables[0].schema == tables[1].schema
+        key = [("event_id", "ascending"), ("etl_tstamp", "ascending")]
+        assert tables[0].sort_by(key).to_pylist() == tables[1].sort_by(key).to_pylist()
+        assert tree(ours / "output=bad") == tree(theirs / "output=bad")
+    else:
+        assert tree(ours) == tree(theirs)
+
+
+def test_kafka_without_its_connector_is_one_line(tmp_path: Path, spark: Any) -> None:
+    from spark_integration.stream_transformer import main
+
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    config = {
+        "input": {"type": "kafka", "topicName": "enriched", "bootstrapServers": "127.0.0.1:1"},
+        "output": {"path": str(tmp_path / "out")},
+    }
+    done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(config)))
+    assert done.returncode == 1
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("stream transformer: error:")]
+    assert "needs Spark's Kafka connector" in line and f"spark-sql-kafka-0-10_2.12:{spark.version}" in line
+    assert not (tmp_path / "out/_claim.json").exists()
