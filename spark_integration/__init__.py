@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
     from spark_integration.shredder import EtlMismatchError, shred
-    from spark_integration.stream_transformer import StreamConfig, StreamTransformer
+    from events_manifest._transformer.stream_config import StreamConfig
+    from spark_integration.stream_transformer import StreamTransformer
     from spark_integration.transformer import RunResult, transform
 
 _EXPORTS = {
