@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from events_manifest._jobs.folders import FolderClaimedError, InputMissingError, OutputExistsError
     from events_manifest._snowplow.summary import ShredSummary
+    from events_manifest._transformer.stream_config import StreamConfig
     from spark_integration._generic_dedup import DedupResult, deduplicate
     from spark_integration._streaming import deduplicate_stream
     from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
     from spark_integration.shredder import EtlMismatchError, shred
-    from events_manifest._transformer.stream_config import StreamConfig
     from spark_integration.stream_transformer import StreamTransformer
     from spark_integration.transformer import RunResult, transform
 
