@@ -32,8 +32,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from events_manifest import DuplicateStorage, ManifestConfigError
 from events_manifest._jobs import steps
 from events_manifest._jobs.folders import Folder, beat, claim, quiet, silent_for
-from events_manifest._jobs.places import MANIFEST, Place, check_places
-from events_manifest._jobs.storage import Listing, join
+from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
+from events_manifest._jobs.storage import Listing, inside, join
 from events_manifest._manifest.factory import manifest_files
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._transformer.commit import State, inspect
@@ -101,8 +101,11 @@ class StreamTransformer:
                 raise TransformerConfigError(
                     f"input.dir [{config.source.path}] is not a folder: make it, or correct input.dir"
                 )
-            protected.append(Place("input folder", config.source.path))
-        check_places(storage, [Place("output folder", config.output, folder=True)], protected)
+            protected.append(Place(INPUT, config.source.path))
+        outputs = [Place("output folder", config.output, folder=True)]
+        if not inside(self.checkpoint, storage.qualify(config.output)):
+            outputs.append(Place("checkpoint", checkpoint or self.checkpoint, folder=True))
+        check_places(storage, outputs, protected)
         self.job = Job.create(
             spark,
             storage,

@@ -80,6 +80,8 @@ class WindowBook:
     checkpoint: str
     seconds: int
     app_id: str
+    _known: dict[int, Window] = attrs.field(factory=dict, init=False)
+    """The batches' windows read so far: a record is never rewritten, so one read is enough."""
 
     @property
     def root(self) -> str:
@@ -122,7 +124,8 @@ class WindowBook:
         for name in names:
             if name.startswith("batch-") and name.endswith(".json"):
                 number = int(name.removeprefix("batch-").removesuffix(".json"))
-                window = Window.from_json(self.storage.read_text(join(self.root, name)))
+                window = self._known.get(number) or Window.from_json(self.storage.read_text(join(self.root, name)))
+                self._known[number] = window
                 found.append(Batch(number, window, f"batch-{number}.staged" in names))
         return sorted(found, key=lambda batch: batch.id)
 
@@ -155,6 +158,7 @@ class WindowBook:
             if batch.window.name not in kept:
                 self.storage.delete(join(self.root, f"batch-{batch.id}.staged"))
                 self.storage.delete(join(self.root, f"batch-{batch.id}.json"))
+                self._known.pop(batch.id, None)
         for name in self.storage.children(self.root):
             if name.startswith("closed-") and name.removeprefix("closed-") not in kept:
                 self.storage.delete(join(self.root, name))

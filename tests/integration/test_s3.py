@@ -7,20 +7,16 @@ together on one output writing each run once."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from events_manifest._jobs import steps
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from spark_integration import transformer as transformer_module
-from tests.commands import wait_for
-from tests.integration.conftest import S3, spark_submit, submit_env
+from tests.integration.conftest import S3, killed, spark_submit, submit_env
 from tests.integration.outputs import config, manifest, queue, reference, s3_run, same
 from tests.spark.test_transformer import transformer
 from tests.transformer_helpers import RESOLVER
@@ -47,21 +43,6 @@ def test_the_transformer_on_s3_writes_what_it_writes_locally(
     assert expected["run=2"]["message"]["data"]["count"]["good"] < 1058, "run 2's re-delivered events dropped"
     bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
     assert bodies == [s3.read(f"out/run={n}/shredding_complete.json").decode() for n in (1, 2)]
-
-
-def killed(command: list[str], cwd: Path, step: str, **extra: str) -> None:
-    """`command` (spark-submit) stopped at `step`, then its whole process group killed (SIGKILL)."""
-    signal_file = cwd / f"reached-{step}"
-    child = submit_env(**{steps.STOP_AT: step, steps.SIGNAL: str(signal_file)}, **extra)
-    process = subprocess.Popen(
-        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        wait_for(signal_file.exists, f"the run reaching {step}", process)
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
-        process.stderr.close()  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("step", STEPS)

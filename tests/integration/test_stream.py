@@ -8,22 +8,19 @@ same events as two runs."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from events_manifest._jobs import steps
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from tests.commands import in_process, wait_for
 from tests.integration import stream_driver
-from tests.integration.conftest import S3, spark_submit, submit_env
+from tests.integration.conftest import S3, killed, spark_submit, submit_env
 from tests.integration.outputs import manifest, queue, reference, s3_run, same
 
 START = 1_794_997_800
@@ -53,23 +50,6 @@ def stream_config(s3: S3, queue_url: str) -> str:
     )
 
 
-def killed_at(command: list[str], cwd: Path, step: str, meanwhile: Callable[[], None], **extra: str) -> None:
-    """`command` started, `meanwhile()` done while it runs, then, once it stops at `step`, its
-    whole process group killed (SIGKILL)."""
-    signal_file = cwd / f"reached-{step}"
-    child = submit_env(**{steps.STOP_AT: step, steps.SIGNAL: str(signal_file)}, **extra)
-    process = subprocess.Popen(
-        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        meanwhile()
-        wait_for(signal_file.exists, f"the stream reaching {step}", process)
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
-        process.stderr.close()  # type: ignore[union-attr]
-
-
 @pytest.mark.parametrize("step", STEPS)
 def test_a_stream_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
     runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, step: str, spark: Any
@@ -90,7 +70,7 @@ def test_a_stream_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
             put_batch(s3, 1, "stream/b.tsv.gz")
 
     command = spark_submit(stream_driver.__file__, *flags, "--clock", "clock", server=s3_server)
-    killed_at(command, runs, step, second_window, AWS_ENDPOINT_URL_SQS=s3_server.endpoint)
+    killed(command, runs, step, second_window, AWS_ENDPOINT_URL_SQS=s3_server.endpoint)
     if STEPS[step] == 0:
         put_batch(s3, 1, "stream/b.tsv.gz")
     with pytest.MonkeyPatch.context() as patch:

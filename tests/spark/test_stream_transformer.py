@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from events_manifest import ManifestConfigError
 from events_manifest._jobs.folders import FolderClaimedError
 from events_manifest._transformer.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
@@ -217,6 +218,27 @@ def test_one_window_is_what_the_batch_job_writes_for_one_run(
         assert tree(ours / "output=bad") == tree(theirs / "output=bad")
     else:
         assert tree(ours) == tree(theirs)
+
+
+def test_the_checkpoint_and_the_output_stay_apart_from_the_input(
+    spark: Any, tmp_path: Path, iglu: ResolverConfig
+) -> None:
+    from spark_integration.stream_transformer import StreamTransformer
+
+    config = stream_config(tmp_path)
+    with pytest.raises(ManifestConfigError, match=r"checkpoint \[.*in/cp\] is inside the input \[.*in\]"):
+        StreamTransformer(spark, config, iglu=iglu, checkpoint=str(tmp_path / "in/cp"))
+    inside_input = StreamConfig.parse(
+        json.dumps({"input": {"type": "file", "dir": str(tmp_path / "in")}, "output": {"path": str(tmp_path / "in/o")}})
+    )
+    with pytest.raises(ManifestConfigError, match=r"output folder \[.*in/o\] is inside the input"):
+        StreamTransformer(spark, inside_input, iglu=iglu)
+    missing = StreamConfig.parse(
+        json.dumps({"input": {"type": "file", "dir": str(tmp_path / "nowhere")}, "output": {"path": "o"}})
+    )
+    with pytest.raises(ManifestConfigError, match=r"input.dir \[.*nowhere\] is not a folder: make it"):
+        StreamTransformer(spark, missing, iglu=iglu)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"], "nothing written"
 
 
 def test_kafka_without_its_connector_is_one_line(tmp_path: Path, spark: Any) -> None:
