@@ -150,7 +150,10 @@ class StreamTransformer:
                 .option("checkpointLocation", join(self.checkpoint, SPARK))
                 .foreachBatch(self._stage)
             )
-            self.query = writer.trigger(availableNow=True).start() if available_now else writer.start()
+            if available_now:
+                self.query = writer.trigger(availableNow=True).start()
+            else:
+                self.query = writer.trigger(processingTime=f"{self.config.trigger_seconds} seconds").start()
         except BaseException:
             self._release()
             raise

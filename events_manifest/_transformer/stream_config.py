@@ -23,6 +23,7 @@ STREAM_DEFAULTS = (
     DEFAULTS
     + """
 windowing = 10 minutes
+trigger = 10 seconds
 formats { transformationType = widerow }
 input { type = file }
 """
@@ -56,6 +57,8 @@ class StreamConfig:
     source: StreamSource
     window_seconds: int
     run: TransformerConfig
+    trigger_seconds: float = 10.0
+    """How often a micro-batch reads what arrived (ours: the reference's sources push)."""
 
     @property
     def output(self) -> str:
@@ -77,8 +80,13 @@ class StreamConfig:
                 f"DecodingFailure at .windowing: {seconds:g} seconds does not divide a day in whole seconds; "
                 "choose a window such as 1 minute, 5 minutes, 10 minutes or 1 hour"
             )
+        trigger = duration(tree.get("trigger"), "trigger").total_seconds()
+        if not 0.1 <= trigger <= seconds:
+            raise TransformerConfigError(
+                f"DecodingFailure at .trigger: {trigger:g} seconds; give from 100 milliseconds to the window's length"
+            )
         run = TransformerConfig.of_tree({**tree, "input": "<the stream's staged lines>"}, env)
-        return cls(source, int(seconds), run)
+        return cls(source, int(seconds), run, trigger)
 
 
 def _source(found: Any) -> StreamSource:

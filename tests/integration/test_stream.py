@@ -46,6 +46,7 @@ def stream_config(s3: S3, queue_url: str) -> str:
             "input": {"type": "file", "dir": s3.url("stream")},
             "output": {"path": s3.url("out")},
             "queue": {"type": "sqs", "queueName": queue_url, "region": "us-east-1"},
+            "trigger": "1 second",
         }
     )
 
@@ -97,7 +98,7 @@ def test_the_command_runs_until_sigterm_then_commits_what_it_read(runs: Path) ->
     commits the open window, says so, and exits 0; a second start on the same output is refused
     while it runs."""
     (runs / "stream").mkdir()
-    config = {"input": {"type": "file", "dir": "stream"}, "output": {"path": "out"}}
+    config = {"input": {"type": "file", "dir": "stream"}, "output": {"path": "out"}, "trigger": "1 second"}
     (runs / "stream.hocon").write_text(json.dumps(config))
     flags = ["--iglu-config", "iglu.json", "--config", "stream.hocon", "--manifest", "sqlite://m.db"]
     command = [sys.executable, "-m", "spark_integration.stream_transformer", *flags]

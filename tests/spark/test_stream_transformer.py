@@ -53,7 +53,11 @@ def write(folder: Path, name: str, lines: list[str]) -> None:
 
 def stream_config(tmp: Path, extra: dict[str, Any] | None = None) -> StreamConfig:
     (tmp / "in").mkdir(exist_ok=True)
-    document = {"input": {"type": "file", "dir": str(tmp / "in")}, "output": {"path": str(tmp / "out")}}
+    document = {
+        "input": {"type": "file", "dir": str(tmp / "in")},
+        "output": {"path": str(tmp / "out")},
+        "trigger": "100 milliseconds",  # a test waits for the next micro-batch
+    }
     return StreamConfig.parse(json.dumps({**document, **(extra or {})}))
 
 
@@ -239,6 +243,17 @@ def test_the_checkpoint_and_the_output_stay_apart_from_the_input(
     with pytest.raises(ManifestConfigError, match=r"input.dir \[.*nowhere\] is not a folder: make it"):
         StreamTransformer(spark, missing, iglu=iglu)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"], "nothing written"
+
+
+def test_a_config_error_is_one_line_and_exit_2_with_nothing_written(tmp_path: Path) -> None:
+    from spark_integration.stream_transformer import main
+
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    kinesis = {"input": {"type": "kinesis", "streamName": "enriched"}, "output": {"path": "out"}}
+    done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(kinesis)))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("input.type kinesis: this transformer reads a folder of enriched files or a Kafka")
+    assert len(done.stderr.splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["iglu.json"]
 
 
 def test_kafka_without_its_connector_is_one_line(tmp_path: Path, spark: Any) -> None:

@@ -23,6 +23,9 @@ def test_the_config_s_refusals_name_the_key(tmp_path: Path) -> None:
     assert ".input.dir: Missing required field" in refused({"input": {"type": "file"}})
     assert ".input.topicName" in refused({"input": {"type": "kafka", "bootstrapServers": "localhost:9092"}})
     assert "7 seconds does not divide a day" in refused({"input": {"type": "file", "dir": "in"}, "windowing": "7 s"})
+    assert ".trigger: 0.05 seconds; give from 100 milliseconds" in refused(
+        {"input": {"type": "file", "dir": "in"}, "trigger": "50 ms"}
+    )
     assert "runInterval is the batch transformer's" in refused(
         {"input": {"type": "file", "dir": "in"}, "runInterval": {"sinceAge": "1 day"}}
     )
@@ -49,7 +52,7 @@ def test_the_defaults_are_ten_minute_windows_of_wide_rows_and_the_batch_job_s_ke
         'input { type = file, dir = "in" }\noutput.path = "out"\ndeduplication.synthetic.type = none\n'
         "featureFlags.truncateAtomicFields = true"
     )
-    assert config.window_seconds == 600 and config.source.describe() == "folder in"
+    assert config.window_seconds == 600 and config.trigger_seconds == 10 and config.source.describe() == "folder in"
     run = config.run
     assert (run.transformation, run.file_format, run.output) == ("widerow", "json", "out")
     assert run.synthetic_threshold is None
