@@ -106,7 +106,7 @@ class Parse:
         if text is None or self.limits is not None:
             return self.per_event(lines.to_pylist())
         wide, columns = columnar.fields(text)
-        taken, texts, stamps = columnar.atomic_columns(columns, self.minimum)
+        taken, texts, stamps = columnar.atomic_columns(columns, self.minimum, render=self.wide_rows)
         extras, types = columnar.entity_parts(columns, taken)
         positions = np.flatnonzero(wide)  # each column row's place in the batch
         rows = np.flatnonzero(taken)

@@ -299,7 +299,11 @@ def cast(value: Any, kind: Type, *, nullable: bool) -> tuple[Any, list[dict[str,
             return None, _wrong(value, kind)
         row, errors = {}, []
         for field in kind.fields:
-            found = next((value[key] for key in _in_order(field.accessors) if value.get(key) is not None), None)
+            found = None
+            for key in _in_order(field.accessors):
+                found = value.get(key)
+                if found is not None:
+                    break
             row[field.name], misfits = cast(found, field.type, nullable=field.nullable)
             errors += misfits
         return row, errors
@@ -404,6 +408,7 @@ def _detail(failure: IgluFailure) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
+@functools.cache
 def _in_order(accessors: frozenset[str]) -> tuple[str, ...]:
     """A field's accessors in the order `cast` tries them (sorted: the first present one wins)."""
     return tuple(sorted(accessors))
