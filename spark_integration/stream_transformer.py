@@ -59,6 +59,9 @@ CHECKPOINT = "_checkpoint"
 SPARK = "spark"
 """Spark's own checkpoint, inside ours."""
 BEAT_SECONDS = 60
+EVERY_FILE = "36500d"
+"""The file source's `maxFileAge`: Spark's own (a week) ignores a file that appears with a modification
+time more than a week before the newest file's (one copied with its times kept), and loses its events."""
 ADVICE = Advice(
     rerun_other="start the stream transformer again on its checkpoint: it commits a stopped window before any other",
     rerun="a new window (a committed window is never transformed again)",
@@ -267,7 +270,8 @@ class StreamTransformer:
 def _lines(spark: SparkSession, source: StreamSource) -> DataFrame:
     """The stream of enriched lines, a column `value`."""
     if source.type == "file":
-        return spark.readStream.format("text").load(source.path).select("value")
+        reader = spark.readStream.format("text").option("maxFileAge", EVERY_FILE)
+        return reader.load(source.path).select("value")
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", source.bootstrap_servers)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,18 @@ def test_stopping_commits_the_open_window_and_releases_the_claims(stream: Any, t
     left = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert left == ["_checkpoint", result.name], "no claim, no sign of life left behind"
     assert not [p for p in (tmp_path / "out/_checkpoint").iterdir() if p.name.startswith(("_claim", "_alive"))]
+
+
+def test_a_file_arriving_with_an_old_modification_time_is_read(stream: Any, tmp_path: Path) -> None:
+    query = stream.start()
+    write(tmp_path / "in", "new.tsv.gz", [event(A)])
+    query.processAllAvailable()
+    write(tmp_path / "in", "archived.tsv.gz", [event(B)])
+    month_ago = time.time() - 30 * 86400
+    os.utime(tmp_path / "in/archived.tsv.gz", (month_ago, month_ago))  # copied with its times kept
+    query.processAllAvailable()
+    [window] = stream.stop()
+    assert window.good == 2, "Spark's file source alone would ignore a file a week older than the newest"
 
 
 def test_a_second_job_on_the_same_output_or_checkpoint_is_refused(
