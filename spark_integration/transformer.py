@@ -496,8 +496,9 @@ def _decide_and_write(
 ) -> RunCounts:
     """The parsed run decided and written under `staging` (see `_write`); its counts, checked."""
     config, handle = job.config, job.handle
-    columns = _columns(parsed, job.iglu, config) if parquet_mode else None
-    etl = run.start(_batch_etl(parsed) if handle is not None else datetime.now(UTC))
+    earliest, types = _run_facts(parsed, etl=handle is not None, types=parquet_mode)
+    columns = _columns(types, job.iglu, config) if parquet_mode else None
+    etl = run.start(earliest if handle is not None else datetime.now(UTC))
     decide = Decide(
         natural=config.natural,
         threshold=config.synthetic_threshold,
@@ -578,21 +579,34 @@ def _to_kinesis(stream: kinesis.Stream) -> Callable[[Iterator[pa.RecordBatch]], 
     return batches
 
 
-def _batch_etl(parsed: DataFrame) -> datetime:
-    """The earliest etl_tstamp of the run's good events (now if none has one), for the manifest."""
-    row = parsed.filter("good AND etl IS NOT NULL").agg(F.min("etl").alias("etl")).first()
+def _run_facts(parsed: DataFrame, *, etl: bool, types: bool) -> tuple[datetime, list[str]]:
+    """What the run needs to know before its first put, in one pass over the parsed run: its batch
+    etl time (`etl`: the earliest etl_tstamp of its good events, now if none has one) and its good
+    events' entity types (`types`, for Parquet's columns)."""
+    now = datetime.now(UTC)
+    good = F.col("good")
+    wanted = []
+    if etl:
+        wanted.append(F.min(F.when(good, F.col("etl"))).alias("etl"))
+    if types:
+        wanted.append(F.array_distinct(F.flatten(F.collect_set(F.when(good, F.col("types"))))).alias("types"))
+    if not wanted:
+        return now, []
+    row = parsed.agg(*wanted).first()
+    found = row.asDict() if row is not None else {}
+    earliest = found.get("etl")
     try:
-        return from_epoch_seconds(row["etl"]) if row is not None and row["etl"] is not None else datetime.now(UTC)
+        when = from_epoch_seconds(earliest) if earliest is not None else now
     except (ValueError, OverflowError):  # a year datetime cannot hold
-        return datetime.now(UTC)
+        when = now
+    return when, list(found.get("types") or [])
 
 
-def _columns(parsed: DataFrame, iglu: ResolverConfig | None, config: TransformerConfig) -> ParquetColumns:
-    """The run's Parquet columns: the entity types of its good events (a first pass over the
-    parsed run, which Spark keeps for the second), their schemas fetched and typed on the driver."""
+def _columns(types: list[str], iglu: ResolverConfig | None, config: TransformerConfig) -> ParquetColumns:
+    """The run's Parquet columns: the entity types of its good events, their schemas fetched and
+    typed on the driver."""
     assert iglu is not None
-    types = parsed.filter("good").select(F.explode("types").alias("type")).distinct().collect()
-    seen = [(found.schema_key, found.entity) for found in (EntityType.parse(row["type"]) for row in types)]
+    seen = [(found.schema_key, found.entity) for found in map(EntityType.parse, sorted(types))]
     return build_columns(seen, iglu, config.skip_schemas, synthetic=config.synthetic != "none")
 
 

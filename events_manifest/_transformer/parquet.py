@@ -27,11 +27,9 @@ from events_manifest._transformer.event import ATOMIC_SCHEMA, Event
 from events_manifest._transformer.jvm import days_from_civil, double_to_string
 from events_manifest._transformer.parquet_types import (
     BOOLEAN,
-    DATE,
     DOUBLE,
     INTEGER,
     JSON,
-    LONG,
     STRING,
     TIMESTAMP,
     Array,
@@ -165,7 +163,7 @@ class ParquetColumns:
             arrays[name] = string_array([values[index] for values in fitting])
         named = [field.name for field, _ in _DECIMALS] + [column.field.name for column in self.entities]
         for name, column in zip(named, cast_columns, strict=True):
-            arrays[name] = pa.array(column, _ARROW_TYPES.get(name) or self._entity_types[name])
+            arrays[name] = _values_array(column, _ARROW_TYPES.get(name) or self._entity_types[name])
         schema = self.arrow_schema()
         return pa.StructArray.from_arrays([arrays[name] for name in schema.names], fields=list(schema)), failures
 
@@ -186,8 +184,10 @@ class ParquetColumns:
             if errors:
                 return [], [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
             found.append(value)
+        contexts = [(entity.key.uri, entity.data) for entity in (*event.contexts, *event.derived)]
+        unstruct = (event.unstruct.key.uri, event.unstruct.data) if event.unstruct is not None else None
         for column in self.entities:
-            value, errors = cast(_column_data(column, event), column.field.type, nullable=True)
+            value, errors = cast(_column_data(column, contexts, unstruct), column.field.type, nullable=True)
             if errors:
                 return [], [{"schemaKey": column.named, **error} for error in errors]
             found.append(value)
@@ -218,12 +218,33 @@ def string_array(values: list[Any]) -> pa.Array:
         return pa.array([None if value is None else _utf8(value) for value in values], pa.string())
 
 
-def _column_data(column: EntityColumn, event: Event) -> Any:
+def _values_array(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """A column of cast values; half a surrogate pair in a string written `?` (`_utf8`), looked
+    for only when Arrow refuses the column."""
+    try:
+        return pa.array(values, kind)
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        return pa.array(_without_surrogates(values), kind)
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _utf8(value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _without_surrogates(item) for key, item in value.items()}
+    return value
+
+
+def _column_data(column: EntityColumn, contexts: list[tuple[str, Any]], unstruct: tuple[str, Any] | None) -> Any:
+    """An entity column's value in an event, from its (schema URI, data) pairs: the data of its
+    contexts (then derived contexts) of the column's schemas, in order, or its unstruct event's."""
     if column.context:
-        found = [e.data for e in (*event.contexts, *event.derived) if e.key.uri in column.keys]
+        found = [data for uri, data in contexts if uri in column.keys]
         return found or None
-    if event.unstruct is not None and event.unstruct.key.uri in column.keys:
-        return event.unstruct.data
+    if unstruct is not None and unstruct[0] in column.keys:
+        return unstruct[1]
     return None
 
 
@@ -327,30 +348,54 @@ def cast(value: Any, kind: Type, *, nullable: bool) -> tuple[Any, list[dict[str,
 
 
 def _primitive(value: Any, kind: Primitive) -> tuple[Any, list[dict[str, Any]]]:
-    number = _number(value)
-    if kind == JSON:
-        return _utf8(sdjson.dumps(value)), []
-    if kind == STRING and isinstance(value, str) and number is None:
-        return _utf8(value), []
-    if kind == BOOLEAN and isinstance(value, bool):
-        return value, []
-    if kind in (INTEGER, LONG) and number is not None and number == number.to_integral_value():
-        bits = 31 if kind == INTEGER else 63
-        if -(2**bits) <= number < 2**bits:
-            return int(number), []
-    if kind == DOUBLE and number is not None:
-        return float(number), []
-    if kind == TIMESTAMP and isinstance(value, str) and number is None:
-        micros = _micros(value)
-        if micros is not None:
-            return micros, []
-    if kind == DATE and isinstance(value, str) and number is None and _DATE.fullmatch(value):
+    found = _PRIMITIVES[kind.name](value)
+    return (None, _wrong(value, kind)) if found is _MISFIT else (found, [])
+
+
+_MISFIT = object()
+"""What a primitive's cast gives for a value that does not fit the column."""
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and not isinstance(value, sdjson.Number)
+
+
+def _to_integer(bits: int) -> Any:
+    def integer(value: Any) -> Any:
+        number = _number(value)
+        if number is not None and number == number.to_integral_value() and -(2**bits) <= number < 2**bits:
+            return int(number)
+        return _MISFIT
+
+    return integer
+
+
+def _to_date(value: Any) -> Any:
+    if _is_text(value) and _DATE.fullmatch(value):
         year, month, day = (int(part) for part in value.split("-"))
         try:
-            return date(year, month, day), []
+            return date(year, month, day)
         except ValueError:
             pass
-    return None, _wrong(value, kind)
+    return _MISFIT
+
+
+def _to_timestamp(value: Any) -> Any:
+    micros = _micros(value) if _is_text(value) else None
+    return _MISFIT if micros is None else micros
+
+
+_PRIMITIVES: dict[str, Any] = {
+    "Json": sdjson.dumps,
+    "String": lambda value: value if _is_text(value) else _MISFIT,
+    "Boolean": lambda value: value if isinstance(value, bool) else _MISFIT,
+    "Integer": _to_integer(31),
+    "Long": _to_integer(63),
+    "Double": lambda value: float(value) if isinstance(value, sdjson.Number) else _MISFIT,
+    "Timestamp": _to_timestamp,
+    "Date": _to_date,
+}
+"""Each primitive type's cast of a JSON value (`sdjson`): the value Arrow takes, or `_MISFIT`."""
 
 
 DUPLICATE = "iglu:com.snowplowanalytics.snowplow/duplicate/jsonschema/1-0-0"

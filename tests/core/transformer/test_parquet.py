@@ -179,7 +179,10 @@ def test_rows_built_together_cast_each_events_values_and_report_each_misfit() ->
         event("c6ef3124-b53a-4b13-a233-0088f79dcbc2", geo_longitude="Infinity", se_value="2.5", app_id="caf\u00e9"),
         event("c6ef3124-b53a-4b13-a233-0088f79dcbc3", tr_total="1.005"),
         event("c6ef3124-b53a-4b13-a233-0088f79dcbc4", unstruct_event=unstruct(sdj(click, '{"elementId":"x"}'))),
-        event("c6ef3124-b53a-4b13-a233-0088f79dcbc5", unstruct_event=unstruct(sdj(click, '{"targetUrl":"http://a"}'))),
+        event(
+            "c6ef3124-b53a-4b13-a233-0088f79dcbc5",
+            unstruct_event=unstruct(sdj(click, '{"targetUrl":"http://a","elementId":"half \\ud800 a pair"}')),
+        ),
     ]
     events = [decode(line, None) for line in lines]
     assert all(isinstance(e, Event) for e in events)
@@ -198,4 +201,5 @@ def test_rows_built_together_cast_each_events_values_and_report_each_misfit() ->
     assert second["app_id"] == "caf\u00e9" and first["tr_total"] is None
     link = "unstruct_event_com_snowplowanalytics_snowplow_link_click_1"
     assert first[link] is None and third[link]["target_url"] == "http://a"
+    assert third[link]["element_id"] == "half ? a pair", "no UTF-8 form: written ? as the JVM writes it"
     assert rows.type == pa.struct(list(columns.arrow_schema()))
