@@ -44,13 +44,21 @@ class Routing:
     json: tuple[Criterion, ...] = ()
     tsv: tuple[Criterion, ...] = ()
     skip: tuple[Criterion, ...] = ()
+    _formats: dict[str, str] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    """Each schema key's format, once found: a run routes the same few keys again and again."""
 
     def format_of(self, uri: str) -> str:
-        if self.default == TSV:
-            return JSON if any(c.matches(uri) for c in (*self.json, *self.skip)) else TSV
-        return TSV if any(c.matches(uri) for c in self.tsv) else JSON
+        found = self._formats.get(uri)
+        if found is None:
+            if self.default == TSV:
+                found = JSON if any(c.matches(uri) for c in (*self.json, *self.skip)) else TSV
+            else:
+                found = TSV if any(c.matches(uri) for c in self.tsv) else JSON
+            self._formats[uri] = found
+        return found
 
 
+@functools.lru_cache(maxsize=4096)
 def partition(key: SchemaKey, fmt: str) -> tuple[str, str, str, str, str, str]:
     return (key.vendor, key.name, fmt.lower(), str(key.model), str(key.revision), str(key.addition))
 
@@ -267,8 +275,13 @@ def entity_tsv(entity: Entity, root_id: str, root_tstamp: str, columns: Sequence
 
 def entity_json(entity: Entity, root_id: str, root_tstamp: str) -> str:
     """An entity's JSON line: its schema's parts, its data as parsed, its place in the event."""
-    key = entity.key
-    schema = {"vendor": key.vendor, "name": key.name, "format": key.format, "version": key.version}
-    tree = f'"refRoot":"events","refTree":["events","{key.name}"],"refParent":"events"'
+    schema, tree = _json_parts(entity.key)
     hierarchy = f'{{"rootId":"{root_id}","rootTstamp":"{root_tstamp}",{tree}}}'
-    return f'{{"schema":{sdjson.dumps(schema)},"data":{sdjson.dumps(entity.data)},"hierarchy":{hierarchy}}}'
+    return f'{{"schema":{schema},"data":{sdjson.dumps(entity.data)},"hierarchy":{hierarchy}}}'
+
+
+@functools.lru_cache(maxsize=1024)
+def _json_parts(key: SchemaKey) -> tuple[str, str]:
+    """A JSON line's schema object and its tree's fields, the same for every entity of one key."""
+    schema = {"vendor": key.vendor, "name": key.name, "format": key.format, "version": key.version}
+    return sdjson.dumps(schema), f'"refRoot":"events","refTree":["events","{key.name}"],"refParent":"events"'
