@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from events_manifest import DuplicateStorage, ManifestConfigError
+from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError
 from events_manifest._jobs import steps
 from events_manifest._jobs.folders import Folder, beat, claim, quiet, silent_for
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
@@ -69,6 +69,19 @@ ADVICE = Advice(
     etl_time=None,
 )
 """How a stream transformer user follows the run ledger's advice."""
+
+
+class StreamFailedError(ManifestError):
+    """The streaming query failed (a micro-batch, or a window's commit in it): nothing is lost, the
+    next start on the same checkpoint replays what was not committed."""
+
+
+def _first_words(failure: object) -> str:
+    """What a query's failure says, on one line: the last line of a Python traceback in it, else its first line."""
+    lines = [line.strip() for line in str(failure).splitlines() if line.strip()]
+    python = [line for line in lines if not line.startswith(("at ", "File ", "Traceback", "==="))]
+    tail = [line for line in python if ": " in line and not line.startswith("org.apache.spark")]
+    return (tail[-1] if tail else lines[0] if lines else type(failure).__name__)[:300]
 
 
 class StreamTransformer:
@@ -193,7 +206,10 @@ class StreamTransformer:
         finally:
             self._release()
         if failure is not None:
-            raise RuntimeError(f"the stream stopped: {str(failure).splitlines()[0]}")
+            raise StreamFailedError(
+                f"the stream stopped: {_first_words(failure)}. The windows whose batches were all staged are "
+                "committed; start it again on the same checkpoint to go on from the batch that failed"
+            )
         return committed
 
     def run(self, *, available_now: bool = False, poll: float = 1.0, stop: threading.Event | None = None) -> int:
