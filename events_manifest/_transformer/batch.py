@@ -417,7 +417,9 @@ class _Out:
         """A row out; in shred mode a bad row goes under its own schema's partition."""
         if self._shredded and output == BAD and value is not None:
             text = value if isinstance(value, str) else self._batch.column("value")[value].as_py()
-            place = partition(SchemaKey.parse(bad_rows.schema_of(text)), JSON)  # type: ignore[arg-type]
+            key = SchemaKey.parse(bad_rows.schema_of(text))
+            assert key is not None, "a bad row's schema is a schema key"
+            place = partition(key, JSON)
         for name, item in zip(("output", *PARTITIONS, "value"), (output, *place, value), strict=True):
             self.columns[name].append(item)
         for name in self._trailing:
