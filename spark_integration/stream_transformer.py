@@ -64,7 +64,7 @@ EVERY_FILE = "36500d"
 time more than a week before the newest file's (one copied with its times kept), and loses its events."""
 ADVICE = Advice(
     rerun_other="start the stream transformer again on its checkpoint: it commits a stopped window before any other",
-    rerun="a new window (a committed window is never transformed again)",
+    rerun="nothing: a window is transformed again only while its folder holds no commit",
     item=None,
     etl_time=None,
 )
@@ -128,6 +128,7 @@ class StreamTransformer:
             attrs.evolve(config.run, input=self.book.lines_root),
             iglu,
             manifest,
+            rerun=True,  # a window is transformed again only while its folder holds no commit: not delivered
             advice=ADVICE,
             lister=self._listing,
         )

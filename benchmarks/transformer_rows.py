@@ -1,0 +1,82 @@
+"""The transformer's per-event Python, alone: Parquet rows (`ParquetColumns.rows`) and shredded
+lines (`Shredder.lines`) of generated events, in microseconds an event (best of five).
+
+    python benchmarks/transformer_rows.py --events 20000
+
+The events are decoded once (`columnar.decoded`) from the shred job benchmark's generated lines,
+with the transformer benchmark's schemas (Iglu Central's copies and the generator's own); shred
+mode routes `web_page` and `link_click` to TSV, the rest to JSON. A digest of each output is
+printed, to check that a change to their speed left what they write alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def best_of(times: int, run: Callable[[], object]) -> tuple[float, object]:
+    best, found = float("inf"), None
+    for _ in range(times):
+        started = time.perf_counter()
+        found = run()
+        best = min(best, time.perf_counter() - started)
+    return best, found
+
+
+def main() -> int:
+    import pyarrow as pa
+    from shred_job import generate
+    from transformer import CENTRAL, SHRED, write_schemas
+
+    from events_manifest._transformer import columnar
+    from events_manifest._transformer.batch import event_types
+    from events_manifest._transformer.config import Criterion
+    from events_manifest._transformer.entity_types import EntityType
+    from events_manifest._transformer.parquet import build_columns
+    from events_manifest._transformer.shredded import Routing, Shredder
+    from events_manifest.iglu import ResolverConfig
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=20_000)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="transformer-rows-"))
+    generate(work / "in", args.events)
+    lines: list[str] = []
+    for path in sorted((work / "in").iterdir()):
+        data = path.read_bytes()
+        lines += (gzip.decompress(data) if path.suffix == ".gz" else data).decode().splitlines()
+    resolver = {
+        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
+        "data": {"cacheSize": 500, "repositories": [CENTRAL, write_schemas(work / "schemas")]},
+    }
+    iglu = ResolverConfig.parse(json.dumps(resolver))
+    decoded, atomic = columnar.decoded(pa.array(lines), tsv=True)
+    pairs = [(event, line) for event, line in zip(decoded, atomic, strict=True) if event is not None]
+    events = [event for event, _ in pairs]
+    seen = {(t.schema_key, t.entity) for event in events for t in map(EntityType.parse, event_types(event))}
+    columns = build_columns(seen, iglu, synthetic=True)
+    shredder = Shredder(Routing("JSON", (), tuple(map(Criterion.parse, SHRED["tsv"])), ()), iglu)
+    print(f"{len(events):,} events of {len(lines):,} lines")
+    rows_time, rows = best_of(5, lambda: columns.rows(events))
+    lines_time, shredded = best_of(5, lambda: [shredder.lines(event, line) for event, line in pairs])
+    for name, seconds, output in (("Parquet rows", rows_time, rows), ("shredded lines", lines_time, shredded)):
+        shown = output[0].to_pylist() if isinstance(output, tuple) else output
+        digest = hashlib.sha256(str(shown).encode()).hexdigest()[:16]
+        print(f"{name:<15} {seconds / len(events) * 1e6:6.1f} us an event  (output sha256 {digest})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
