@@ -81,7 +81,7 @@ def _one_line(error: Exception) -> str:
     return f"{one_line(error)} (an unexpected error: --verbose shows where it happened)"
 
 
-def _last_words(text: str) -> str:
+def last_words(text: str) -> str:
     """The line that says what went wrong: a Python worker's exception (its traceback's last
     line), else the first line."""
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("SQLSTATE")]
@@ -123,7 +123,7 @@ def spark_failure(error: Exception) -> str:
     if environment is not None:
         return environment
     reading = next((text for text in texts if "reading file" in text), None)
-    root = _last_words(texts[-1])
+    root = last_words(texts[-1])
     if reading is None:
         return f"a Spark job failed: {root}"
     match = re.search(r"reading file (\S+?)\.?( |$)", reading)

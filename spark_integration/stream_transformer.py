@@ -41,7 +41,7 @@ from events_manifest._transformer.config import TransformerConfigError, decode_v
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource
 from events_manifest._transformer.windows import Window, WindowBook
 from events_manifest.iglu import ResolverConfig
-from spark_integration._cli_flags import add_common_flags, run_job
+from spark_integration._cli_flags import add_common_flags, last_words, run_job
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
 from spark_integration.transformer import (  # one window is one run of the batch job
@@ -71,17 +71,13 @@ ADVICE = Advice(
 """How a stream transformer user follows the run ledger's advice."""
 
 
+QUERY_STATE = "\n=== Streaming Query ==="
+"""Where Spark's report of a failed query's state begins, after what went wrong."""
+
+
 class StreamFailedError(ManifestError):
     """The streaming query failed (a micro-batch, or a window's commit in it): nothing is lost, the
     next start on the same checkpoint replays what was not committed."""
-
-
-def _first_words(failure: object) -> str:
-    """What a query's failure says, on one line: the last line of a Python traceback in it, else its first line."""
-    lines = [line.strip() for line in str(failure).splitlines() if line.strip()]
-    python = [line for line in lines if not line.startswith(("at ", "File ", "Traceback", "==="))]
-    tail = [line for line in python if ": " in line and not line.startswith("org.apache.spark")]
-    return (tail[-1] if tail else lines[0] if lines else type(failure).__name__)[:300]
 
 
 class StreamTransformer:
@@ -204,12 +200,16 @@ class StreamTransformer:
             if commit and self._claims:
                 with self._lock:
                     committed = self._commit(self.book.due(self.clock(), ending=True))
+        except Exception:
+            if failure is None:
+                raise  # else the query's own failure, below, is the one to tell
         finally:
             self._release()
         if failure is not None:
+            said = last_words(str(failure).split(QUERY_STATE)[0])
             raise StreamFailedError(
-                f"the stream stopped: {_first_words(failure)}. The windows whose batches were all staged are "
-                "committed; start it again on the same checkpoint to go on from the batch that failed"
+                f"the stream stopped: {said}. The windows whose batches were all staged are committed; start it "
+                "again on the same checkpoint to go on from the batch that failed"
             )
         return committed
 

@@ -151,6 +151,34 @@ def test_a_file_arriving_with_an_old_modification_time_is_read(stream: Any, tmp_
     assert window.good == 2, "Spark's file source alone would ignore a file a week older than the newest"
 
 
+def test_a_window_whose_commit_fails_stops_the_stream_and_the_next_start_commits_it(
+    spark: Any, tmp_path: Path, iglu: ResolverConfig, clock: Clock
+) -> None:
+    from spark_integration.demo import EMPTY_RESOLVER
+    from spark_integration.stream_transformer import StreamFailedError, StreamTransformer
+
+    config = stream_config(tmp_path, MODES["widerow parquet"])
+    manifest = f"sqlite://{tmp_path / 'm.db'}"
+    no_schemas = ResolverConfig.parse(json.dumps(EMPTY_RESOLVER))  # Parquet's columns need the entities' schemas
+    stream = StreamTransformer(spark, config, iglu=no_schemas, manifest=manifest, clock=clock)
+    query = stream.start()
+    write(tmp_path / "in", "a.tsv.gz", [event(A, "fa", unstruct_event=unstruct(CLICK)), event(B)])
+    query.processAllAvailable()
+    clock.now += 600
+    again_a = event(A, "fa", etl="2026-11-01 07:00:00", unstruct_event=unstruct(CLICK))
+    write(tmp_path / "in", "b.tsv.gz", [event(C), again_a])
+    with pytest.raises(Exception, match="link_click"):
+        query.processAllAvailable()  # the second batch commits the first window: its schema is not found
+    with pytest.raises(StreamFailedError, match=r"the stream stopped: .*link_click.* start it again on the same"):
+        stream.stop()
+    assert committed(tmp_path / "out") == [] and not (tmp_path / "out/_claim.json").exists()
+    with StreamTransformer(spark, config, iglu=iglu, manifest=manifest, clock=clock) as again:
+        again.start(available_now=True).awaitTermination()  # an earlier start's windows: committed first
+        first, second = again.results
+    assert (first.good, second.good, second.cross_batch_duplicates) == (2, 1, 1), "nothing lost, nothing doubled"
+    assert [p.name for p in committed(tmp_path / "out")] == [first.name, second.name]
+
+
 def test_a_second_job_on_the_same_output_or_checkpoint_is_refused(
     stream: Any, spark: Any, tmp_path: Path, iglu: ResolverConfig
 ) -> None:
