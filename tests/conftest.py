@@ -27,6 +27,9 @@ os.environ.update(
 # their start-up, not their throughput, is the cost; the quick JIT alone and one GC thread save a
 # third of it on two cores.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# Spark's Python workers import `tests` (the suite's manifests travel to them pickled), whichever
+# test starts the session: a fixture's, or a job's command line run in this process.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 for variable in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
     os.environ.pop(variable, None)
 
@@ -67,7 +70,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 def spark() -> Iterator[Any]:
     """The one local Spark session of the suite (its Python workers can import `tests`)."""
     pytest.importorskip("pyspark")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     from spark_integration.session import local_session
 
     settings: dict[str, Any] = {"spark.sql.shuffle.partitions": "2"}
