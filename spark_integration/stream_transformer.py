@@ -36,7 +36,7 @@ from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.storage import Listing, inside, join
 from events_manifest._manifest.factory import manifest_files
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
-from events_manifest._transformer.commit import State, inspect
+from events_manifest._transformer.commit import inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource
 from events_manifest._transformer.windows import Window, WindowBook
@@ -243,7 +243,7 @@ class StreamTransformer:
         with self._lock:
             found = self.book.assign(batch_id, self.clock())
             self.book.prune(batch_id)
-            if not found.staged and not self.book.closed(found.window):
+            if not found.staged and not found.closed:
                 steps.reached("batch-assigned")
                 lines = batch.select(F.col("value").cast("string"))
                 lines.write.mode("overwrite").option("compression", "gzip").text(self.book.batch_lines(found))
@@ -274,8 +274,7 @@ class StreamTransformer:
         for window in windows:
             name = window.name
             if self._listing(name).bytes:
-                state = inspect(self.storage, join(self.config.output, name)).state
-                result = self.job.run(name, Progress()) if state is not State.COMMITTED else None
+                result = self.job.run(name, Progress())  # None when its folder holds a commit already
                 if result is not None:
                     self.report(result.line())
                     committed.append(result)

@@ -235,15 +235,13 @@ def beat(storage: Storage, path: str, now: float) -> None:
     """Leave a sign of life in the claimed folder `path`, then remove the older ones."""
     name = f"{BEAT_PREFIX}{int(now)}"
     storage.create_new(join(path, name), "")
-    for child in storage.children(path):
-        if child.startswith(BEAT_PREFIX) and child != name:
-            storage.delete(join(path, child))
+    quiet(storage, path, keep=name)
 
 
-def quiet(storage: Storage, path: str) -> None:
-    """Remove a holder's signs of life from `path`, before it releases its claim there."""
+def quiet(storage: Storage, path: str, keep: str = "") -> None:
+    """Remove a holder's signs of life from `path` (but `keep`), before it releases its claim there."""
     for child in storage.children(path):
-        if child.startswith(BEAT_PREFIX):
+        if child.startswith(BEAT_PREFIX) and child != keep:
             storage.delete(join(path, child))
 
 

@@ -70,6 +70,8 @@ class Batch:
     id: int
     window: Window
     staged: bool
+    closed: bool = False
+    """Whether its window is committed."""
 
 
 @attrs.define
@@ -102,7 +104,8 @@ class WindowBook:
         window = Window.at(now, self.seconds, self.app_id)
         if not self.storage.create_new(record, window.to_json() + "\n"):
             window = Window.from_json(self.storage.read_text(record))
-        return Batch(batch_id, window, self.storage.exists(join(self.root, f"batch-{batch_id}.staged")))
+        staged = self.storage.exists(join(self.root, f"batch-{batch_id}.staged"))
+        return Batch(batch_id, window, staged, self.closed(window))
 
     def staged(self, batch: Batch) -> Batch:
         """Record that every line of `batch` is staged."""
@@ -118,7 +121,7 @@ class WindowBook:
         self.storage.delete(join(self.lines_root, window.name))
 
     def batches(self) -> list[Batch]:
-        """Every batch the book holds, by id."""
+        """Every batch the book holds, by id, from one listing of the book."""
         names = set(self.storage.children(self.root)) if self.storage.exists(self.root) else set()
         found = []
         for name in names:
@@ -126,7 +129,8 @@ class WindowBook:
                 number = int(name.removeprefix("batch-").removesuffix(".json"))
                 window = self._known.get(number) or Window.from_json(self.storage.read_text(join(self.root, name)))
                 self._known[number] = window
-                found.append(Batch(number, window, f"batch-{number}.staged" in names))
+                staged, closed = f"batch-{number}.staged" in names, f"closed-{window.name}" in names
+                found.append(Batch(number, window, staged, closed))
         return sorted(found, key=lambda batch: batch.id)
 
     def due(self, now: float, *, ending: bool = False) -> list[Window]:
@@ -141,19 +145,19 @@ class WindowBook:
             for window, batches in by_window.items()
             if all(batch.staged for batch in batches)
             and (ending or window.app_id != self.app_id or window.end <= now)
-            and not self.closed(window)
+            and not batches[0].closed
         )
 
     def open_windows(self) -> list[Window]:
         """The windows not committed yet, with the batches still to stage in them."""
-        return sorted({batch.window for batch in self.batches() if not self.closed(batch.window)})
+        return sorted({batch.window for batch in self.batches() if not batch.closed})
 
     def prune(self, before: int) -> None:
         """Forget the batches before `before` (Spark committed them: it runs a batch only once the
         one before is committed) whose window is committed, then the marks of committed windows no
         batch refers to any more."""
         batches = self.batches()
-        kept = {batch.window.name for batch in batches if batch.id >= before or not self.closed(batch.window)}
+        kept = {batch.window.name for batch in batches if batch.id >= before or not batch.closed}
         for batch in batches:
             if batch.window.name not in kept:
                 self.storage.delete(join(self.root, f"batch-{batch.id}.staged"))
