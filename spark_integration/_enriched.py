@@ -51,11 +51,12 @@ def head(line: str = "line") -> Column:
 
 
 def head_key(head: Column) -> Column:
-    """A 64-bit hash of a `head`'s last field, cut from its end: the event id (field 6) on a line
-    of 7 fields or more. A shorter line, never an enriched event (they have 108 or more), hashes
-    whatever field ends it: it is a bad row whichever way it is decided. Longs group and join
-    faster than ids; two ids of one hash only cost a shuffle."""
-    return F.xxhash64(F.substring_index(head, "\t", -1))
+    """A 64-bit hash of a `head`'s last field in lower case, cut from its end: the event id (field
+    6) on a line of 7 fields or more (lower case: the transformer reads an id in any case as the
+    same id). A shorter line, never an enriched event (they have 108 or more), hashes whatever
+    field ends it: it is a bad row whichever way it is decided. Longs group and join faster than
+    ids; two ids of one hash only cost a shuffle."""
+    return F.xxhash64(F.lower(F.substring_index(head, "\t", -1)))
 
 
 def event_key(line: str = "line") -> Column:

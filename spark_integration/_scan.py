@@ -1,17 +1,24 @@
-"""The shred job's cheap first pass over a batch: its line count, its etl time and the event ids
-on more than one line, in the JVM, without splitting any JSON (see docs/development.md)."""
+"""The cheap first pass over a batch or run, for the shred job and the transformer: its etl time and
+the event ids on more than one line, in the JVM, without splitting any JSON (see
+docs/development.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from datetime import datetime
+from typing import Any
 
 import attrs
 import pyarrow as pa
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from events_manifest._snowplow import parsing
 from events_manifest._snowplow.batch import any_valid
+from events_manifest._snowplow.fields import ETL_TSTAMP, EVENT_ID
+from events_manifest._transformer.batch import PARSED, Parse
+from events_manifest._transformer.event import CANONICAL_ID, LENIENT_ID, LENIENT_TIMESTAMP, TIMESTAMP, second_of
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import from_epoch_seconds
 from spark_integration import _enriched as enriched
@@ -93,21 +100,125 @@ def earliest_etl(
     spark: SparkSession, input_path: str | list[str], candidate: str | None, iglu: ResolverConfig | None = None
 ) -> datetime | None:
     """The batch etl time: the earliest etl_tstamp, to the second, of the batch's valid lines.
-
-    `candidate` is the earliest second among lines of the right form (`enriched.batch_keys`); its
-    lines are checked in full until one is valid (usually the first), else the next second is
-    tried. A line that turns out to be a bad row never sets the etl time.
+    `candidate` is the earliest second among lines of the right form (`enriched.batch_keys`); a
+    line that turns out to be a bad row never sets the etl time (see `earliest_second`).
     """
-    lines = enriched.load_enriched(spark, input_path)
+    found = earliest_second(
+        enriched.load_enriched(spark, input_path),
+        candidate,
+        enriched.line_etl_second(),
+        F.col("line"),
+        lambda first: any_valid(first, iglu),
+        lambda of_second: bool(enriched.parse(of_second, iglu).filter("valid").select("valid").take(1)),
+    )
+    if found is None:
+        return None
+    micros = parsing.epoch_micros(pa.array([f"{found}.0".encode()], pa.binary()))[0].as_py()
+    return from_epoch_seconds(micros // 1_000_000)
+
+
+def earliest_second(
+    lines: DataFrame,
+    candidate: str | None,
+    second: Column,
+    line: Column,
+    any_good: Callable[[list[Any]], bool],
+    any_good_in_spark: Callable[[DataFrame], bool],
+) -> str | None:
+    """The earliest second (`yyyy-MM-dd HH:mm:ss`, column `second` of `lines`), from `candidate`
+    on, at which one of the lines is good: a second's lines (column `line`) are checked on the
+    driver (`any_good`) until one is good (usually the first), then, if the first
+    `CHECKED_FIRST` are all bad, every one in Spark (`any_good_in_spark`, given column `line`
+    only); else the next second is tried. None when no line is good."""
     while candidate is not None:
-        of_second = lines.filter(enriched.line_etl_second() == candidate).select("line")
+        of_second = lines.filter(second == candidate).select(line.alias("line"))
         first = [row.line for row in of_second.take(CHECKED_FIRST)]  # read in the JVM, checked here
-        found = any_valid(first, iglu)
-        if not found and len(first) == CHECKED_FIRST:  # all invalid so far: check every line, in Spark
-            found = bool(enriched.parse(of_second, iglu).filter("valid").select("valid").take(1))
+        found = any_good(first)
+        if not found and len(first) == CHECKED_FIRST:  # all bad so far: check every line, in Spark
+            found = any_good_in_spark(of_second)
         if found:
-            micros = parsing.epoch_micros(pa.array([f"{candidate}.0".encode()], pa.binary()))[0].as_py()
-            return from_epoch_seconds(micros // 1_000_000)
-        later = enriched.batch_keys(lines).filter(F.col("etl_second") > candidate)
-        candidate = later.agg(F.min("etl_second")).first()[0]  # type: ignore[index]
+            return candidate
+        later = lines.select(second.alias("second")).filter(F.col("second") > candidate)
+        candidate = later.agg(F.min("second")).first()[0]  # type: ignore[index]
     return None
+
+
+@attrs.frozen
+class RunScan:
+    """What the transformer's scan of a run finds (see `scan_run`)."""
+
+    keys: DataFrame | None
+    """Column `key` (see `enriched.event_key`): the ids on more than one line, each once, few
+    enough to send to every task; None when every line must be shuffled instead."""
+    earliest: str | None
+    """The earliest etl second (`yyyy-MM-dd HH:mm:ss`) among lines whose etl_tstamp has
+    `event.TIMESTAMP`'s shape, a candidate for the batch etl time (`run_etl`)."""
+
+
+def scan_run(lines: DataFrame) -> RunScan:
+    """The transformer's scan of a run's `lines` (column `line`): one job in the JVM over the
+    first 7 fields, shuffling only 64-bit keys.
+
+    A good event's id is its event_id field in lower case (`event.CANONICAL_ID`) and its etl time
+    is ordered by the text of its etl_tstamp (`event.TIMESTAMP`), on every line enrichers write.
+    A line with a field the reader takes in another shape (`event.LENIENT_ID`, an id such as
+    `1-2-3-4-5`; `event.LENIENT_TIMESTAMP`, such as `2026-11-01T06:00:00`) would escape both:
+    with one, or more shared ids than `BROADCAST_KEYS`, `keys` is None."""
+    fields = F.split(enriched.head(), "\t")
+    event_id, etl = F.get(fields, EVENT_ID), F.get(fields, ETL_TSTAMP)
+    other_id = event_id.rlike(LENIENT_ID) & ~event_id.rlike(CANONICAL_ID)
+    other_time = etl.rlike(LENIENT_TIMESTAMP) & ~etl.rlike(TIMESTAMP)
+    keyed = lines.select(
+        enriched.event_key().alias("key"),
+        F.when(etl.rlike(TIMESTAMP), F.substring(etl, 1, 19)).alias("etl_second"),
+        F.coalesce(other_id | other_time, F.lit(False)).alias("other"),
+    )
+    totals = Observation("run scan")
+    observed = keyed.observe(totals, F.min("etl_second").alias("etl_second"), F.count_if("other").alias("other"))
+    shared = observed.groupBy("key").agg(F.count(F.lit(1)).alias("lines")).filter(F.col("lines") > 1)
+    found = shared.select("key").limit(BROADCAST_KEYS + 1).toArrow()  # every partition is read unless more
+    if found.num_rows > BROADCAST_KEYS:
+        return RunScan(None, None)
+    spark = lines.sparkSession
+    earliest = totals.get["etl_second"]
+    return RunScan(None if totals.get["other"] else spark.createDataFrame(found), earliest)
+
+
+def shared_ids(parsed: DataFrame) -> DataFrame | None:
+    """The ids of more than one good event of a parsed run (`PARSED` rows, column `key`), each
+    once; None past `BROADCAST_KEYS`."""
+    shared = parsed.filter("good").groupBy("key").agg(F.count(F.lit(1)).alias("lines")).filter(F.col("lines") > 1)
+    found = shared.select("key").limit(BROADCAST_KEYS + 1).toArrow()
+    return None if found.num_rows > BROADCAST_KEYS else parsed.sparkSession.createDataFrame(found)
+
+
+def run_etl(lines: DataFrame, candidate: str | None, parse: Parse) -> datetime | None:
+    """The run's batch etl time from its scan's `candidate` (see `RunScan.earliest`): the earliest
+    etl_tstamp, to the second, of its good events; None when none has one."""
+    etl = F.get(F.split(enriched.head(), "\t"), ETL_TSTAMP)
+
+    def in_spark(of_second: DataFrame) -> bool:
+        return bool(of_second.mapInArrow(parse_lines(parse), PARSED_TYPE).filter("good").select("good").take(1))
+
+    found = earliest_second(
+        lines,
+        candidate,
+        F.when(etl.rlike(TIMESTAMP), F.substring(etl, 1, 19)),
+        F.col("line").cast("binary"),
+        lambda first: bool(first) and parse.any_good(pa.array([bytes(b) for b in first], pa.binary())),
+        in_spark,
+    )
+    return None if found is None else from_epoch_seconds(second_of(found))
+
+
+PARSED_TYPE = from_arrow_schema(PARSED)
+
+
+def parse_lines(parse: Parse) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Lines (a binary column first) parsed by the core (`Parse`), one Arrow batch at a time."""
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in iterator:
+            yield parse.batch(batch.column(0))
+
+    return batches

@@ -11,24 +11,17 @@ reads, shuffles and writes; the core's engine (`events_manifest._transformer`) d
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import re
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
-import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql import SparkSession
 
 from events_manifest import (
     DuplicateStorage,
@@ -50,9 +43,7 @@ from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._manifest.ledger import now_seconds as runs_now
 from events_manifest._transformer import kinesis
 from events_manifest._transformer import queue as queues
-from events_manifest._transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse
 from events_manifest._transformer.commit import (
-    DATA,
     OUTPUTS,
     RunCounts,
     RunFolder,
@@ -65,35 +56,17 @@ from events_manifest._transformer.commit import (
 )
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
 from events_manifest._transformer.discovery import discover, folder_uri
-from events_manifest._transformer.entity_types import EntityType
 from events_manifest._transformer.event import atomic_limits
-from events_manifest._transformer.jvm import NANOS
-from events_manifest._transformer.kinesis import KinesisSink
 from events_manifest._transformer.message import shredding_complete
-from events_manifest._transformer.parquet import ParquetColumns, build_columns
-from events_manifest._transformer.parquet_types import TIMESTAMP
-from events_manifest._transformer.shredded import PARTITIONS as SHRED_PARTITIONS
 from events_manifest._transformer.shredded import Routing, Shredder
 from events_manifest.errors import RunConflictError
 from events_manifest.iglu import ResolverConfig
-from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration._cli_flags import add_common_flags, run_job
 from spark_integration._storage import HadoopStorage
+from spark_integration._transform_run import write_run
 from spark_integration.session import local_session
 
 APPLICATION = f"events-manifest transformer {__version__}"
-PARSED_TYPE = from_arrow_schema(PARSED)
-CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
-"""Spark's cache of a parsed run, uncompressed: its columns are long distinct lines, which the
-cache's encodings do not shrink, and gathering their statistics hashes every byte (a third of the
-JVM's time in a profiled run)."""
-PARQUET_SETTINGS = {
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
-    "spark.sql.parquet.writeLegacyFormat": "false",
-}
-"""The Parquet writer's settings, as the reference sets them: timestamps as microseconds, dates in
-the proleptic Gregorian calendar, lists as the standard three-level LIST."""
 
 
 @attrs.frozen
@@ -438,7 +411,7 @@ def _transform(job: Job, name: str, progress: Progress) -> RunResult | None:
             started = time.time_ns()
             staging = join(base, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}")
             try:
-                counts = _write_run(job, run, listing, staging, now)
+                counts = write_run(job, run, listing, staging, now)
                 steps.reached("staged")
                 message = _message(job, base, counts, started)
                 seal(storage, staging, message, counts)
@@ -452,68 +425,6 @@ def _transform(job: Job, name: str, progress: Progress) -> RunResult | None:
             raise refusal from None
         return None
     return RunResult(name, base, counts, message)
-
-
-def _write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
-    """Read, decide and write the run's rows under `staging`; its counts. A run of no lines
-    writes nothing and is counted so (the ledger records it all the same)."""
-    spark, config, handle = job.spark, job.config, job.handle
-    shred_mode = config.transformation == "shred"
-    parquet_mode = not shred_mode and config.file_format == "parquet"
-    parse = Parse(job.limits, config.minimum_timestamp, now, wide_rows=not shred_mode and not parquet_mode)
-    lines = _lines(spark, job.storage, listing)
-    if lines is None:
-        run.start(datetime.now(UTC))
-        return RunCounts()
-    parsed = lines.mapInArrow(_parser(parse), PARSED_TYPE)
-    cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
-    with contextlib.ExitStack() as stack:
-        if cache:
-            stack.enter_context(_settings(spark, CACHE_SETTINGS))
-            parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
-            stack.callback(parsed.unpersist)
-        return _decide_and_write(job, run, parsed, staging, now, parquet_mode, shred_mode)
-
-
-@contextlib.contextmanager
-def _settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """The session's `settings` for the time of a run, the user's own put back after it."""
-    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
-
-
-def _decide_and_write(
-    job: Job, run: JobRun, parsed: DataFrame, staging: str, now: int, parquet_mode: bool, shred_mode: bool
-) -> RunCounts:
-    """The parsed run decided and written under `staging` (see `_write`); its counts, checked."""
-    config, handle = job.config, job.handle
-    earliest, types = _run_facts(parsed, etl=handle is not None, types=parquet_mode)
-    columns = _columns(types, job.iglu, config) if parquet_mode else None
-    etl = run.start(earliest if handle is not None else datetime.now(UTC))
-    decide = Decide(
-        natural=config.natural,
-        threshold=config.synthetic_threshold,
-        manifest=handle,
-        etl_seconds=to_epoch_seconds(etl),
-        random_ids=job.random_ids,
-        limits=job.limits,
-        skip=config.skip_schemas,
-        shredder=job.shredder(),
-        parquet=columns,
-        now=now,
-    )
-    counts = _write(parsed, decide, join(staging, DATA), config, shred_mode, job.kinesis)
-    counts.check()
-    return counts
 
 
 def _message(job: Job, base: str, counts: RunCounts, started: int) -> str:
@@ -530,162 +441,6 @@ def _message(job: Job, base: str, counts: RunCounts, started: int) -> str:
         compression=config.compression,
         good=counts.good,
         bad=counts.bad,
-    )
-
-
-def _lines(spark: SparkSession, storage: HadoopStorage, listing: Listing) -> DataFrame | None:
-    """The run's lines: every file of `listing` (the files directly in its folder, whatever their
-    names), compressed ones decoded, lines ending at LF, CRLF or CR; None when there are none."""
-    if not listing.bytes:
-        return None
-    lines = spark.read.text([_literal(name) for name, _ in listing.files]).select(F.col("value").cast("binary"))
-    if all(_compressed(name) for name, size in listing.files if size) and lines.isEmpty():
-        return None  # compressed files of no lines: Spark's plan of them may have no partition at all
-    return lines
-
-
-_GLOB = re.compile(r"([\\\[\]{}*?])")
-
-
-def _literal(path: str) -> str:
-    """A path Spark's reader takes as itself: its glob characters escaped."""
-    return _GLOB.sub(r"\\\1", path)
-
-
-def _compressed(name: str) -> bool:
-    return name.rsplit(".", 1)[-1].lower() in {"gz", "bz2", "deflate", "snappy", "lz4", "zst", "lzo", "br"}
-
-
-def _parser(parse: Parse) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The lines parsed by the core (`Parse`), one Arrow batch at a time."""
-
-    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in iterator:
-            yield parse.batch(batch.column(0))
-
-    return batches
-
-
-def _to_kinesis(stream: kinesis.Stream) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Decided rows with their bad rows sent to Kinesis (`kinesis.KinesisSink`) and left out."""
-
-    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        writer = KinesisSink(stream.sink, stream.client())
-        for batch in iterator:
-            bad = pc.fill_null(pc.equal(batch.column("output"), BAD), False)
-            writer.write(value for value in batch.filter(bad).column("value").to_pylist() if value is not None)
-            yield batch.filter(pc.invert(bad))
-
-    return batches
-
-
-def _run_facts(parsed: DataFrame, *, etl: bool, types: bool) -> tuple[datetime, list[str]]:
-    """What the run needs to know before its first put, in one pass over the parsed run: its batch
-    etl time (`etl`: the earliest etl_tstamp of its good events, now if none has one) and its good
-    events' entity types (`types`, for Parquet's columns)."""
-    now = datetime.now(UTC)
-    good = F.col("good")
-    wanted = []
-    if etl:
-        wanted.append(F.min(F.when(good, F.col("etl"))).alias("etl"))
-    if types:
-        wanted.append(F.array_distinct(F.flatten(F.collect_set(F.when(good, F.col("types"))))).alias("types"))
-    if not wanted:
-        return now, []
-    row = parsed.agg(*wanted).first()
-    found = row.asDict() if row is not None else {}
-    earliest = found.get("etl")
-    try:
-        when = from_epoch_seconds(earliest) if earliest is not None else now
-    except (ValueError, OverflowError):  # a year datetime cannot hold
-        when = now
-    return when, list(found.get("types") or [])
-
-
-def _columns(types: list[str], iglu: ResolverConfig | None, config: TransformerConfig) -> ParquetColumns:
-    """The run's Parquet columns: the entity types of its good events, their schemas fetched and
-    typed on the driver."""
-    assert iglu is not None
-    seen = [(found.schema_key, found.entity) for found in map(EntityType.parse, sorted(types))]
-    return build_columns(seen, iglu, config.skip_schemas, synthetic=config.synthetic != "none")
-
-
-def _row_columns(columns: ParquetColumns) -> list[Column]:
-    """The Parquet columns of the decided rows: a field of the `row` struct is nullable to Spark
-    (the struct is null on other rows), so a required column is told it holds no null (a value
-    Spark cannot see null: its good rows hold one)."""
-    selected = []
-    for field in columns.fields:
-        column = F.col(f"row.{field.name}")
-        if not field.nullable:
-            column = F.coalesce(column, F.lit(0).cast("timestamp") if field.type == TIMESTAMP else F.lit(""))
-        selected.append(column.alias(field.name))
-    return selected
-
-
-def _write(
-    parsed: DataFrame,
-    decide: Decide,
-    path: str,
-    config: TransformerConfig,
-    shred_mode: bool,
-    sink: kinesis.Stream | None,
-) -> RunCounts:
-    """Decide every row (an id's rows brought together by Spark's shuffle, then `Decide`) and write
-    the good and bad lines under `path` (`output=good/`, `output=bad/`, in shred mode each line
-    under its schema's partition; bad rows to Kinesis with a `sink`); the counts, observed on the way."""
-
-    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from decide.partition(iterator)
-
-    lines, tally = Observation("transformer lines"), Observation("transformer counts")
-    counted = parsed.observe(lines, F.count(F.lit(1)).alias("lines"))
-    spark = parsed.sparkSession
-    shuffled = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    decided_type = from_arrow_schema(decide.schema)
-    decided = counted.repartition(shuffled, "key").sortWithinPartitions("key").mapInArrow(batches, decided_type)
-    good = F.col("event") == 1
-    collector = F.struct("collector", "collector_nanos")
-    observed = decided.observe(
-        tally,
-        F.coalesce(F.sum("event"), F.lit(0)).alias("good"),
-        F.count_if(F.col("output") == BAD).alias("bad"),
-        F.count_if(F.col("output") == "duplicate").alias("duplicates"),
-        F.coalesce(F.sum("natural"), F.lit(0)).alias("natural"),
-        F.min(F.when(good, collector)).alias("earliest"),
-        F.max(F.when(good, collector)).alias("latest"),
-        F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types"))))).alias("types"),
-    )
-    if sink is not None:
-        observed = observed.mapInArrow(_to_kinesis(sink), decided_type)
-    compression = {"compression": "gzip"} if config.compression == "GZIP" else {}
-    if decide.parquet is None:
-        partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
-        written = observed.filter(F.col("value").isNotNull()).select(*partitions, "value")
-        written.write.partitionBy(*partitions).options(**compression).text(path)
-    else:  # two writes of one decided run: kept in Spark's cache between them, so each line is put once
-        with _settings(spark, PARQUET_SETTINGS):
-            observed = observed.persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                rows = observed.filter(F.col("output") == GOOD).select(*_row_columns(decide.parquet))
-                records = config.max_records_per_file if config.enable_max_records_per_file else 0
-                rows.write.option("maxRecordsPerFile", records).parquet(join(path, f"output={GOOD}"))
-                if sink is None:
-                    bad_rows = observed.filter(F.col("output") == BAD).select("value")
-                    bad_rows.write.options(**compression).text(join(path, f"output={BAD}"))
-            finally:
-                observed.unpersist()
-    found = tally.get
-    earliest, latest = found["earliest"], found["latest"]
-    return RunCounts(
-        lines=int(lines.get["lines"]),
-        good=int(found["good"]),
-        bad=int(found["bad"]),
-        natural=int(found["natural"]),
-        cross_batch=int(found["duplicates"]),
-        earliest=None if earliest is None else earliest["collector"] * NANOS + earliest["collector_nanos"],
-        latest=None if latest is None else latest["collector"] * NANOS + latest["collector_nanos"],
-        types=tuple(sorted(EntityType.parse(text) for text in found["types"] or [])),
     )
 
 

@@ -70,11 +70,13 @@ DECIDED = pa.schema(
         ("collector_nanos", pa.int64()),
         ("types", pa.list_(pa.string())),
         ("natural", pa.int64()),
+        ("lines", pa.int64()),
     ]
 )
 """What `Decide` returns: lines for `output=good/` and `output=bad/` (in shred mode with their
 partition: `shredded.PARTITIONS`), dropped rows (value null), and per batch a `META` row: the
-entity types (`ENTITY URI`, and ` FORMAT` in shred mode) and the natural duplicates it dropped. A
+entity types (`ENTITY URI`, and ` FORMAT` in shred mode), the natural duplicates it dropped and
+the lines it decided (so the run's lines are counted by the code that decides each). A
 good event's first line has `event` 1 and the event's collector_tstamp."""
 
 
@@ -134,6 +136,10 @@ class Parse:
         rest = self.per_event(lines.take(pa.array(slow)).to_pylist())
         order = np.argsort(np.concatenate([positions[taken], slow]), kind="stable")
         return pa.Table.from_batches([fast, rest]).combine_chunks().take(pa.array(order)).to_batches()[0]
+
+    def any_good(self, lines: pa.Array) -> bool:
+        """Whether one of `lines` is a good event."""
+        return bool(pc.any(self.batch(lines).column("good")).as_py())
 
     def per_event(self, lines: Sequence[str | bytes]) -> pa.RecordBatch:
         """Parsed rows decoded one line at a time: any line, the reference's exact errors."""
@@ -265,7 +271,8 @@ class Decide:
             yield self.rows(held)
 
     def rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Decide whole ids' rows (`PARSED`, sorted by key): the output rows, and the batch's `META`
+        """Decide whole ids' rows (`PARSED`, an id's rows next to each other: sorted by key, or each
+        id on one row): the output rows, and the batch's `META`
         row. The lines and wide rows stay in Arrow: a row kept as it came is taken from them."""
         rows = batch.select(_DECIDING).to_pylist()
         for index, row in enumerate(rows):
@@ -301,7 +308,7 @@ class Decide:
             lines.decode(kept_rows, tsv=write == self._shredded)  # every kept event is written from its decoded event
         types = write(written, lines, out)
         kept_types = sorted(t for t in types if not any(c.matches(EntityType.parse(t).schema_key) for c in self.skip))
-        return out.batch(kept_types, natural)
+        return out.batch(kept_types, natural, batch.num_rows)
 
     def _writer(self) -> Writer:
         """How the kept events are written in this mode: shredded, as Parquet rows, or as wide-row lines."""
@@ -430,11 +437,12 @@ class _Out:
         self.columns["event"][-1], self.columns["collector"][-1] = 1, row["collector"]
         self.columns["collector_nanos"][-1] = row["collector_nanos"]
 
-    def batch(self, types: list[str], natural: int) -> pa.RecordBatch:
-        """The rows, and last the batch's `META` row: its entity types and natural duplicates."""
+    def batch(self, types: list[str], natural: int, lines: int) -> pa.RecordBatch:
+        """The rows, and last the batch's `META` row: its entity types, natural duplicates and lines."""
         self.emit(META, None)
         self.columns["types"][-1] = types
         self.columns["natural"][-1] = natural
+        self.columns["lines"][-1] = lines
         made: list[str | int | None] = self.columns.pop("value")
         schema = self.schema
         rows = None

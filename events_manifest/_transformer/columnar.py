@@ -35,7 +35,15 @@ from events_manifest._snowplow.fields import (
 from events_manifest._transformer import sdjson, widerow
 from events_manifest._transformer.bad_rows import MINIMUM_TIMESTAMP_FIELDS
 from events_manifest._transformer.entity_types import type_text
-from events_manifest._transformer.event import CONTEXTS_URI, UNSTRUCT_URI, Entity, Event, InvalidValue, entities
+from events_manifest._transformer.event import (
+    CONTEXTS_URI,
+    TIMESTAMP,
+    UNSTRUCT_URI,
+    Entity,
+    Event,
+    InvalidValue,
+    entities,
+)
 from events_manifest._transformer.jvm import days_from_civil, double_to_string
 
 _CONTROL = r"[\x{00}-\x{08}\x{0a}-\x{1f}\x{7f}-\x{9f}]"
@@ -48,7 +56,6 @@ _JAVA_PRINTS = r"^-?(?:[1-9][0-9]{0,6}\.(?:0|[0-9]{0,7}[1-9])|0\.0{0,2}[1-9](?:[
 the shortest digits of their double are theirs), the last one not 0 (or `.0` alone), between 1e-3
 and 1e7 (printed without exponent)."""
 _UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-_TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} (?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?$"
 _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 NANOS = 1_000_000_000
 
@@ -98,7 +105,7 @@ def _timestamps(column: pa.Array, required: bool, render: bool) -> _Timestamps:
     days = np.array([0 if day is None else day for day in day_of], dtype=np.int64)
     real = np.array([day is not None for day in day_of], dtype=bool)
     where = np.asarray(pc.index_in(dates, unique).to_numpy(zero_copy_only=False), dtype=np.int64)
-    valid = present & _mask(pc.match_substring_regex(column, _TIMESTAMP)) & real[where]
+    valid = present & _mask(pc.match_substring_regex(column, TIMESTAMP)) & real[where]
     ok = np.where(present, valid, not required)
     hours = _number(pc.utf8_slice_codeunits(column, 11, 13), valid)
     minutes = _number(pc.utf8_slice_codeunits(column, 14, 16), valid)

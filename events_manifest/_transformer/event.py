@@ -192,6 +192,23 @@ def parse_instant(text: str) -> int | None:
     return seconds * NANOS + fraction
 
 
+LENIENT_TIMESTAMP = (
+    r"^(?:[0-9]{4}|\+[0-9]{5,10}|-[0-9]{4,10})-[0-9]{2}-[0-9]{2}[ Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,9})?\z"
+)
+"""Every text `_timestamp` reads matches this (Java's `rlike` and RE2 alike); it reads some that
+`TIMESTAMP` does not (`T`, a year of five digits, 24:00:00), which the transformer's scan cannot
+order by their text."""
+TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} (?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?\z"
+"""The shape enrichers write a timestamp in: its first 19 characters order it to the second."""
+
+
+def second_of(text: str) -> int:
+    """The epoch second of a `TIMESTAMP`'s first 19 characters (a valid date)."""
+    nanos = parse_instant(text[:19].replace(" ", "T") + "Z")
+    assert nanos is not None, f"{text!r} is a valid timestamp"
+    return nanos // NANOS
+
+
 def _timestamp(name: str, text: str) -> int | None:
     if not text:
         return None
@@ -216,6 +233,13 @@ def _hex(part: str, bits: int) -> int:
     if not -(2**63) <= value < 2**63:
         raise ValueError(part)
     return value & ((1 << bits) - 1)
+
+
+LENIENT_ID = r"^[+-]?[0-9a-fA-F]+(?:-[+-]?[0-9a-fA-F]+){4}\z"
+"""Every text `_uuid` reads matches this (Java's `rlike` and RE2 alike)."""
+CANONICAL_ID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\z"
+"""A text `_uuid` reads as itself in lower case (or not at all): the id of every other text it
+reads is not its own text in any case."""
 
 
 def _uuid(name: str, text: str) -> str:

@@ -1,0 +1,308 @@
+"""One transformer run's lines decided and written under its staging folder: Spark reads, groups
+and writes; the core's `Parse` and `Decide` decide (docs/development.md, the transformer's plan).
+
+Two plans give the same rows:
+- scanned (wide-row JSON and shred mode): a scan in the JVM (`_scan.scan_run`) finds the ids on
+  more than one line and the batch etl time's candidate; every other line is parsed, decided and
+  written where it is read, in one trip to Python, with no shuffle and no cache; only the lines
+  of shared ids are shuffled, to be decided together.
+- parsed first (Parquet, whose columns are the entity types of the run's good events, known once
+  every line is parsed; and a run the scan cannot key): every line parsed and the run cached, its
+  facts gathered in one pass over it and its shared ids in another; then as above, the rows of ids
+  found once decided where they are, the others shuffled (without a cache, every row shuffled).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from events_manifest._jobs.run import JobRun
+from events_manifest._jobs.storage import Listing, join
+from events_manifest._transformer import kinesis
+from events_manifest._transformer.batch import BAD, GOOD, META, Decide, Parse
+from events_manifest._transformer.commit import DATA, RunCounts
+from events_manifest._transformer.config import TransformerConfig
+from events_manifest._transformer.entity_types import EntityType
+from events_manifest._transformer.jvm import NANOS
+from events_manifest._transformer.kinesis import KinesisSink
+from events_manifest._transformer.parquet import ParquetColumns, build_columns
+from events_manifest._transformer.parquet_types import TIMESTAMP
+from events_manifest._transformer.shredded import PARTITIONS as SHRED_PARTITIONS
+from events_manifest.iglu import ResolverConfig
+from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from spark_integration import _enriched as enriched
+from spark_integration._scan import PARSED_TYPE, parse_lines, run_etl, scan_run, shared_ids
+from spark_integration._storage import HadoopStorage
+
+if TYPE_CHECKING:
+    from spark_integration.transformer import Job
+
+CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+"""Spark's cache of a parsed run, uncompressed: its columns are long distinct lines, which the
+cache's encodings do not shrink, and gathering their statistics hashes every byte (a third of the
+JVM's time in a profiled run)."""
+PARQUET_SETTINGS = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.writeLegacyFormat": "false",
+}
+"""The Parquet writer's settings, as the reference sets them: timestamps as microseconds, dates in
+the proleptic Gregorian calendar, lists as the standard three-level LIST."""
+
+
+def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
+    """Read, decide and write the run's rows under `staging`; its counts. A run of no lines
+    writes nothing and is counted so (the ledger records it all the same)."""
+    spark, config, handle = job.spark, job.config, job.handle
+    shred_mode = config.transformation == "shred"
+    parquet_mode = not shred_mode and config.file_format == "parquet"
+    parse = Parse(job.limits, config.minimum_timestamp, now, wide_rows=not shred_mode and not parquet_mode)
+    lines = _lines(spark, job.storage, listing)
+    if lines is None:
+        run.start(datetime.now(UTC))
+        return RunCounts()
+    scan = None if parquet_mode else scan_run(lines)
+    if scan is not None and scan.keys is not None:
+        earliest = run_etl(lines, scan.earliest, parse) if handle is not None else None
+        decide = _decide(job, run, earliest, None, now)
+        return _write(_scanned(lines, F.broadcast(scan.keys), parse, decide), decide, job, staging, shred_mode)
+    parsed = lines.select(_binary()).mapInArrow(parse_lines(parse), PARSED_TYPE)
+    cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
+    with contextlib.ExitStack() as stack:
+        if cache:
+            stack.enter_context(_settings(spark, CACHE_SETTINGS))
+            parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+            stack.callback(parsed.unpersist)
+        earliest, types = _run_facts(parsed, etl=handle is not None, types=parquet_mode)
+        columns = _columns(types, job.iglu, config) if parquet_mode else None
+        decide = _decide(job, run, earliest, columns, now)
+        shared = shared_ids(parsed) if cache else None
+        if shared is None:
+            return _write(_shuffled(parsed, decide), decide, job, staging, shred_mode)
+        once = parsed.join(F.broadcast(shared), "key", "left_anti").mapInArrow(_where_read(decide), decide_type(decide))
+        together = parsed.join(F.broadcast(shared), "key", "left_semi")
+        return _write(once.unionByName(_shuffled(together, decide)), decide, job, staging, shred_mode)
+
+
+def _decide(job: Job, run: JobRun, earliest: datetime | None, columns: ParquetColumns | None, now: int) -> Decide:
+    """The run's decisions, once its etl time is set: the earliest etl_tstamp of its good events
+    with a manifest (now if none has one), else now."""
+    config = job.config
+    etl = run.start(earliest if earliest is not None and job.handle is not None else datetime.now(UTC))
+    return Decide(
+        natural=config.natural,
+        threshold=config.synthetic_threshold,
+        manifest=job.handle,
+        etl_seconds=to_epoch_seconds(etl),
+        random_ids=job.random_ids,
+        limits=job.limits,
+        skip=config.skip_schemas,
+        shredder=job.shredder(),
+        parquet=columns,
+        now=now,
+    )
+
+
+def _scanned(lines: DataFrame, shared: DataFrame, parse: Parse, decide: Decide) -> DataFrame:
+    """The decided rows of the scanned plan: the lines of ids found once parsed and decided where
+    they are read, one Arrow batch at a time; the lines of `shared` ids shuffled."""
+
+    once = enriched.with_keys(lines, shared, among=False).select(_binary())
+    decided_once = once.mapInArrow(_where_read(decide, parse), decide_type(decide))
+    together = enriched.with_keys(lines, shared, among=True).select(_binary())
+    return decided_once.unionByName(_shuffled(together.mapInArrow(parse_lines(parse), PARSED_TYPE), decide))
+
+
+def _where_read(
+    decide: Decide, parse: Parse | None = None
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Rows of ids found once decided batch by batch where they are: lines parsed first with
+    `parse`, else rows parsed already."""
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in iterator:
+            if batch.num_rows:
+                yield decide.rows(batch if parse is None else parse.batch(batch.column(0)))
+
+    return batches
+
+
+def decide_type(decide: Decide) -> StructType:
+    return from_arrow_schema(decide.schema)
+
+
+def _shuffled(parsed: DataFrame, decide: Decide) -> DataFrame:
+    """Parsed rows decided: an id's rows brought together by Spark's shuffle, sorted by id, then
+    `Decide`, which holds back the last id of each Arrow batch until its rows are all read."""
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from decide.partition(iterator)
+
+    partitions = int(parsed.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
+    grouped = parsed.repartition(partitions, "key").sortWithinPartitions("key")
+    return grouped.mapInArrow(batches, decide_type(decide))
+
+
+@contextlib.contextmanager
+def _settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """The session's `settings` for the time of a run, the user's own put back after it."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def _lines(spark: SparkSession, storage: HadoopStorage, listing: Listing) -> DataFrame | None:
+    """The run's lines (column `line`): every file of `listing` (the files directly in its folder,
+    whatever their names), compressed ones decoded, lines ending at LF, CRLF or CR; None when
+    there are none."""
+    if not listing.bytes:
+        return None
+    lines = spark.read.text([_literal(name) for name, _ in listing.files]).select(F.col("value").alias("line"))
+    if all(_compressed(name) for name, size in listing.files if size) and lines.isEmpty():
+        return None  # compressed files of no lines: Spark's plan of them may have no partition at all
+    return lines
+
+
+def _binary() -> Column:
+    """A line as its bytes, for Python: a line that is not UTF-8 is written as the JVM does."""
+    return F.col("line").cast("binary")
+
+
+_GLOB = re.compile(r"([\\\[\]{}*?])")
+
+
+def _literal(path: str) -> str:
+    """A path Spark's reader takes as itself: its glob characters escaped."""
+    return _GLOB.sub(r"\\\1", path)
+
+
+def _compressed(name: str) -> bool:
+    return name.rsplit(".", 1)[-1].lower() in {"gz", "bz2", "deflate", "snappy", "lz4", "zst", "lzo", "br"}
+
+
+def _to_kinesis(stream: kinesis.Stream) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Decided rows with their bad rows sent to Kinesis (`kinesis.KinesisSink`) and left out."""
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        writer = KinesisSink(stream.sink, stream.client())
+        for batch in iterator:
+            bad = pc.fill_null(pc.equal(batch.column("output"), BAD), False)
+            writer.write(value for value in batch.filter(bad).column("value").to_pylist() if value is not None)
+            yield batch.filter(pc.invert(bad))
+
+    return batches
+
+
+def _run_facts(parsed: DataFrame, *, etl: bool, types: bool) -> tuple[datetime | None, list[str]]:
+    """What the shuffled plan needs to know before its first put, in one pass over the parsed run:
+    its batch etl time (`etl`: the earliest etl_tstamp of its good events, None if none has one)
+    and its good events' entity types (`types`, for Parquet's columns)."""
+    good = F.col("good")
+    wanted = []
+    if etl:
+        wanted.append(F.min(F.when(good, F.col("etl"))).alias("etl"))
+    if types:
+        wanted.append(F.array_distinct(F.flatten(F.collect_set(F.when(good, F.col("types"))))).alias("types"))
+    if not wanted:
+        return None, []
+    row = parsed.agg(*wanted).first()
+    found = row.asDict() if row is not None else {}
+    earliest = found.get("etl")
+    try:
+        when = from_epoch_seconds(earliest) if earliest is not None else None
+    except (ValueError, OverflowError):  # a year datetime cannot hold
+        when = None
+    return when, list(found.get("types") or [])
+
+
+def _columns(types: list[str], iglu: ResolverConfig | None, config: TransformerConfig) -> ParquetColumns:
+    """The run's Parquet columns: the entity types of its good events, their schemas fetched and
+    typed on the driver."""
+    assert iglu is not None
+    seen = [(found.schema_key, found.entity) for found in map(EntityType.parse, sorted(types))]
+    return build_columns(seen, iglu, config.skip_schemas, synthetic=config.synthetic != "none")
+
+
+def _row_columns(columns: ParquetColumns) -> list[Column]:
+    """The Parquet columns of the decided rows: a field of the `row` struct is nullable to Spark
+    (the struct is null on other rows), so a required column is told it holds no null (a value
+    Spark cannot see null: its good rows hold one)."""
+    selected = []
+    for field in columns.fields:
+        column = F.col(f"row.{field.name}")
+        if not field.nullable:
+            column = F.coalesce(column, F.lit(0).cast("timestamp") if field.type == TIMESTAMP else F.lit(""))
+        selected.append(column.alias(field.name))
+    return selected
+
+
+def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mode: bool) -> RunCounts:
+    """Write the decided run's good and bad lines under `staging` (`output=good/`, `output=bad/`,
+    in shred mode each line under its schema's partition; bad rows to Kinesis with one); the
+    counts, observed on the way."""
+    config, sink, path = job.config, job.kinesis, join(staging, DATA)
+    tally = Observation("transformer counts")
+    good = F.col("event") == 1
+    collector = F.struct("collector", "collector_nanos")
+    observed = decided.observe(
+        tally,
+        F.coalesce(F.sum("lines"), F.lit(0)).alias("lines"),
+        F.coalesce(F.sum("event"), F.lit(0)).alias("good"),
+        F.count_if(F.col("output") == BAD).alias("bad"),
+        F.count_if(F.col("output") == "duplicate").alias("duplicates"),
+        F.coalesce(F.sum("natural"), F.lit(0)).alias("natural"),
+        F.min(F.when(good, collector)).alias("earliest"),
+        F.max(F.when(good, collector)).alias("latest"),
+        F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types"))))).alias("types"),
+    )
+    if sink is not None:
+        observed = observed.mapInArrow(_to_kinesis(sink), decide_type(decide))
+    compression = {"compression": "gzip"} if config.compression == "GZIP" else {}
+    if decide.parquet is None:
+        partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
+        written = observed.filter(F.col("value").isNotNull()).select(*partitions, "value")
+        written.write.partitionBy(*partitions).options(**compression).text(path)
+    else:  # two writes of one decided run: kept in Spark's cache between them, so each line is put once
+        with _settings(decided.sparkSession, PARQUET_SETTINGS):
+            observed = observed.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                rows = observed.filter(F.col("output") == GOOD).select(*_row_columns(decide.parquet))
+                records = config.max_records_per_file if config.enable_max_records_per_file else 0
+                rows.write.option("maxRecordsPerFile", records).parquet(join(path, f"output={GOOD}"))
+                if sink is None:
+                    bad_rows = observed.filter(F.col("output") == BAD).select("value")
+                    bad_rows.write.options(**compression).text(join(path, f"output={BAD}"))
+            finally:
+                observed.unpersist()
+    found = tally.get
+    earliest, latest = found["earliest"], found["latest"]
+    return RunCounts(
+        lines=int(found["lines"]),
+        good=int(found["good"]),
+        bad=int(found["bad"]),
+        natural=int(found["natural"]),
+        cross_batch=int(found["duplicates"]),
+        earliest=None if earliest is None else earliest["collector"] * NANOS + earliest["collector_nanos"],
+        latest=None if latest is None else latest["collector"] * NANOS + latest["collector_nanos"],
+        types=tuple(sorted(EntityType.parse(text) for text in found["types"] or [])),
+    )
