@@ -424,19 +424,49 @@ def decoded(text: pa.Array, *, tsv: bool) -> tuple[list[Event | None], list[str 
     contexts, unstruct, derived = (columns[i].to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS))
     found: list[Event | None] = [None] * len(text)
     positions = np.flatnonzero(wide).tolist()
+    read = _EntitiesRead()
     for row, values in enumerate(zip(*by_field, strict=True)):
         if not ok[row]:
             continue
         try:
-            event_contexts = entities(contexts[row], False) if contexts[row] else []
-            event_unstruct = entities(unstruct[row], True) if unstruct[row] else None
-            event_derived = entities(derived[row], False) if derived[row] else []
+            event_contexts = read.contexts(contexts[row])
+            event_unstruct = read.unstruct(unstruct[row])
+            event_derived = read.contexts(derived[row])
         except InvalidValue:
             continue
-        assert isinstance(event_contexts, list) and isinstance(event_derived, list)
-        assert event_unstruct is None or isinstance(event_unstruct, Entity)
         found[positions[row]] = Event(list(values), event_contexts, event_unstruct, event_derived)
     return found, [line if event is not None else None for line, event in zip(lines, found, strict=True)] if tsv else []
+
+
+class _EntitiesRead:
+    """A batch's JSON columns read by the decoder (`event.entities`), each distinct text once
+    (derived contexts and events repeat from event to event); events share what it read, which
+    nothing changes, but each gets a list of its own."""
+
+    def __init__(self) -> None:
+        self._read: dict[tuple[str, bool], list[Entity] | Entity | InvalidValue] = {}
+
+    def _entities(self, text: str, unstruct: bool) -> list[Entity] | Entity:
+        found = self._read.get((text, unstruct))
+        if found is None:
+            try:
+                found = entities(text, unstruct)
+            except InvalidValue as e:
+                found = e
+            self._read[text, unstruct] = found
+        if isinstance(found, InvalidValue):
+            raise found
+        return found
+
+    def contexts(self, text: str | None) -> list[Entity]:
+        found = self._entities(text, False) if text else []
+        assert isinstance(found, list)
+        return list(found)
+
+    def unstruct(self, text: str | None) -> Entity | None:
+        found = self._entities(text, True) if text else None
+        assert found is None or isinstance(found, Entity)
+        return found
 
 
 def atomic_tsv(columns: list[pa.Array], stamps: dict[str, _Timestamps]) -> pa.Array:
