@@ -134,7 +134,7 @@ def _where_read(
     def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in iterator:
             if batch.num_rows:
-                yield decide.rows(batch if parse is None else parse.batch(batch.column(0)))
+                yield decide.rows(batch) if parse is None else decide.rows(*parse.parsed(batch.column(0)))
 
     return batches
 

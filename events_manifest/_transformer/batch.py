@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -104,9 +105,14 @@ class Parse:
     def batch(self, lines: pa.Array) -> pa.RecordBatch:
         """The batch's parsed rows, in its order: the lines in the shapes enrichers write parsed
         column by column (`columnar`), every other line by the per-event decoder (`per_event`)."""
+        return self.parsed(lines)[0]
+
+    def parsed(self, lines: pa.Array) -> tuple[pa.RecordBatch, Decoding | None]:
+        """`batch`, and how to decode its good events from the columns it split (None where it
+        split none), for a decision where the lines are read (`Decide.rows`)."""
         text = _text(lines)
         if text is None or self.limits is not None:
-            return self.per_event(lines.to_pylist())
+            return self.per_event(lines.to_pylist()), None
         wide, columns = columnar.fields(text)
         taken, texts, stamps = columnar.atomic_columns(columns, self.minimum, render=self.wide_rows)
         extras, types = columnar.entity_parts(columns, taken)
@@ -130,12 +136,13 @@ class Parse:
             ],
             schema=PARSED,
         )
+        decoding = functools.partial(columnar.decoded_columns, len(text), wide, columns, taken, stamps)
         slow = np.sort(np.concatenate([np.flatnonzero(~wide), positions[~taken]]))
         if len(slow) == 0:
-            return fast
+            return fast, decoding
         rest = self.per_event(lines.take(pa.array(slow)).to_pylist())
         order = np.argsort(np.concatenate([positions[taken], slow]), kind="stable")
-        return pa.Table.from_batches([fast, rest]).combine_chunks().take(pa.array(order)).to_batches()[0]
+        return pa.Table.from_batches([fast, rest]).combine_chunks().take(pa.array(order)).to_batches()[0], decoding
 
     def any_good(self, lines: pa.Array) -> bool:
         """Whether one of `lines` is a good event."""
@@ -270,14 +277,14 @@ class Decide:
         if held is not None and held.num_rows:
             yield self.rows(held)
 
-    def rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+    def rows(self, batch: pa.RecordBatch, decoding: Decoding | None = None) -> pa.RecordBatch:
         """Decide whole ids' rows (`PARSED`, an id's rows next to each other: sorted by key, or each
         id on one row): the output rows, and the batch's `META`
         row. The lines and wide rows stay in Arrow: a row kept as it came is taken from them."""
         rows = batch.select(_DECIDING).to_pylist()
         for index, row in enumerate(rows):
             row["index"] = index
-        lines = _Lines(batch.column("line"))
+        lines = _Lines(batch.column("line"), decoding)
         out = _Out(self.schema, batch, shredded=self.shredder is not None)
         survivors: list[dict[str, Any]] = []
         natural = 0
@@ -465,12 +472,18 @@ _DECIDING = ["key", "good", "fingerprint", "etl", "etl_nanos", "collector", "col
 """What the decisions read of every row; its line only when a rule needs it (`_Lines`)."""
 
 
+Decoding = Callable[..., tuple[list[Event | None], list[str | None]]]
+"""`columnar.decoded_columns` of a batch `Parse` split, all but `tsv` given: each line's event (or
+None), and with `tsv=True` its atomic TSV line."""
+
+
 class _Lines:
     """A batch's lines, read one at a time and once each, where a rule needs a row's line; and
-    their events, decoded a batch at a time where every kept event is needed (`decode`)."""
+    their events, decoded a batch at a time where every kept event is needed (`decode`): from the
+    columns `Parse` split with a `decoding` (the batch is the lines it parsed, in order)."""
 
-    def __init__(self, column: pa.Array) -> None:
-        self._column = column
+    def __init__(self, column: pa.Array, decoding: Decoding | None = None) -> None:
+        self._column, self._decoding = column, decoding
         self._read: dict[int, str] = {}
         self._events: dict[int, Event] = {}
         self._tsv: dict[int, str] = {}
@@ -483,12 +496,17 @@ class _Lines:
 
     def decode(self, rows: Sequence[dict[str, Any]], *, tsv: bool) -> None:
         """The events of `rows` (and with `tsv` their atomic TSV lines), decoded column by column
-        (`columnar.decoded`) for later `event` and `atomic_tsv` calls."""
+        (`columnar.decoded`, or the batch's `decoding`) for later `event` and `atomic_tsv` calls."""
         indexes = [row["index"] for row in rows]
-        if indexes:
+        if not indexes:
+            return
+        if self._decoding is None:
             events, lines = columnar.decoded(self._column.take(pa.array(indexes, pa.int64())), tsv=tsv)
-            self._events.update((index, event) for index, event in zip(indexes, events, strict=True) if event)
-            self._tsv.update((index, line) for index, line in zip(indexes, lines, strict=False) if line)
+        else:  # the batch's every line at once, from the columns `Parse` split
+            every, every_line = self._decoding(tsv=tsv)
+            events, lines = [every[i] for i in indexes], [every_line[i] for i in indexes] if tsv else []
+        self._events.update((index, event) for index, event in zip(indexes, events, strict=True) if event)
+        self._tsv.update((index, line) for index, line in zip(indexes, lines, strict=False) if line)
 
     def atomic_tsv(self, row: dict[str, Any]) -> str | None:
         """A good row's atomic TSV line, if `decode` made it."""

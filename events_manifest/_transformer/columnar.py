@@ -389,9 +389,23 @@ def decoded(text: pa.Array, *, tsv: bool) -> tuple[list[Event | None], list[str 
     (`shredded.atomic_line`; None where the event is)."""
     wide, columns = fields(text)
     ok, _, stamps = atomic_columns(columns, None, render=False)
+    return decoded_columns(len(text), wide, columns, ok, stamps, tsv=tsv)
+
+
+def decoded_columns(
+    size: int,
+    wide: np.ndarray,
+    columns: list[pa.Array],
+    ok: np.ndarray,
+    stamps: dict[str, _Timestamps],
+    *,
+    tsv: bool,
+) -> tuple[list[Event | None], list[str | None]]:
+    """`decoded` of a batch of `size` lines already split (`fields`) and checked
+    (`atomic_columns`): the events of its `ok` rows."""
     lines: list[str | None] = []
     if tsv:
-        lines = [None] * len(text)
+        lines = [None] * size
         taken = atomic_tsv(columns, stamps).to_pylist()
         for row, position in enumerate(np.flatnonzero(wide).tolist()):
             lines[position] = taken[row]
@@ -422,7 +436,7 @@ def decoded(text: pa.Array, *, tsv: bool) -> tuple[list[Event | None], list[str 
                 ]
             )
     contexts, unstruct, derived = (columns[i].to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS))
-    found: list[Event | None] = [None] * len(text)
+    found: list[Event | None] = [None] * size
     positions = np.flatnonzero(wide).tolist()
     read = _EntitiesRead()
     for row, values in enumerate(zip(*by_field, strict=True)):

@@ -141,6 +141,26 @@ def test_the_columnar_events_are_the_decoders(batch: list[str]) -> None:
         assert atomic is None or (isinstance(decoder, Event) and atomic == atomic_line(decoder))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(lines(), min_size=1, max_size=12), st.sampled_from([None, 1_700_000_000 * NANOS + 5]))
+def test_the_good_events_of_a_batch_parse_split_are_the_decoders(batch: list[str], minimum: int | None) -> None:
+    """Lines decided where they are read decode their good events from the columns `Parse` split
+    (`Parse.parsed`): each the decoder's, with its atomic TSV line, as `columnar.decoded` gives them."""
+    parse = Parse(minimum=minimum, now=1_800_000_000 * NANOS, wide_rows=False)
+    parsed, decoding = parse.parsed(pa.array([line.encode() for line in batch], pa.binary()))
+    assert decoding is not None
+    events, tsv = decoding(tsv=True)
+    alone, _ = columnar.decoded(pa.array(batch), tsv=False)
+    for line, good, event, atomic, by_itself in zip(
+        batch, parsed.column("good").to_pylist(), events, tsv, alone, strict=True
+    ):
+        decoder = decode(line, None)
+        assert event is None or (good and event == decoder)
+        assert event is not None or not good or by_itself is None, "a good event the columns hold is decoded"
+        assert (atomic is None) == (event is None)
+        assert atomic is None or (isinstance(decoder, Event) and atomic == atomic_line(decoder))
+
+
 def test_each_shape_alone_on_a_line_of_common_fields() -> None:
     """Every value of `WRITTEN` and `OTHER`, in every field of its kind, alone on a line otherwise
     common: one batch, the same rows by both paths (a check the columnar path skipped shows here)."""
