@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from events_manifest._collector import paused
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._manifest.handle import Opener
 from events_manifest._snowplow import dedup
@@ -107,6 +108,7 @@ class Parse:
         column by column (`columnar`), every other line by the per-event decoder (`per_event`)."""
         return self.parsed(lines)[0]
 
+    @paused
     def parsed(self, lines: pa.Array) -> tuple[pa.RecordBatch, Decoding | None]:
         """`batch`, and how to decode its good events from the columns it split (None where it
         split none), for a decision where the lines are read (`Decide.rows`)."""
@@ -277,6 +279,7 @@ class Decide:
         if held is not None and held.num_rows:
             yield self.rows(held)
 
+    @paused
     def rows(self, batch: pa.RecordBatch, decoding: Decoding | None = None) -> pa.RecordBatch:
         """Decide whole ids' rows (`PARSED`, an id's rows next to each other: sorted by key, or each
         id on one row): the output rows, and the batch's `META`
