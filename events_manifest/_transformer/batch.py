@@ -282,8 +282,9 @@ class Decide:
     @paused
     def rows(self, batch: pa.RecordBatch, decoding: Decoding | None = None) -> pa.RecordBatch:
         """Decide whole ids' rows (`PARSED`, an id's rows next to each other: sorted by key, or each
-        id on one row): the output rows, and the batch's `META`
-        row. The lines and wide rows stay in Arrow: a row kept as it came is taken from them."""
+        id on one row): the output rows, and the batch's `META` row. The lines and wide rows stay
+        in Arrow: a row kept as it came is taken from them; kept events are decoded from the
+        columns `Parse` split with its `decoding` (`Parse.parsed`), else from their lines."""
         rows = batch.select(_DECIDING).to_pylist()
         for index, row in enumerate(rows):
             row["index"] = index
