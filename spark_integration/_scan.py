@@ -170,13 +170,13 @@ def scan_run(lines: DataFrame) -> RunScan:
     other_time = etl.rlike(LENIENT_TIMESTAMP) & ~etl.rlike(TIMESTAMP)
     keyed = lines.select(
         enriched.event_key().alias("key"),
-        F.when(etl.rlike(TIMESTAMP), F.substring(etl, 1, 19)).alias("etl_second"),
+        _etl_second(etl).alias("etl_second"),
         F.coalesce(other_id | other_time, F.lit(False)).alias("other"),
     )
     totals = Observation("run scan")
-    observed = keyed.observe(totals, F.min("etl_second").alias("etl_second"), F.count_if("other").alias("other"))
-    shared = observed.groupBy("key").agg(F.count(F.lit(1)).alias("lines")).filter(F.col("lines") > 1)
-    found = shared.select("key").limit(BROADCAST_KEYS + 1).toArrow()  # every partition is read unless more
+    found = _more_than_once(
+        keyed.observe(totals, F.min("etl_second").alias("etl_second"), F.count_if("other").alias("other"))
+    )
     if found.num_rows > BROADCAST_KEYS:
         return RunScan(None, None)
     spark = lines.sparkSession
@@ -187,15 +187,20 @@ def scan_run(lines: DataFrame) -> RunScan:
 def shared_ids(parsed: DataFrame) -> DataFrame | None:
     """The ids of more than one good event of a parsed run (`PARSED` rows, column `key`), each
     once; None past `BROADCAST_KEYS`."""
-    shared = parsed.filter("good").groupBy("key").agg(F.count(F.lit(1)).alias("lines")).filter(F.col("lines") > 1)
-    found = shared.select("key").limit(BROADCAST_KEYS + 1).toArrow()
+    found = _more_than_once(parsed.filter("good"))
     return None if found.num_rows > BROADCAST_KEYS else parsed.sparkSession.createDataFrame(found)
+
+
+def _more_than_once(keyed: DataFrame) -> pa.Table:
+    """The keys (column `key`) on more than one row of `keyed`, each once, up to one past
+    `BROADCAST_KEYS`: every partition is read unless there are more."""
+    shared = keyed.groupBy("key").agg(F.count(F.lit(1)).alias("lines")).filter(F.col("lines") > 1)
+    return shared.select("key").limit(BROADCAST_KEYS + 1).toArrow()
 
 
 def run_etl(lines: DataFrame, candidate: str | None, parse: Parse) -> datetime | None:
     """The run's batch etl time from its scan's `candidate` (see `RunScan.earliest`): the earliest
     etl_tstamp, to the second, of its good events; None when none has one."""
-    etl = F.get(F.split(enriched.head(), "\t"), ETL_TSTAMP)
 
     def in_spark(of_second: DataFrame) -> bool:
         return bool(of_second.mapInArrow(parse_lines(parse), PARSED_TYPE).filter("good").select("good").take(1))
@@ -203,12 +208,17 @@ def run_etl(lines: DataFrame, candidate: str | None, parse: Parse) -> datetime |
     found = earliest_second(
         lines,
         candidate,
-        F.when(etl.rlike(TIMESTAMP), F.substring(etl, 1, 19)),
+        _etl_second(F.get(F.split(enriched.head(), "\t"), ETL_TSTAMP)),
         F.col("line").cast("binary"),
         lambda first: bool(first) and parse.any_good(pa.array([bytes(b) for b in first], pa.binary())),
         in_spark,
     )
     return None if found is None else from_epoch_seconds(second_of(found))
+
+
+def _etl_second(etl: Column) -> Column:
+    """An etl_tstamp's second (`yyyy-MM-dd HH:mm:ss`), where its text orders it (`event.TIMESTAMP`)."""
+    return F.when(etl.rlike(TIMESTAMP), F.substring(etl, 1, 19))
 
 
 PARSED_TYPE = from_arrow_schema(PARSED)

@@ -78,10 +78,12 @@ def _etl(folder: Path, event_id: str) -> str:
     return entry.etl_time.strftime("%Y-%m-%d %H:%M:%S")
 
 
-@pytest.mark.parametrize("mode", ["widerow", "shred"])
-def test_both_plans_write_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+@pytest.mark.parametrize(("mode", "plans"), [("widerow", PLANS), ("shred", PLANS[:2])])
+def test_the_plans_write_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, plans: tuple[str, ...]
+) -> None:
     extra = '"formats": {"transformationType": "shred"}' if mode == "shred" else ""
-    folders = [_transformed(tmp_path, monkeypatch, plan, _run_lines(), extra) for plan in PLANS]
+    folders = [_transformed(tmp_path, monkeypatch, plan, _run_lines(), extra) for plan in plans]
     scanned = folders[0]
     tree = read_tree(scanned)
     for other in folders[1:]:
