@@ -213,7 +213,16 @@ def run_etl(lines: DataFrame, candidate: str | None, parse: Parse) -> datetime |
         lambda first: bool(first) and parse.any_good(pa.array([bytes(b) for b in first], pa.binary())),
         in_spark,
     )
-    return None if found is None else from_epoch_seconds(second_of(found))
+    return None if found is None else etl_time(second_of(found))
+
+
+def etl_time(seconds: int | None) -> datetime | None:
+    """A batch etl time of epoch seconds; None (the run then takes now) for none, or one a
+    datetime cannot hold (a year before 1)."""
+    try:
+        return None if seconds is None else from_epoch_seconds(seconds)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _etl_second(etl: Column) -> Column:

@@ -41,9 +41,9 @@ from events_manifest._transformer.parquet import ParquetColumns, build_columns
 from events_manifest._transformer.parquet_types import TIMESTAMP
 from events_manifest._transformer.shredded import PARTITIONS as SHRED_PARTITIONS
 from events_manifest.iglu import ResolverConfig
-from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from events_manifest.model import to_epoch_seconds
 from spark_integration import _enriched as enriched
-from spark_integration._scan import PARSED_TYPE, parse_lines, run_etl, scan_run, shared_ids
+from spark_integration._scan import PARSED_TYPE, etl_time, parse_lines, run_etl, scan_run, shared_ids
 from spark_integration._storage import HadoopStorage
 
 if TYPE_CHECKING:
@@ -227,12 +227,7 @@ def _run_facts(parsed: DataFrame, *, etl: bool, types: bool) -> tuple[datetime |
         return None, []
     row = parsed.agg(*wanted).first()
     found = row.asDict() if row is not None else {}
-    earliest = found.get("etl")
-    try:
-        when = from_epoch_seconds(earliest) if earliest is not None else None
-    except (ValueError, OverflowError):  # a year datetime cannot hold
-        when = None
-    return when, list(found.get("types") or [])
+    return etl_time(found.get("etl")), list(found.get("types") or [])
 
 
 def _columns(types: list[str], iglu: ResolverConfig | None, config: TransformerConfig) -> ParquetColumns:

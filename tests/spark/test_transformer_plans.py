@@ -106,6 +106,9 @@ def test_the_earliest_second_checked_in_spark_when_its_first_lines_are_all_bad(
     assert _etl(folder, B) == "2026-11-01 04:00:00", "a good line at the second, past the first ones checked"
     folder = _transformed(tmp_path / "none", monkeypatch, "scanned", [bad, [event(B, "fb", etl="2026-11-01 07:00:00")]])
     assert _etl(folder, B) == "2026-11-01 07:00:00", "every line of the second bad: the next second"
+    year_0 = [event(A, "fa", etl="0000-01-01 00:00:00"), event(B, "fb")]
+    folder = _transformed(tmp_path / "year 0", monkeypatch, "scanned", [year_0])
+    assert _etl(folder, B) > "2026-11-26", "a year no datetime holds: the run's etl time is now"
 
 
 def test_ids_and_timestamps_in_the_reader_s_other_shapes_fall_back_to_the_shuffled_plan(
