@@ -91,9 +91,8 @@ def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -
         shared = shared_ids(parsed) if cache else None
         if shared is None:
             return _write(_shuffled(parsed, decide), decide, job, staging, shred_mode)
-        once = parsed.join(F.broadcast(shared), "key", "left_anti").mapInArrow(_where_read(decide), decide_type(decide))
-        together = parsed.join(F.broadcast(shared), "key", "left_semi")
-        return _write(once.unionByName(_shuffled(together, decide)), decide, job, staging, shred_mode)
+        once, together = (parsed.join(F.broadcast(shared), "key", how) for how in ("left_anti", "left_semi"))
+        return _write(_decided(once, together, decide), decide, job, staging, shred_mode)
 
 
 def _decide(job: Job, run: JobRun, earliest: datetime | None, columns: ParquetColumns | None, now: int) -> Decide:
@@ -116,30 +115,26 @@ def _decide(job: Job, run: JobRun, earliest: datetime | None, columns: ParquetCo
 
 
 def _scanned(lines: DataFrame, shared: DataFrame, parse: Parse, decide: Decide) -> DataFrame:
-    """The decided rows of the scanned plan: the lines of ids found once parsed and decided where
-    they are read, one Arrow batch at a time; the lines of `shared` ids shuffled."""
-
-    once = enriched.with_keys(lines, shared, among=False).select(_binary())
-    decided_once = once.mapInArrow(_where_read(decide, parse), decide_type(decide))
-    together = enriched.with_keys(lines, shared, among=True).select(_binary())
-    return decided_once.unionByName(_shuffled(together.mapInArrow(parse_lines(parse), PARSED_TYPE), decide))
+    """The decided rows of the scanned plan: the lines of ids found once and those of `shared` ids."""
+    once, together = (enriched.with_keys(lines, shared, among=among).select(_binary()) for among in (False, True))
+    return _decided(once, together, decide, parse)
 
 
-def _where_read(
-    decide: Decide, parse: Parse | None = None
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Rows of ids found once decided batch by batch where they are: lines parsed first with
-    `parse`, else rows parsed already."""
+def _decided(once: DataFrame, together: DataFrame, decide: Decide, parse: Parse | None = None) -> DataFrame:
+    """The rows of ids found once decided batch by batch where they are, the others shuffled (see
+    `_shuffled`): lines parsed first with `parse`, else rows parsed already."""
 
-    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def where_read(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in iterator:
             if batch.num_rows:
                 yield decide.rows(batch) if parse is None else decide.rows(*parse.parsed(batch.column(0)))
 
-    return batches
+    parsed = together if parse is None else together.mapInArrow(parse_lines(parse), PARSED_TYPE)
+    return once.mapInArrow(where_read, _decided_type(decide)).unionByName(_shuffled(parsed, decide))
 
 
-def decide_type(decide: Decide) -> StructType:
+def _decided_type(decide: Decide) -> StructType:
+    """Spark's type of `decide`'s rows."""
     return from_arrow_schema(decide.schema)
 
 
@@ -152,7 +147,7 @@ def _shuffled(parsed: DataFrame, decide: Decide) -> DataFrame:
 
     partitions = int(parsed.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
     grouped = parsed.repartition(partitions, "key").sortWithinPartitions("key")
-    return grouped.mapInArrow(batches, decide_type(decide))
+    return grouped.mapInArrow(batches, _decided_type(decide))
 
 
 @contextlib.contextmanager
@@ -271,7 +266,7 @@ def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mod
         F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types"))))).alias("types"),
     )
     if sink is not None:
-        observed = observed.mapInArrow(_to_kinesis(sink), decide_type(decide))
+        observed = observed.mapInArrow(_to_kinesis(sink), _decided_type(decide))
     compression = {"compression": "gzip"} if config.compression == "GZIP" else {}
     if decide.parquet is None:
         partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
