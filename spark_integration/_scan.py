@@ -4,7 +4,7 @@ docs/development.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -12,13 +12,11 @@ import attrs
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from events_manifest._snowplow import parsing
 from events_manifest._snowplow.batch import any_valid
 from events_manifest._snowplow.fields import ETL_TSTAMP, EVENT_ID
-from events_manifest._transformer.batch import PARSED, Parse
-from events_manifest._transformer.event import CANONICAL_ID, LENIENT_ID, LENIENT_TIMESTAMP, TIMESTAMP, second_of
+from events_manifest._transformer.event import CANONICAL_ID, LENIENT_ID, LENIENT_TIMESTAMP, TIMESTAMP
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import from_epoch_seconds
 from spark_integration import _enriched as enriched
@@ -152,7 +150,7 @@ class RunScan:
     enough to send to every task; None when every line must be shuffled instead."""
     earliest: str | None
     """The earliest etl second (`yyyy-MM-dd HH:mm:ss`) among lines whose etl_tstamp has
-    `event.TIMESTAMP`'s shape, a candidate for the batch etl time (`run_etl`)."""
+    `event.TIMESTAMP`'s shape, a candidate for the batch etl time (`_transform_run._run_etl`)."""
 
 
 def scan_run(lines: DataFrame) -> RunScan:
@@ -170,7 +168,7 @@ def scan_run(lines: DataFrame) -> RunScan:
     other_time = etl.rlike(LENIENT_TIMESTAMP) & ~etl.rlike(TIMESTAMP)
     keyed = lines.select(
         enriched.event_key().alias("key"),
-        _etl_second(etl).alias("etl_second"),
+        etl_second(etl).alias("etl_second"),
         F.coalesce(other_id | other_time, F.lit(False)).alias("other"),
     )
     totals = Observation("run scan")
@@ -198,24 +196,6 @@ def _more_than_once(keyed: DataFrame) -> pa.Table:
     return shared.select("key").limit(BROADCAST_KEYS + 1).toArrow()
 
 
-def run_etl(lines: DataFrame, candidate: str | None, parse: Parse) -> datetime | None:
-    """The run's batch etl time from its scan's `candidate` (see `RunScan.earliest`): the earliest
-    etl_tstamp, to the second, of its good events; None when none has one."""
-
-    def in_spark(of_second: DataFrame) -> bool:
-        return bool(of_second.mapInArrow(parse_lines(parse), PARSED_TYPE).filter("good").select("good").take(1))
-
-    found = earliest_second(
-        lines,
-        candidate,
-        _etl_second(F.get(F.split(enriched.head(), "\t"), ETL_TSTAMP)),
-        F.col("line").cast("binary"),
-        lambda first: bool(first) and parse.any_good(pa.array([bytes(b) for b in first], pa.binary())),
-        in_spark,
-    )
-    return None if found is None else etl_time(second_of(found))
-
-
 def etl_time(seconds: int | None) -> datetime | None:
     """A batch etl time of epoch seconds; None (the run then takes now) for none, or one a
     datetime cannot hold (a year before 1)."""
@@ -225,19 +205,6 @@ def etl_time(seconds: int | None) -> datetime | None:
         return None
 
 
-def _etl_second(etl: Column) -> Column:
+def etl_second(etl: Column) -> Column:
     """An etl_tstamp's second (`yyyy-MM-dd HH:mm:ss`), where its text orders it (`event.TIMESTAMP`)."""
     return F.when(etl.rlike(TIMESTAMP), F.substring(etl, 1, 19))
-
-
-PARSED_TYPE = from_arrow_schema(PARSED)
-
-
-def parse_lines(parse: Parse) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Lines (a binary column first) parsed by the core (`Parse`), one Arrow batch at a time."""
-
-    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in iterator:
-            yield parse.batch(batch.column(0))
-
-    return batches

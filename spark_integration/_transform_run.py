@@ -30,11 +30,13 @@ from pyspark.sql.types import StructType
 
 from events_manifest._jobs.run import JobRun
 from events_manifest._jobs.storage import Listing, join
+from events_manifest._snowplow.fields import ETL_TSTAMP
 from events_manifest._transformer import kinesis
-from events_manifest._transformer.batch import BAD, GOOD, META, Decide, Parse
+from events_manifest._transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse
 from events_manifest._transformer.commit import DATA, RunCounts
 from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.entity_types import EntityType
+from events_manifest._transformer.event import second_of
 from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.kinesis import KinesisSink
 from events_manifest._transformer.parquet import ParquetColumns, build_columns
@@ -43,12 +45,14 @@ from events_manifest._transformer.shredded import PARTITIONS as SHRED_PARTITIONS
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
 from spark_integration import _enriched as enriched
-from spark_integration._scan import PARSED_TYPE, etl_time, parse_lines, run_etl, scan_run, shared_ids
+from spark_integration._scan import earliest_second, etl_second, etl_time, scan_run, shared_ids
 from spark_integration._storage import HadoopStorage
 
 if TYPE_CHECKING:
     from spark_integration.transformer import Job
 
+PARSED_TYPE = from_arrow_schema(PARSED)
+"""Spark's type of a parsed row (`batch.PARSED`)."""
 CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 """Spark's cache of a parsed run, uncompressed: its columns are long distinct lines, which the
 cache's encodings do not shrink, and gathering their statistics hashes every byte (a third of the
@@ -75,10 +79,10 @@ def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -
         return RunCounts()
     scan = None if parquet_mode else scan_run(lines)
     if scan is not None and scan.keys is not None:
-        earliest = run_etl(lines, scan.earliest, parse) if handle is not None else None
+        earliest = _run_etl(lines, scan.earliest, parse) if handle is not None else None
         decide = _decide(job, run, earliest, None, now)
         return _write(_scanned(lines, F.broadcast(scan.keys), parse, decide), decide, job, staging, shred_mode)
-    parsed = lines.select(_binary()).mapInArrow(parse_lines(parse), PARSED_TYPE)
+    parsed = lines.select(_binary()).mapInArrow(_parse_lines(parse), PARSED_TYPE)
     cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
     with contextlib.ExitStack() as stack:
         if cache:
@@ -93,6 +97,34 @@ def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -
             return _write(_shuffled(parsed, decide), decide, job, staging, shred_mode)
         once, together = (parsed.join(F.broadcast(shared), "key", how) for how in ("left_anti", "left_semi"))
         return _write(_decided(once, together, decide), decide, job, staging, shred_mode)
+
+
+def _run_etl(lines: DataFrame, candidate: str | None, parse: Parse) -> datetime | None:
+    """The run's batch etl time from its scan's `candidate` (see `RunScan.earliest`): the earliest
+    etl_tstamp, to the second, of its good events; None when none has one."""
+
+    def in_spark(of_second: DataFrame) -> bool:
+        return bool(of_second.mapInArrow(_parse_lines(parse), PARSED_TYPE).filter("good").select("good").take(1))
+
+    found = earliest_second(
+        lines,
+        candidate,
+        etl_second(F.get(F.split(enriched.head(), "\t"), ETL_TSTAMP)),
+        _binary(),
+        lambda first: bool(first) and parse.any_good(pa.array([bytes(b) for b in first], pa.binary())),
+        in_spark,
+    )
+    return None if found is None else etl_time(second_of(found))
+
+
+def _parse_lines(parse: Parse) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Lines (a binary column first) parsed by the core (`Parse`), one Arrow batch at a time."""
+
+    def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in iterator:
+            yield parse.batch(batch.column(0))
+
+    return batches
 
 
 def _decide(job: Job, run: JobRun, earliest: datetime | None, columns: ParquetColumns | None, now: int) -> Decide:
@@ -129,7 +161,7 @@ def _decided(once: DataFrame, together: DataFrame, decide: Decide, parse: Parse 
             if batch.num_rows:
                 yield decide.rows(batch) if parse is None else decide.rows(*parse.parsed(batch.column(0)))
 
-    parsed = together if parse is None else together.mapInArrow(parse_lines(parse), PARSED_TYPE)
+    parsed = together if parse is None else together.mapInArrow(_parse_lines(parse), PARSED_TYPE)
     return once.mapInArrow(where_read, _decided_type(decide)).unionByName(_shuffled(parsed, decide))
 
 

@@ -435,52 +435,34 @@ def decoded_columns(
                     )
                 ]
             )
-    contexts, unstruct, derived = (columns[i].to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS))
+    contexts, unstruct_texts, derived = (columns[i].to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS))
     found: list[Event | None] = [None] * size
     positions = np.flatnonzero(wide).tolist()
-    read = _EntitiesRead()
+    read = functools.cache(_entities_or_error)  # each distinct text once: derived contexts and events repeat
     for row, values in enumerate(zip(*by_field, strict=True)):
         if not ok[row]:
             continue
-        try:
-            event_contexts = read.contexts(contexts[row])
-            event_unstruct = read.unstruct(unstruct[row])
-            event_derived = read.contexts(derived[row])
-        except InvalidValue:
+        parts = [
+            read(text, unstruct) if text else None
+            for text, unstruct in ((contexts[row], False), (unstruct_texts[row], True), (derived[row], False))
+        ]
+        if any(isinstance(part, InvalidValue) for part in parts):
             continue
-        found[positions[row]] = Event(list(values), event_contexts, event_unstruct, event_derived)
+        event_contexts, event_unstruct, event_derived = parts
+        assert isinstance(event_contexts, list | None) and isinstance(event_derived, list | None)
+        assert event_unstruct is None or isinstance(event_unstruct, Entity)
+        found[positions[row]] = Event(  # each event a list of its own; the entities, never changed, shared
+            list(values), list(event_contexts or []), event_unstruct, list(event_derived or [])
+        )
     return found, [line if event is not None else None for line, event in zip(lines, found, strict=True)] if tsv else []
 
 
-class _EntitiesRead:
-    """A batch's JSON columns read by the decoder (`event.entities`), each distinct text once
-    (derived contexts and events repeat from event to event); events share what it read, which
-    nothing changes, but each gets a list of its own."""
-
-    def __init__(self) -> None:
-        self._read: dict[tuple[str, bool], list[Entity] | Entity | InvalidValue] = {}
-
-    def _entities(self, text: str, unstruct: bool) -> list[Entity] | Entity:
-        found = self._read.get((text, unstruct))
-        if found is None:
-            try:
-                found = entities(text, unstruct)
-            except InvalidValue as e:
-                found = e
-            self._read[text, unstruct] = found
-        if isinstance(found, InvalidValue):
-            raise found
-        return found
-
-    def contexts(self, text: str | None) -> list[Entity]:
-        found = self._entities(text, False) if text else []
-        assert isinstance(found, list)
-        return list(found)
-
-    def unstruct(self, text: str | None) -> Entity | None:
-        found = self._entities(text, True) if text else None
-        assert found is None or isinstance(found, Entity)
-        return found
+def _entities_or_error(text: str, unstruct: bool) -> list[Entity] | Entity | InvalidValue:
+    """`event.entities` of a JSON column, or the error it raises (so that a cache holds it too)."""
+    try:
+        return entities(text, unstruct)
+    except InvalidValue as e:
+        return e
 
 
 def atomic_tsv(columns: list[pa.Array], stamps: dict[str, _Timestamps]) -> pa.Array:
