@@ -33,7 +33,7 @@ from events_manifest._transformer.config import Criterion
 from events_manifest._transformer.entity_types import EntityType, type_text
 from events_manifest._transformer.event import Entity, Event, decode
 from events_manifest._transformer.jvm import NANOS
-from events_manifest._transformer.parquet import ParquetColumns, string_array
+from events_manifest._transformer.parquet import ParquetColumns, atomic_values, entities_of, string_array
 from events_manifest._transformer.shredded import JSON, PARTITIONS, IgluFailure, Shredder, partition
 from events_manifest.errors import ManifestThrottledError
 from events_manifest.model import from_epoch_seconds
@@ -315,8 +315,8 @@ class Decide:
                 _rank(group, lines)
             written.extend((row, self._new_id(row, lines) if renamed else None) for row in group)
         write = self._writer()
-        if write != self._wide_rows and self.limits is None:
-            lines.decode(kept_rows, tsv=write == self._shredded)  # every kept event is written from its decoded event
+        if write == self._shredded and self.limits is None:
+            lines.decode(kept_rows, tsv=True)  # every kept event is written from its decoded event
         types = write(written, lines, out)
         kept_types = sorted(t for t in types if not any(c.matches(EntityType.parse(t).schema_key) for c in self.skip))
         return out.batch(kept_types, natural, batch.num_rows)
@@ -349,21 +349,35 @@ class Decide:
 
     def _parquet_rows(self, kept: Kept, lines: _Lines, out: _Out) -> set[str]:
         """The events' Parquet rows, built together; an event's `loader_iglu_error` where one of
-        its values does not fit its column."""
+        its values does not fit its column. The lines in the shapes enrichers write go column by
+        column (`columnar.kept_values`), without an event; the others, and the re-identified
+        events, are decoded (`parquet.atomic_values`)."""
         assert self.parquet is not None
-        events = [self._kept_event(row, new_id, lines) for row, new_id in kept]
-        out.parquet, failures = self.parquet.rows(events)
+        as_read = [i for i, (_, new_id) in enumerate(kept) if new_id is None] if self.limits is None else []
+        taken, atomic, read = columnar.kept_values(lines.texts([kept[i][0] for i in as_read]))
+        fast = [i for i, took in zip(as_read, taken.tolist(), strict=True) if took]
+        by_row = {
+            i: (contexts + derived, unstruct) for i, (contexts, unstruct, derived) in zip(fast, read, strict=True)
+        }
+        events = {i: self._kept_event(*kept[i], lines) for i in range(len(kept)) if i not in by_row}
+        if events:
+            decoded = atomic_values(list(events.values()))
+            order = pa.array(np.argsort(np.array([*by_row, *events], dtype=np.int64), kind="stable"))
+            atomic = {name: pa.concat_arrays([atomic[name], decoded[name]]).take(order) for name in decoded}
+        entities = [by_row[i] if i in by_row else entities_of(events[i]) for i in range(len(kept))]
+        out.parquet, failures = self.parquet.rows_of(atomic, entities)
         types: set[str] = set()
         fitting = 0
-        for (row, _), event, failed in zip(kept, events, failures, strict=True):
+        for index, ((row, new_id), failed) in enumerate(zip(kept, failures, strict=True)):
             if failed is not None:
+                event = events.get(index) or self._kept_event(row, new_id, lines)
                 out.emit(BAD, bad_rows.iglu_error(event, failed))
                 continue
             out.emit(GOOD, None)
             out.columns["row"][-1] = fitting
             fitting += 1
             out.count_event(row)
-            types.update(event_types(event))
+            types.update(row["types"] if new_id is None else event_types(events[index]))
         return types
 
     def _shredded(self, kept: Kept, lines: _Lines, out: _Out) -> set[str]:
@@ -511,6 +525,10 @@ class _Lines:
             events, lines = [every[i] for i in indexes], [every_line[i] for i in indexes] if tsv else []
         self._events.update((index, event) for index, event in zip(indexes, events, strict=True) if event)
         self._tsv.update((index, line) for index, line in zip(indexes, lines, strict=False) if line)
+
+    def texts(self, rows: Sequence[dict[str, Any]]) -> pa.Array:
+        """The lines of `rows`, as one array."""
+        return self._column.take(pa.array([row["index"] for row in rows], pa.int64()))
 
     def atomic_tsv(self, row: dict[str, Any]) -> str | None:
         """A good row's atomic TSV line, if `decode` made it."""

@@ -172,7 +172,6 @@ def _doubles(column: pa.Array, render: bool) -> tuple[np.ndarray, pa.Array | Non
 
 
 _BOOLEANS = {"": "null", "0": "false", "1": "true"}
-_TRUTH = {"0": False, "1": True}
 
 
 def atomic_columns(
@@ -412,20 +411,10 @@ def decoded_columns(
     count = len(ok)
     by_field: list[list[Any]] = []
     for index, name in enumerate(FIELD_NAMES):
-        kind, column = FIELD_KINDS[name], columns[index]
+        kind = FIELD_KINDS[name]
         if kind in "CE":
             by_field.append([None] * count)
-        elif kind in "sS":
-            by_field.append([value or None for value in column.to_pylist()])
-        elif kind == "U":
-            by_field.append(column.to_pylist())
-        elif kind == "b":
-            by_field.append([_TRUTH.get(value) for value in column.to_pylist()])
-        elif kind in "id":
-            present = pa.array(ok & _mask(pc.not_equal(column, "")))
-            typed = pa.int64() if kind == "i" else pa.float64()
-            by_field.append(pc.cast(pc.if_else(present, column, pa.scalar(None, pa.string())), typed).to_pylist())
-        else:
+        elif kind in "tT":
             stamp = stamps[name]
             by_field.append(
                 [
@@ -435,26 +424,83 @@ def decoded_columns(
                     )
                 ]
             )
-    contexts, unstruct_texts, derived = (columns[i].to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS))
+        else:
+            by_field.append(_decoded(kind, columns[index], ok).to_pylist())
     found: list[Event | None] = [None] * size
     positions = np.flatnonzero(wide).tolist()
-    read = functools.cache(_entities_or_error)  # each distinct text once: derived contexts and events repeat
-    for row, values in enumerate(zip(*by_field, strict=True)):
+    for row, (values, parts) in enumerate(zip(zip(*by_field, strict=True), _entities(columns, ok), strict=True)):
+        if parts is not None:
+            event_contexts, event_unstruct, event_derived = parts
+            found[positions[row]] = Event(list(values), event_contexts, event_unstruct, event_derived)
+    return found, [line if event is not None else None for line, event in zip(lines, found, strict=True)] if tsv else []
+
+
+def _decoded(kind: str, column: pa.Array, ok: np.ndarray) -> pa.Array:
+    """A text, int, double or boolean field's values as the decoder reads them (`Event.values`),
+    where `ok`: a text as it is (empty: null, but for a UUID), an int64, a float64, a bool."""
+    if kind in "sS":
+        return pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column)
+    if kind == "U":
+        return column
+    if kind == "b":
+        return pc.if_else(pc.equal(column, "1"), True, pc.if_else(pc.equal(column, "0"), False, None))
+    present = pa.array(ok & _mask(pc.not_equal(column, "")))
+    return pc.cast(
+        pc.if_else(present, column, pa.scalar(None, pa.string())), pa.int64() if kind == "i" else pa.float64()
+    )
+
+
+EventEntities = tuple[list[Entity], Entity | None, list[Entity]]
+"""A line's contexts, unstruct event and derived contexts."""
+
+
+def _entities(columns: list[pa.Array], ok: np.ndarray) -> list[EventEntities | None]:
+    """The entities of each `ok` line, None where the decoder refuses one of its JSON columns (and
+    on other lines); each distinct text read once (derived contexts and events repeat). The
+    entities, never changed, are shared between lines; each line has lists of its own."""
+    read = functools.cache(_entities_or_error)
+    found: list[EventEntities | None] = []
+    texts = (columns[i].to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS))
+    for row, (contexts, unstruct, derived) in enumerate(zip(*texts, strict=True)):
         if not ok[row]:
+            found.append(None)
             continue
         parts = [
-            read(text, unstruct) if text else None
-            for text, unstruct in ((contexts[row], False), (unstruct_texts[row], True), (derived[row], False))
+            read(text, is_unstruct) if text else None
+            for text, is_unstruct in ((contexts, False), (unstruct, True), (derived, False))
         ]
         if any(isinstance(part, InvalidValue) for part in parts):
+            found.append(None)
             continue
         event_contexts, event_unstruct, event_derived = parts
         assert isinstance(event_contexts, list | None) and isinstance(event_derived, list | None)
         assert event_unstruct is None or isinstance(event_unstruct, Entity)
-        found[positions[row]] = Event(  # each event a list of its own; the entities, never changed, shared
-            list(values), list(event_contexts or []), event_unstruct, list(event_derived or [])
-        )
-    return found, [line if event is not None else None for line, event in zip(lines, found, strict=True)] if tsv else []
+        found.append((list(event_contexts or []), event_unstruct, list(event_derived or [])))
+    return found
+
+
+def kept_values(text: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array], list[EventEntities]]:
+    """For Parquet rows, the lines of good events in the shapes this path takes (a mask), their
+    atomic fields' values column by column (`parquet.AtomicValues`) and their entities: no event
+    is built."""
+    wide, columns = fields(text)
+    ok, _, stamps = atomic_columns(columns, None, render=False)
+    read = _entities(columns, ok)
+    ok &= np.array([parts is not None for parts in read], dtype=bool)
+    rows = np.flatnonzero(ok)
+    at = pa.array(rows, pa.int64())
+    values: dict[str, pa.Array] = {}
+    for index, name in enumerate(FIELD_NAMES):
+        kind = FIELD_KINDS[name]
+        if kind in "tT":
+            stamp = stamps[name]
+            micros = stamp.seconds[rows] * 1_000_000 + stamp.nanos[rows] // 1000
+            values[name] = pa.array(micros, pa.int64(), mask=~stamp.present[rows])
+        elif kind not in "CE":
+            values[name] = _decoded(kind, columns[index], ok).take(at)
+    taken = np.zeros(len(text), dtype=bool)
+    taken[np.flatnonzero(wide)[rows]] = True
+    return taken, values, [parts for parts in read if parts is not None]
 
 
 def _entities_or_error(text: str, unstruct: bool) -> list[Entity] | Entity | InvalidValue:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date
 from decimal import Decimal as Number
 from decimal import InvalidOperation
@@ -23,7 +23,7 @@ from events_manifest._iglu.keys import SchemaKey
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer import sdjson
 from events_manifest._transformer.config import Criterion
-from events_manifest._transformer.event import ATOMIC_SCHEMA, Event
+from events_manifest._transformer.event import ATOMIC_SCHEMA, Entity, Event
 from events_manifest._transformer.jvm import days_from_civil, double_to_string
 from events_manifest._transformer.parquet_types import (
     BOOLEAN,
@@ -35,7 +35,6 @@ from events_manifest._transformer.parquet_types import (
     Array,
     Decimal,
     Field,
-    Primitive,
     Struct,
     Type,
     column_field,
@@ -134,33 +133,30 @@ class ParquetColumns:
         return pa.schema([arrow_field(field) for field in self.fields])
 
     def rows(self, events: Sequence[Event]) -> tuple[pa.StructArray, list[list[dict[str, Any]] | None]]:
-        """The events' rows, built column by column: one struct array of the rows that fit, in
-        order, and for each event None (it fits: its row is the array's next) or the failures of
-        the first column one of its values does not fit (only money and entities can misfit)."""
+        """The events' rows (see `rows_of`), from decoded events."""
+        return self.rows_of(atomic_values(events), [entities_of(event) for event in events])
+
+    def rows_of(
+        self, atomic: Mapping[str, pa.Array], entities: Sequence[Entities]
+    ) -> tuple[pa.StructArray, list[list[dict[str, Any]] | None]]:
+        """Events' rows, built column by column from their `atomic` values (`AtomicValues`) and
+        their `entities`: one struct array of the rows that fit, in order, and for each event None
+        (it fits: its row is the array's next) or the failures of the first column one of its
+        values does not fit (only money and entities can misfit)."""
         failures: list[list[dict[str, Any]] | None] = []
-        fitting: list[list[Any]] = []
+        fits = np.ones(len(entities), dtype=bool)
         cast_columns: list[list[Any]] = [[] for _ in (*_DECIMALS, *self.entities)]
-        for event in events:
-            cast_values, errors = self._cast(event)
+        money = list(zip(*(atomic[field.name].to_pylist() for field, _ in _DECIMALS), strict=True))
+        for row, (event_money, event_entities) in enumerate(zip(money or [()] * len(entities), entities, strict=True)):
+            cast_values, errors = self._cast(event_money, event_entities)
             failures.append(errors or None)
-            if not errors:
-                fitting.append(event.values)
-                for column, value in zip(cast_columns, cast_values, strict=True):
-                    column.append(value)
-        arrays: dict[str, pa.Array] = {}
-        for name, index in _AS_IS:
-            arrays[name] = pa.array([values[index] for values in fitting], _ARROW_TYPES[name])
-        for name, index in _TIMESTAMPS:
-            nanos = pa.array([values[index] for values in fitting], pa.int64())
-            micros = np.floor_divide(pc.fill_null(nanos, 0).to_numpy(), 1000)
-            arrays[name] = pa.array(micros, pa.int64(), mask=pc.is_null(nanos).to_numpy(zero_copy_only=False)).cast(
-                _ARROW_TYPES[name]
-            )
-        for name, index in _DOUBLES:
-            doubles = pa.array([values[index] for values in fitting], pa.float64())
-            arrays[name] = pc.if_else(pc.is_finite(doubles), doubles, pa.scalar(None, pa.float64()))
-        for name, index in _STRINGS:
-            arrays[name] = string_array([values[index] for values in fitting])
+            if errors:
+                fits[row] = False
+                continue
+            for column, value in zip(cast_columns, cast_values, strict=True):
+                column.append(value)
+        fitting = pa.array(fits)
+        arrays = {name: _parquet_values(name, atomic[name].filter(fitting)) for name in _PLAIN}
         named = [field.name for field, _ in _DECIMALS] + [column.field.name for column in self.entities]
         for name, column in zip(named, cast_columns, strict=True):
             arrays[name] = _values_array(column, _ARROW_TYPES.get(name) or self._entity_types[name])
@@ -168,45 +164,79 @@ class ParquetColumns:
         return pa.StructArray.from_arrays([arrays[name] for name in schema.names], fields=list(schema)), failures
 
     @functools.cached_property
+    def _casters(self) -> list[Caster]:
+        return [caster(column.field.type, True) for column in self.entities]
+
+    @functools.cached_property
     def _entity_types(self) -> dict[str, pa.DataType]:
         return {column.field.name: arrow_type(column.field.type) for column in self.entities}
 
-    def _cast(self, event: Event) -> tuple[list[Any], list[dict[str, Any]]]:
-        """The event's money and entity values cast to their columns, or the failures of the first
+    def _cast(self, money: Sequence[float | None], entities: Entities) -> tuple[list[Any], list[dict[str, Any]]]:
+        """An event's money and entity values cast to their columns, or the failures of the first
         that does not fit (money first, then the entity columns)."""
-        values = event.values
         found: list[Any] = []
-        for field, index in _DECIMALS:
-            if values[index] is None:
+        for (field, _), value in zip(_DECIMALS, money, strict=True):
+            if value is None:
                 found.append(None)
                 continue
-            value, errors = _atomic(field, values[index])
+            cast_value, errors = _atomic(field, value)
             if errors:
                 return [], [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
-            found.append(value)
-        contexts = [(entity.key.uri, entity.data) for entity in (*event.contexts, *event.derived)]
-        unstruct = (event.unstruct.key.uri, event.unstruct.data) if event.unstruct is not None else None
-        for column in self.entities:
-            value, errors = cast(_column_data(column, contexts, unstruct), column.field.type, nullable=True)
+            found.append(cast_value)
+        in_order, event = entities
+        contexts = [(entity.key.uri, entity.data) for entity in in_order]
+        unstruct = (event.key.uri, event.data) if event is not None else None
+        for column, cast_column in zip(self.entities, self._casters, strict=True):
+            value, errors = cast_column(_column_data(column, contexts, unstruct))
             if errors:
                 return [], [{"schemaKey": column.named, **error} for error in errors]
             found.append(value)
         return found, []
 
 
-_BY_KIND: dict[str, list[tuple[str, int]]] = {"as is": [], "timestamps": [], "doubles": [], "strings": []}
-for _field, _index in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True):
-    if _field.type == STRING:
-        _BY_KIND["strings"].append((_field.name, _index))
-    elif _field.type == TIMESTAMP:
-        _BY_KIND["timestamps"].append((_field.name, _index))
-    elif _field.type == DOUBLE:
-        _BY_KIND["doubles"].append((_field.name, _index))
-    elif not isinstance(_field.type, Decimal):
-        _BY_KIND["as is"].append((_field.name, _index))
-_AS_IS, _TIMESTAMPS, _DOUBLES, _STRINGS = (tuple(_BY_KIND[k]) for k in ("as is", "timestamps", "doubles", "strings"))
+Entities = tuple[Sequence[Entity], Entity | None]
+"""What an event's entity columns take: its contexts then its derived contexts, and its unstruct event."""
+AtomicValues = Mapping[str, pa.Array]
+"""Events' atomic fields, column by column, by name, as the decoder reads them (`Event.values`): a
+text as a string (empty: null, but for a UUID field), an int as int64, a double as float64, a
+boolean as bool, and a timestamp as int64 microseconds since the epoch (floored)."""
+
+
+def entities_of(event: Event) -> Entities:
+    return (*event.contexts, *event.derived), event.unstruct
+
+
+def atomic_values(events: Sequence[Event]) -> dict[str, pa.Array]:
+    """`AtomicValues` of decoded events."""
+    found: dict[str, pa.Array] = {}
+    for field, index in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True):
+        values = [event.values[index] for event in events]
+        kind = FIELD_KINDS[field.name]
+        if kind in "tT":
+            found[field.name] = pa.array([None if nanos is None else nanos // 1000 for nanos in values], pa.int64())
+        elif kind in "sSU":
+            found[field.name] = string_array(values)
+        else:
+            found[field.name] = pa.array(values, _DECODED_TYPES[kind])
+    return found
+
+
+_DECODED_TYPES = {"i": pa.int64(), "d": pa.float64(), "b": pa.bool_()}
+
+
+def _parquet_values(name: str, values: pa.Array) -> pa.Array:
+    """An atomic column of `AtomicValues`: an int in Integer, a timestamp in Timestamp, a NaN or
+    infinite double null."""
+    kind = _ARROW_TYPES[name]
+    if kind == pa.float64():
+        return pc.if_else(pc.is_finite(values), values, pa.scalar(None, kind))
+    return values if values.type == kind else values.cast(kind)
+
+
 _DECIMALS = tuple((f, i) for f, i in zip(ATOMIC_COLUMNS, ATOMIC_FIELDS, strict=True) if isinstance(f.type, Decimal))
-"""The atomic columns by how their decoded values become column values: only money can misfit."""
+"""The money columns: cast event by event, the only atomic ones a value can misfit."""
+_PLAIN = tuple(f.name for f in ATOMIC_COLUMNS if not isinstance(f.type, Decimal))
+"""The other atomic columns, cast column by column (`_parquet_values`)."""
 _ARROW_TYPES = {field.name: arrow_type(field.type) for field in ATOMIC_COLUMNS}
 
 
@@ -311,45 +341,82 @@ def _number(value: Any) -> Number | None:
 def cast(value: Any, kind: Type, *, nullable: bool) -> tuple[Any, list[dict[str, Any]]]:
     """A JSON value (`sdjson`) in a column of `kind`: the value Arrow takes, and what did not fit
     (every misfit inside it, in field and item order)."""
-    if value is None:
-        if nullable:
-            return None, []
-        return ("null", []) if kind == JSON else (None, _wrong(None, kind))
+    return caster(kind, nullable)(value)
+
+
+Caster = Callable[[Any], tuple[Any, list[dict[str, Any]]]]
+"""`cast` into one column type, made once for the type (`caster`)."""
+
+
+@functools.cache
+def caster(kind: Type, nullable: bool) -> Caster:
+    """`cast` for values of one column type: a struct's fields, their accessors and casts looked
+    up once, not for every value."""
+    body = _body(kind)
+
+    def cast_value(value: Any) -> tuple[Any, list[dict[str, Any]]]:
+        if value is None:
+            if nullable:
+                return None, []
+            return ("null", []) if kind == JSON else (None, _wrong(None, kind))
+        return body(value)
+
+    return cast_value
+
+
+def _body(kind: Type) -> Caster:
+    """The cast of a value (not null) into `kind`."""
     if isinstance(kind, Struct):
-        if not isinstance(value, dict):
-            return None, _wrong(value, kind)
-        row, errors = {}, []
-        for field in kind.fields:
-            found = None
-            for key in _in_order(field.accessors):
-                found = value.get(key)
-                if found is not None:
-                    break
-            row[field.name], misfits = cast(found, field.type, nullable=field.nullable)
-            errors += misfits
-        return row, errors
+        fields = [(f.name, _in_order(f.accessors), caster(f.type, f.nullable)) for f in kind.fields]
+
+        def struct(value: Any) -> tuple[Any, list[dict[str, Any]]]:
+            if not isinstance(value, dict):
+                return None, _wrong(value, kind)
+            row, errors = {}, []
+            for name, accessors, cast_field in fields:
+                found = None
+                for key in accessors:
+                    found = value.get(key)
+                    if found is not None:
+                        break
+                row[name], misfits = cast_field(found)
+                errors += misfits
+            return row, errors
+
+        return struct
     if isinstance(kind, Array):
-        if not isinstance(value, list):
-            return None, _wrong(value, kind)
-        items, errors = [], []
-        for item in value:
-            cast_item, misfits = cast(item, kind.element, nullable=kind.element_nullable)
-            items.append(cast_item)
-            errors += misfits
-        return items, errors
+        cast_item = caster(kind.element, kind.element_nullable)
+
+        def array(value: Any) -> tuple[Any, list[dict[str, Any]]]:
+            if not isinstance(value, list):
+                return None, _wrong(value, kind)
+            items, errors = [], []
+            for item in value:
+                cast_value, misfits = cast_item(item)
+                items.append(cast_value)
+                errors += misfits
+            return items, errors
+
+        return array
     if isinstance(kind, Decimal):
-        number = _number(value)
-        if number is not None:
-            scaled = number.quantize(Number(1).scaleb(-kind.scale)) if number.is_finite() else None
-            if scaled is not None and scaled == number and len(scaled.as_tuple().digits) <= kind.precision:
-                return scaled, []
-        return None, _wrong(value, kind)
-    return _primitive(value, kind)
+        unit = Number(1).scaleb(-kind.scale)
 
+        def decimal(value: Any) -> tuple[Any, list[dict[str, Any]]]:
+            number = _number(value)
+            if number is not None:
+                scaled = number.quantize(unit) if number.is_finite() else None
+                if scaled is not None and scaled == number and len(scaled.as_tuple().digits) <= kind.precision:
+                    return scaled, []
+            return None, _wrong(value, kind)
 
-def _primitive(value: Any, kind: Primitive) -> tuple[Any, list[dict[str, Any]]]:
-    found = _PRIMITIVES[kind.name](value)
-    return (None, _wrong(value, kind)) if found is _MISFIT else (found, [])
+        return decimal
+    convert = _PRIMITIVES[kind.name]
+
+    def primitive(value: Any) -> tuple[Any, list[dict[str, Any]]]:
+        found = convert(value)
+        return (None, _wrong(value, kind)) if found is _MISFIT else (found, [])
+
+    return primitive
 
 
 _MISFIT = object()

@@ -4,6 +4,7 @@ lines of other widths), both give the same rows, bad rows and types."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -16,7 +17,11 @@ from events_manifest._transformer import columnar
 from events_manifest._transformer.batch import Parse
 from events_manifest._transformer.event import Event, decode
 from events_manifest._transformer.jvm import NANOS
+from events_manifest._transformer.parquet import EntityColumn, ParquetColumns, build_columns
+from events_manifest._transformer.parquet_types import BOOLEAN, INTEGER, JSON, STRING, Array, Decimal, Field, Struct
 from events_manifest._transformer.shredded import atomic_line
+from events_manifest.iglu import ResolverConfig
+from tests.transformer_helpers import RESOLVER
 
 UUID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 
@@ -211,3 +216,51 @@ def test_the_common_shapes_are_taken_by_the_columnar_path(monkeypatch: pytest.Mo
     rows = Parse().batch(pa.array(["\t".join(fields).encode()] * 3, pa.binary())).to_pylist()
     assert fallen == [] and len(rows) == 3 and all(row["good"] for row in rows)
     assert '"geo_location":"37.7749,-122.4194"' in rows[0]["value"]
+
+
+def _parquet_columns() -> ParquetColumns:
+    """Entity columns of the generated lines' entities: the web page context and the link click
+    event from Iglu Central's copies, a product context of a struct (money, ints, a list) and a
+    thing context of JSON, so that values fit, misfit and are left out."""
+    product = Struct(
+        (
+            Field("n", INTEGER, True, frozenset({"n"})),
+            Field("ok", BOOLEAN, True, frozenset({"ok"})),
+            Field("price", Decimal(9, 2), True, frozenset({"price"})),
+            Field("sku", STRING, False, frozenset({"sku"})),
+            Field("tags", Array(STRING, True), True, frozenset({"tags"})),
+        )
+    )
+    built = build_columns(
+        [
+            ("iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0", "CONTEXT"),
+            ("iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1", "SELF_DESCRIBING_EVENT"),
+        ],
+        ResolverConfig.parse(json.dumps(RESOLVER)),
+        synthetic=True,
+    )
+    extra = (
+        EntityColumn(Field("contexts_com_acme_product_1", Array(product, True), True, frozenset()), True,
+                     frozenset({"iglu:com.acme/product/jsonschema/1-0-2"}), "iglu:com.acme/product/jsonschema/1-0-2"),
+        EntityColumn(Field("contexts_com_acme_thing_1", Array(JSON, True), True, frozenset()), True,
+                     frozenset({THING}), THING),
+    )  # fmt: skip
+    return ParquetColumns((*built.entities, *extra))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(lines(), min_size=1, max_size=12))
+def test_parquet_rows_built_from_columns_are_the_decoded_events_rows(batch: list[str]) -> None:
+    """Parquet rows of the lines `columnar.kept_values` takes, built without an event: the rows and
+    misfits of their decoded events (`ParquetColumns.rows`); the lines it leaves are the decoder's."""
+    columns = _parquet_columns()
+    taken, atomic, read = columnar.kept_values(pa.array(batch))
+    events = [decode(line, None) for line, took in zip(batch, taken.tolist(), strict=True) if took]
+    assert all(isinstance(event, Event) for event in events)
+    entities = [(contexts + derived, unstruct) for contexts, unstruct, derived in read]
+    built, failures = columns.rows_of(atomic, entities)
+    decoded, decoded_failures = columns.rows(events)  # type: ignore[arg-type]
+    assert built.equals(decoded), "the same rows (compared in Arrow: a year 0 has no datetime)"
+    assert failures == decoded_failures
+    alone, _ = columnar.decoded(pa.array(batch), tsv=False)
+    assert taken.tolist() == [event is not None for event in alone]

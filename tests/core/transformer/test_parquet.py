@@ -160,8 +160,9 @@ def test_a_runs_columns_from_its_entity_types() -> None:
 
 def test_rows_built_together_cast_each_events_values_and_report_each_misfit() -> None:
     """`ParquetColumns.rows`: the fitting events' rows in order, column by column; a timestamp
-    before 1970 floored to its microsecond, a NaN or infinite double null, a string as written; an
-    event whose money or entity does not fit reported with that column's failures, and no row."""
+    before 1970 floored to its microsecond, one in year 9999 written (past int64 nanoseconds), a
+    NaN or infinite double null, a string as written; an event whose money or entity does not fit
+    reported with that column's failures, and no row."""
     from datetime import UTC, datetime
 
     from events_manifest._transformer.event import Event, decode
@@ -183,20 +184,22 @@ def test_rows_built_together_cast_each_events_values_and_report_each_misfit() ->
             "c6ef3124-b53a-4b13-a233-0088f79dcbc5",
             unstruct_event=unstruct(sdj(click, '{"targetUrl":"http://a","elementId":"half \\ud800 a pair"}')),
         ),
+        event("c6ef3124-b53a-4b13-a233-0088f79dcbc6", collector="9999-12-31 23:59:59.999"),
     ]
     events = [decode(line, None) for line in lines]
     assert all(isinstance(e, Event) for e in events)
     rows, failures = columns.rows(events)  # type: ignore[arg-type]
-    assert [f is None for f in failures] == [True, True, False, False, True]
+    assert [f is None for f in failures] == [True, True, False, False, True, True]
     assert failures[2] is not None and failures[2][0]["schemaKey"].endswith("/atomic/jsonschema/1-0-0")
     assert failures[3] is not None and failures[3][0]["schemaKey"] == click
-    first, second, third = rows.to_pylist()
+    first, second, third, fourth = rows.to_pylist()
     assert [r["event_id"] for r in (first, second, third)] == [
         "c6ef3124-b53a-4b13-a233-0088f79dcbc1",
         "c6ef3124-b53a-4b13-a233-0088f79dcbc2",
         "c6ef3124-b53a-4b13-a233-0088f79dcbc5",
     ]
     assert first["collector_tstamp"] == datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    assert fourth["collector_tstamp"] == datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC), "past int64 nanos"
     assert first["geo_latitude"] is None and second["geo_longitude"] is None and second["se_value"] == 2.5
     assert second["app_id"] == "caf\u00e9" and first["tr_total"] is None
     link = "unstruct_event_com_snowplowanalytics_snowplow_link_click_1"
