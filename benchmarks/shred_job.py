@@ -38,7 +38,9 @@ from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import process_cpu  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from events_manifest._snowplow.generator import BatchSpec, Generator, to_lines  # noqa: E402
@@ -76,18 +78,24 @@ def baseline(spark, source: str, target: str) -> None:  # type: ignore[no-untype
 def interleaved(commands: dict[str, Callable[[int], list[str]]], rounds: int) -> dict[str, list[float]] | None:
     """Each named command of round `n` (`commands[name](n)`) run as a process from the project's
     folder, in turn, the order reversed every other round: the wall seconds of each, or None
-    (its error printed) when one fails. The last line a command prints, if any, is shown beside it."""
+    (its error printed) when one fails. Its CPU seconds by process (`process_cpu`) and the last
+    line it prints, if any, are shown beside it."""
     times: dict[str, list[float]] = {name: [] for name in commands}
     for n in range(rounds):
         for name in list(commands) if n % 2 == 0 else list(commands)[::-1]:
             started = time.monotonic()
-            done = subprocess.run(commands[name](n), cwd=ROOT, capture_output=True, text=True, check=False)
+            done, cpu = process_cpu.run(commands[name](n), ROOT)
             seconds = time.monotonic() - started
             if done.returncode != 0:
                 print(done.stderr[-3000:], *done.stdout.splitlines()[-3:], sep="\n")  # spark-submit's driver: stdout
                 return None
             times[name].append(seconds)
-            print(f"round {n + 1} {name:<11} {seconds:6.1f} s", *done.stdout.splitlines()[-1:], sep="  ")
+            print(
+                f"round {n + 1} {name:<11} {seconds:6.1f} s",
+                process_cpu.text(cpu),
+                *done.stdout.splitlines()[-1:],
+                sep="  ",
+            )
     return times
 
 

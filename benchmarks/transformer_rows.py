@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -74,8 +75,8 @@ def main() -> int:
     print(f"{len(events):,} events of {len(lines):,} lines")
     text = pa.array(lines)
 
-    def from_lines() -> tuple[pa.StructArray, list[object]]:
-        taken, atomic, read = columnar.kept_values(text)
+    def from_lines() -> tuple[pa.StructArray, list[list[dict[str, Any]] | None]]:
+        _, atomic, read = columnar.kept_values(text)
         return columns.rows_of(atomic, [(contexts + derived, event) for contexts, event, derived in read])
 
     rows_time, rows = best_of(5, paused(lambda: columns.rows(events)))
