@@ -17,7 +17,8 @@ def run(command: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str]
     (`jvm`, `jit`, the part of `jvm` in compiler threads, `python workers`, `other`), sampled every
     0.2 s: a process that ends between two samples counts up to its last one."""
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen: dict[int, tuple[str, float, float]] = {}
+    seen: dict[int, tuple[str, float]] = {}
+    compiling: dict[tuple[int, str], float] = {}  # JIT threads come and go: each one's last figure
     measured = PROC.is_dir()
     output: tuple[str, str] = ("", "")
     while True:
@@ -26,16 +27,17 @@ def run(command: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str]
                 sample = _sample(pid)
                 if sample is not None:
                     seen[pid] = sample
+                    if sample[0] == "jvm":
+                        compiling.update(_compiler_threads(pid))
         try:
             output = process.communicate(timeout=0.2)
             break
         except subprocess.TimeoutExpired:
             continue
     done = subprocess.CompletedProcess(command, process.returncode, *output)
-    totals = {"jvm": 0.0, "jit": 0.0, "python workers": 0.0, "other": 0.0}
-    for kind, cpu, jit in seen.values():
+    totals = {"jvm": 0.0, "jit": sum(compiling.values()), "python workers": 0.0, "other": 0.0}
+    for kind, cpu in seen.values():
         totals[kind] += cpu
-        totals["jit"] += jit
     return done, totals if measured else {}
 
 
@@ -76,8 +78,8 @@ def _seconds(stat: list[str]) -> float:
     return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def _sample(pid: int) -> tuple[str, float, float] | None:
-    """A process's kind, CPU seconds, and (a JVM's) seconds in its JIT compiler threads."""
+def _sample(pid: int) -> tuple[str, float] | None:
+    """A process's kind and CPU seconds, or None once it is gone."""
     stat = _stat(PROC / str(pid) / "stat")
     if stat is None:
         return None
@@ -86,14 +88,19 @@ def _sample(pid: int) -> tuple[str, float, float] | None:
         command = (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return None
-    if name == "java":
-        jit = 0.0
-        for thread in (PROC / str(pid) / "task").glob("*"):
-            try:
-                compiler = (thread / "comm").read_text().startswith(("C1 CompilerThre", "C2 CompilerThre"))
-            except OSError:
-                continue
-            thread_stat = _stat(thread / "stat") if compiler else None
-            jit += _seconds(thread_stat) if thread_stat is not None else 0.0
-        return "jvm", _seconds(stat), jit
-    return ("python workers" if "pyspark.daemon" in command else "other"), _seconds(stat), 0.0
+    kind = "jvm" if name == "java" else "python workers" if "pyspark.daemon" in command else "other"
+    return kind, _seconds(stat)
+
+
+def _compiler_threads(pid: int) -> dict[tuple[int, str], float]:
+    """The CPU seconds of each of a JVM's JIT compiler threads."""
+    found: dict[tuple[int, str], float] = {}
+    for thread in (PROC / str(pid) / "task").glob("*"):
+        try:
+            compiler = (thread / "comm").read_text().startswith(("C1 CompilerThre", "C2 CompilerThre"))
+        except OSError:
+            continue
+        stat = _stat(thread / "stat") if compiler else None
+        if stat is not None:
+            found[(pid, thread.name)] = _seconds(stat)
+    return found

@@ -137,7 +137,7 @@ class ParquetColumns:
         return self.rows_of(atomic_values(events), [entities_of(event) for event in events])
 
     def rows_of(
-        self, atomic: Mapping[str, pa.Array], entities: Sequence[Entities]
+        self, atomic: AtomicValues, entities: Sequence[Entities]
     ) -> tuple[pa.StructArray, list[list[dict[str, Any]] | None]]:
         """Events' rows, built column by column from their `atomic` values (`AtomicValues`) and
         their `entities`: one struct array of the rows that fit, in order, and for each event None
@@ -146,8 +146,8 @@ class ParquetColumns:
         failures: list[list[dict[str, Any]] | None] = []
         fits = np.ones(len(entities), dtype=bool)
         cast_columns: list[list[Any]] = [[] for _ in (*_DECIMALS, *self.entities)]
-        money = list(zip(*(atomic[field.name].to_pylist() for field, _ in _DECIMALS), strict=True))
-        for row, (event_money, event_entities) in enumerate(zip(money or [()] * len(entities), entities, strict=True)):
+        money = zip(*(atomic[field.name].to_pylist() for field, _ in _DECIMALS), strict=True)
+        for row, (event_money, event_entities) in enumerate(zip(money, entities, strict=True)):
             cast_values, errors = self._cast(event_money, event_entities)
             failures.append(errors or None)
             if errors:
@@ -203,6 +203,7 @@ boolean as bool, and a timestamp as int64 microseconds since the epoch (floored)
 
 
 def entities_of(event: Event) -> Entities:
+    """A decoded event's `Entities`."""
     return (*event.contexts, *event.derived), event.unstruct
 
 
@@ -519,7 +520,6 @@ def _detail(failure: IgluFailure) -> str:
     return f"Schema {failure.uri} cannot be parsed as JSON Schema AST"
 
 
-@functools.lru_cache(maxsize=4096)
 @functools.cache
 def _in_order(accessors: frozenset[str]) -> tuple[str, ...]:
     """A field's accessors in the order `cast` tries them (sorted: the first present one wins)."""
