@@ -355,10 +355,7 @@ class Decide:
         assert self.parquet is not None
         as_read = [i for i, (_, new_id) in enumerate(kept) if new_id is None] if self.limits is None else []
         taken, atomic, read = columnar.kept_values(lines.texts([kept[i][0] for i in as_read]))
-        fast = [i for i, took in zip(as_read, taken.tolist(), strict=True) if took]
-        by_row = {
-            i: (contexts + derived, unstruct) for i, (contexts, unstruct, derived) in zip(fast, read, strict=True)
-        }
+        by_row = dict(zip([i for i, took in zip(as_read, taken.tolist(), strict=True) if took], read, strict=True))
         events = {i: self._kept_event(*kept[i], lines) for i in range(len(kept)) if i not in by_row}
         if events:
             decoded = atomic_values(list(events.values()))

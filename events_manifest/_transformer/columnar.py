@@ -45,6 +45,7 @@ from events_manifest._transformer.event import (
     entities,
 )
 from events_manifest._transformer.jvm import days_from_civil, double_to_string
+from events_manifest._transformer.parquet import Entities
 
 _CONTROL = r"[\x{00}-\x{08}\x{0a}-\x{1f}\x{7f}-\x{9f}]"
 """What a JSON string escapes, but the tab between fields: a line holding any is left to the decoder."""
@@ -479,10 +480,10 @@ def _entities(columns: list[pa.Array], ok: np.ndarray) -> list[EventEntities | N
     return found
 
 
-def kept_values(text: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array], list[EventEntities]]:
-    """For Parquet rows, the lines of good events in the shapes this path takes (a mask), their
-    atomic fields' values column by column (`parquet.AtomicValues`) and their entities: no event
-    is built."""
+def kept_values(text: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array], list[Entities]]:
+    """For Parquet rows (`ParquetColumns.rows_of`), the lines in the shapes this path takes (a
+    mask), their atomic fields' values column by column (`parquet.AtomicValues`) and their
+    entities: no event is built."""
     wide, columns = fields(text)
     ok, _, stamps = atomic_columns(columns, None, render=False)
     read = _entities(columns, ok)
@@ -500,7 +501,7 @@ def kept_values(text: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array], list[E
             values[name] = _decoded(kind, columns[index], ok).take(at)
     taken = np.zeros(len(text), dtype=bool)
     taken[np.flatnonzero(wide)[rows]] = True
-    return taken, values, [parts for parts in read if parts is not None]
+    return taken, values, [(contexts + derived, event) for contexts, event, derived in filter(None, read)]
 
 
 def _entities_or_error(text: str, unstruct: bool) -> list[Entity] | Entity | InvalidValue:

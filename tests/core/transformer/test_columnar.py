@@ -254,10 +254,9 @@ def test_parquet_rows_built_from_columns_are_the_decoded_events_rows(batch: list
     """Parquet rows of the lines `columnar.kept_values` takes, built without an event: the rows and
     misfits of their decoded events (`ParquetColumns.rows`); the lines it leaves are the decoder's."""
     columns = _parquet_columns()
-    taken, atomic, read = columnar.kept_values(pa.array(batch))
+    taken, atomic, entities = columnar.kept_values(pa.array(batch))
     events = [decode(line, None) for line, took in zip(batch, taken.tolist(), strict=True) if took]
     assert all(isinstance(event, Event) for event in events)
-    entities = [(contexts + derived, unstruct) for contexts, unstruct, derived in read]
     built, failures = columns.rows_of(atomic, entities)
     decoded, decoded_failures = columns.rows(events)  # type: ignore[arg-type]
     assert built.equals(decoded), "the same rows (compared in Arrow: a year 0 has no datetime)"
