@@ -11,12 +11,15 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from events_manifest._jobs import steps
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,3 +79,31 @@ def wait_for(reached: Callable[[], bool], what: str, process: subprocess.Popen[A
             raise AssertionError(f"{what}: the process ended first. {said}")
         assert time.monotonic() < deadline, f"{what}: not within three minutes"
         time.sleep(0.05)
+
+
+def scratch(folder: Path) -> dict[str, str]:
+    """Environment that keeps a Spark process's scratch folders (its `spark-*`, `blockmgr-*` and
+    `artifacts-*`) in `folder`: a killed JVM never deletes them, and in /tmp they pile up run after run."""
+    where = folder / "spark-scratch"
+    where.mkdir(exist_ok=True)
+    return {"SPARK_LOCAL_DIRS": str(where), "SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={where}"}
+
+
+def killed(
+    command: list[str], cwd: Path, step: str, child: dict[str, str], meanwhile: Callable[[], None] = lambda: None
+) -> None:
+    """`command` run in `cwd` with the environment `child`, stopped at `step` (it signals through a
+    file), `meanwhile()` done while it runs, then its whole process group killed (SIGKILL): the JVM
+    and its Python workers too."""
+    signal_file = cwd / f"reached-{step}"
+    child = {**child, steps.STOP_AT: step, steps.SIGNAL: str(signal_file), **scratch(cwd)}
+    process = subprocess.Popen(
+        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        meanwhile()
+        wait_for(signal_file.exists, f"the run reaching {step}", process)  # there, it waits to be killed
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+        process.stderr.close()  # type: ignore[union-attr]

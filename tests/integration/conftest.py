@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,9 @@ import attrs
 import boto3
 import pytest
 
-from events_manifest._jobs import steps
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer, start_moto
-from tests.commands import env, wait_for
+from tests.commands import env
 from tests.transformer_helpers import RESOLVER
 
 JARS = os.environ.get("EVENTS_MANIFEST_S3A_JARS")
@@ -126,25 +124,6 @@ def spark_submit(
 
 def submit_env(**extra: str) -> dict[str, str]:
     return {**env(), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **extra}
-
-
-def killed(
-    command: list[str], cwd: Path, step: str, meanwhile: Callable[[], None] = lambda: None, **extra: str
-) -> None:
-    """`command` (spark-submit) started, `meanwhile()` done while it runs, then, once it stops at
-    `step`, its whole process group killed (SIGKILL)."""
-    signal_file = cwd / f"reached-{step}"
-    child = submit_env(**{steps.STOP_AT: step, steps.SIGNAL: str(signal_file)}, **extra)
-    process = subprocess.Popen(
-        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        meanwhile()
-        wait_for(signal_file.exists, f"the job reaching {step}", process)
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
-        process.stderr.close()  # type: ignore[union-attr]
 
 
 def run_submit(command: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,8 @@ import pytest
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from spark_integration import transformer as transformer_module
-from tests.integration.conftest import S3, killed, spark_submit, submit_env
+from tests.commands import killed
+from tests.integration.conftest import S3, spark_submit, submit_env
 from tests.integration.outputs import config, manifest, queue, reference, s3_run, same
 from tests.spark.test_transformer import transformer
 from tests.transformer_helpers import RESOLVER
@@ -57,7 +58,7 @@ def test_a_run_killed_at_each_step_of_its_commit_on_s3_is_finished(
     (runs / "s3.hocon").write_text(config(s3.url("in"), s3.url("out"), url))
     flags = ["--iglu-config", "iglu.json", "--config", "s3.hocon", "--manifest", manifest(dynalite)]
     command = spark_submit(transformer_module.__file__, *flags, server=s3_server)
-    killed(command, runs, step, AWS_ENDPOINT_URL_SQS=s3_server.endpoint)
+    killed(command, runs, step, submit_env(AWS_ENDPOINT_URL_SQS=s3_server.endpoint))
     assert "out/run=1/shredding_complete.json" in s3.keys("out/run=1/") or step != "committed"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)

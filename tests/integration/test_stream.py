@@ -18,9 +18,9 @@ import pytest
 
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
-from tests.commands import in_process, wait_for
+from tests.commands import in_process, killed, wait_for
 from tests.integration import stream_driver
-from tests.integration.conftest import S3, killed, spark_submit, submit_env
+from tests.integration.conftest import S3, spark_submit, submit_env
 from tests.integration.outputs import manifest, queue, reference, s3_run, same
 
 START = 1_794_997_800
@@ -71,7 +71,7 @@ def test_a_stream_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
             put_batch(s3, 1, "stream/b.tsv.gz")
 
     command = spark_submit(stream_driver.__file__, *flags, "--clock", "clock", server=s3_server)
-    killed(command, runs, step, second_window, AWS_ENDPOINT_URL_SQS=s3_server.endpoint)
+    killed(command, runs, step, submit_env(AWS_ENDPOINT_URL_SQS=s3_server.endpoint), second_window)
     if STEPS[step] == 0:
         put_batch(s3, 1, "stream/b.tsv.gz")
     with pytest.MonkeyPatch.context() as patch:

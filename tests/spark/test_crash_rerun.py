@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import uuid
 from datetime import datetime
@@ -23,10 +21,9 @@ from typing import Any
 import pytest
 
 from events_manifest import SqliteManifest
-from events_manifest._jobs import steps
 from events_manifest._snowplow.generator import BatchSpec, write_batches
 from spark_integration import shred
-from tests.commands import env, events_manifest, shredder, wait_for
+from tests.commands import env, events_manifest, killed, shredder
 from tests.shred_helpers import atomic, line, read_bad, read_output
 
 pytestmark = pytest.mark.process
@@ -47,20 +44,8 @@ def batch(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, di
 
 
 def killed_at(step: str, cwd: Path, *args: str, module: str = "spark_integration.shredder") -> None:
-    """Run a job (the shred job by default) as a process of its own, stopped at `step` (it signals
-    through a file), then kill its whole process group: the JVM and its Python workers too."""
-    signal_file = cwd / f"reached-{step}"
-    child = {**env(), steps.STOP_AT: step, steps.SIGNAL: str(signal_file)}
-    command = [sys.executable, "-m", module, *args]
-    process = subprocess.Popen(
-        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        wait_for(signal_file.exists, f"the run reaching {step}", process)  # there, it waits to be killed
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
-        process.stderr.close()  # type: ignore[union-attr]
+    """Run a job (the shred job by default) as a process of its own, killed at `step`."""
+    killed([sys.executable, "-m", module, *args], cwd, step, env())
 
 
 def copy_manifest(folder: Path, into: Path) -> str:
