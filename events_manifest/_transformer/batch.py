@@ -117,7 +117,7 @@ class Parse:
             return self.per_event(lines.to_pylist()), None
         wide, columns = columnar.fields(text)
         taken, texts, stamps = columnar.atomic_columns(columns, self.minimum, render=self.wide_rows)
-        extras, types = columnar.entity_parts(columns, taken)
+        extras, types = columnar.entity_parts(columns, taken, render=self.wide_rows)
         positions = np.flatnonzero(wide)  # each column row's place in the batch
         rows = np.flatnonzero(taken)
         at = pa.array(rows, pa.int64())

@@ -256,12 +256,12 @@ write alike, escapes included)."""
 Pairs = list[tuple[SchemaKey, str]]
 
 
-def _compact(text: bytes, unstruct: bool) -> Pairs | None:
+def _compact(text: bytes, unstruct: bool, render: bool) -> Pairs | None:
     """A JSON column's entities (key, data text) when its envelope is written as enrichment writes
     it (compact, schema then data, no escape); None for any other text (the decoder then reads it).
     A data is taken as it stands when msgspec, re-encoding it, writes it as it stands (compact, the
     escapes circe writes, numbers as both print them) and it holds no U+007F to U+009F; else it is
-    printed from its own parse (`sdjson`)."""
+    printed from its own parse (`sdjson`), or only parsed without `render` (its text left empty)."""
     try:
         envelope: _Contexts | _Unstruct = _DECODERS[unstruct].decode(text)
         if _ENCODER.encode(envelope) != text:
@@ -275,42 +275,49 @@ def _compact(text: bytes, unstruct: bool) -> Pairs | None:
             if key is None:
                 return None
             if _C1.search(raw) or _ENCODER.encode(_ANY.decode(raw)) != raw:
-                found.append((key, sdjson.dumps(sdjson.loads(raw.decode()))))  # numbers as written, escapes
+                data = sdjson.loads(raw.decode())
+                found.append((key, sdjson.dumps(data) if render else ""))  # numbers as written, escapes
             else:
-                found.append((key, raw.decode()))
+                found.append((key, raw.decode() if render else ""))
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     return found
 
 
-def _column(text: bytes | None, unstruct: bool) -> Pairs:
-    """A JSON column's entities, by `_compact` or else by the decoder (`InvalidValue` if bad)."""
+def _column(text: bytes | None, unstruct: bool, render: bool) -> Pairs:
+    """A JSON column's entities, by `_compact` or else by the decoder (`InvalidValue` if bad);
+    without `render`, their keys only (texts empty)."""
     if not text:
         return []
-    pairs = _compact(text, unstruct)
+    pairs = _compact(text, unstruct, render)
     if pairs is not None:
         return pairs
     found = entities(text.decode(), unstruct)
-    return widerow.texts(found if isinstance(found, list) else [found])
+    listed = found if isinstance(found, list) else [found]
+    return widerow.texts(listed) if render else [(key, "") for key, _ in listed]
 
 
 Part = tuple[dict[str, str], list[str]]
 """A JSON column's share of a line: its entity columns (their JSON) and its entity types."""
 
 
-def _part(text: bytes | None, unstruct: bool) -> Part:
-    """A JSON column's part of its line (`InvalidValue` if the decoder refuses it)."""
-    pairs = _column(text, unstruct)
+def _part(text: bytes | None, unstruct: bool, render: bool) -> Part:
+    """A JSON column's part of its line (`InvalidValue` if the decoder refuses it); without
+    `render`, its types alone."""
+    pairs = _column(text, unstruct, render)
     if unstruct:
-        event = pairs[0] if pairs else None
+        event = pairs[0] if pairs and render else None
         return widerow.unstruct_column(event), [type_text(key.uri, widerow.SELF_DESCRIBING_EVENT) for key, _ in pairs]
-    return widerow.context_columns(pairs), [type_text(key.uri, widerow.CONTEXT) for key, _ in pairs]
+    return widerow.context_columns(pairs) if render else {}, [type_text(key.uri, widerow.CONTEXT) for key, _ in pairs]
 
 
-def entity_parts(columns: list[pa.Array], ok: np.ndarray) -> tuple[list[dict[str, str] | None], list[list[str]]]:
-    """Each taken line's entity columns (their JSON) and entity types (`ENTITY URI`), from its
-    three JSON fields (each distinct text read once a batch: derived contexts and events repeat);
-    a line whose JSON the decoder refuses is not taken (`ok` cleared)."""
+def entity_parts(
+    columns: list[pa.Array], ok: np.ndarray, *, render: bool = True
+) -> tuple[list[dict[str, str] | None], list[list[str]]]:
+    """Each taken line's entity columns (their JSON, with `render`: only wide-row JSON writes them)
+    and entity types (`ENTITY URI`), from its three JSON fields (each distinct text read once a
+    batch: derived contexts and events repeat); a line whose JSON the decoder refuses is not taken
+    (`ok` cleared)."""
     contexts, unstruct, derived = (
         columns[i].cast(pa.binary()).to_pylist() for i in (CONTEXTS, UNSTRUCT_EVENT, DERIVED_CONTEXTS)
     )
@@ -323,7 +330,7 @@ def entity_parts(columns: list[pa.Array], ok: np.ndarray) -> tuple[list[dict[str
             key = (text, is_unstruct)
             if key not in read:
                 try:
-                    read[key] = _part(text, is_unstruct)
+                    read[key] = _part(text, is_unstruct, render)
                 except InvalidValue:
                     read[key] = None
             parts.append(read[key])

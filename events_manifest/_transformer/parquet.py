@@ -147,8 +147,9 @@ class ParquetColumns:
         fits = np.ones(len(entities), dtype=bool)
         cast_columns: list[list[Any]] = [[] for _ in (*_DECIMALS, *self.entities)]
         money = zip(*(atomic[field.name].to_pylist() for field, _ in _DECIMALS), strict=True)
+        made: dict[tuple[int, ...], tuple[Any, list[dict[str, Any]]]] = {}
         for row, (event_money, event_entities) in enumerate(zip(money, entities, strict=True)):
-            cast_values, errors = self._cast(event_money, event_entities)
+            cast_values, errors = self._cast(event_money, event_entities, made)
             failures.append(errors or None)
             if errors:
                 fits[row] = False
@@ -168,12 +169,20 @@ class ParquetColumns:
         return [caster(column.field.type, True) for column in self.entities]
 
     @functools.cached_property
+    def _columns_of(self) -> dict[tuple[bool, str], int]:
+        """Each entity column's place, by (holds contexts, schema URI) of the data it takes."""
+        return {(column.context, uri): at for at, column in enumerate(self.entities) for uri in column.keys}
+
+    @functools.cached_property
     def _entity_types(self) -> dict[str, pa.DataType]:
         return {column.field.name: arrow_type(column.field.type) for column in self.entities}
 
-    def _cast(self, money: Sequence[float | None], entities: Entities) -> tuple[list[Any], list[dict[str, Any]]]:
+    def _cast(
+        self, money: Sequence[float | None], entities: Entities, made: dict[tuple[int, ...], Any]
+    ) -> tuple[list[Any], list[dict[str, Any]]]:
         """An event's money and entity values cast to their columns, or the failures of the first
-        that does not fit (money first, then the entity columns)."""
+        that does not fit (money first, then the entity columns). A column's value of data events
+        share (a batch's repeated JSON texts are read once) is cast once, and kept in `made`."""
         found: list[Any] = []
         for (field, _), value in zip(_DECIMALS, money, strict=True):
             if value is None:
@@ -183,15 +192,23 @@ class ParquetColumns:
             if errors:
                 return [], [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
             found.append(cast_value)
+        data: dict[int, list[Any]] = {}
         in_order, event = entities
-        contexts = [(entity.key.uri, entity.data) for entity in in_order]
-        unstruct = (event.key.uri, event.data) if event is not None else None
-        for column, cast_column in zip(self.entities, self._casters, strict=True):
-            value, errors = cast_column(_column_data(column, contexts, unstruct))
+        held = [(entity, True) for entity in in_order] + ([(event, False)] if event is not None else [])
+        for entity, context in held:
+            at = self._columns_of.get((context, entity.key.uri))
+            if at is not None:
+                data.setdefault(at, []).append(entity.data)
+        values: list[Any] = [None] * len(self.entities)
+        for at in sorted(data):
+            column, taken = self.entities[at], data[at]
+            key = (at, *map(id, taken))
+            if key not in made:
+                made[key] = self._casters[at](taken if column.context else taken[0])
+            values[at], errors = made[key]
             if errors:
                 return [], [{"schemaKey": column.named, **error} for error in errors]
-            found.append(value)
-        return found, []
+        return found + values, []
 
 
 Entities = tuple[Sequence[Entity], Entity | None]
@@ -266,17 +283,6 @@ def _without_surrogates(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _without_surrogates(item) for key, item in value.items()}
     return value
-
-
-def _column_data(column: EntityColumn, contexts: list[tuple[str, Any]], unstruct: tuple[str, Any] | None) -> Any:
-    """An entity column's value in an event, from its (schema URI, data) pairs: the data of its
-    contexts (then derived contexts) of the column's schemas, in order, or its unstruct event's."""
-    if column.context:
-        found = [data for uri, data in contexts if uri in column.keys]
-        return found or None
-    if unstruct is not None and unstruct[0] in column.keys:
-        return unstruct[1]
-    return None
 
 
 def _atomic(field: Field, value: Any) -> tuple[Any, list[dict[str, Any]]]:
