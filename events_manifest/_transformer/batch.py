@@ -115,7 +115,7 @@ class Parse:
         text = _text(lines)
         if text is None or self.limits is not None:
             return self.per_event(lines.to_pylist()), None
-        wide, columns = columnar.fields(text)
+        wide, columns = columnar.fields(text, json=self.wide_rows)
         taken, texts, stamps = columnar.atomic_columns(columns, self.minimum, render=self.wide_rows)
         extras, types = columnar.entity_parts(columns, taken, render=self.wide_rows)
         positions = np.flatnonzero(wide)  # each column row's place in the batch

@@ -61,12 +61,15 @@ _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 NANOS = 1_000_000_000
 
 
-def fields(text: pa.Array) -> tuple[np.ndarray, list[pa.Array]]:
-    """The lines of 131 fields and no control character but tabs (a mask), and their fields,
-    column by column."""
+def fields(text: pa.Array, *, json: bool = True) -> tuple[np.ndarray, list[pa.Array]]:
+    """The lines of 131 fields (a mask), and their fields, column by column. With `json`, only
+    lines without a control character but tabs: they are rendered as JSON, where the decoder
+    writes a string's escapes; events and their values hold the characters as they are."""
     parts = pc.split_pattern(text, "\t")
     width = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
-    wide = (width == FIELDS) & ~_mask(pc.match_substring_regex(text, _CONTROL))
+    wide = width == FIELDS
+    if json:
+        wide &= ~_mask(pc.match_substring_regex(text, _CONTROL))
     values = pc.list_flatten(parts if wide.all() else parts.filter(pa.array(wide)))
     count = int(wide.sum())
     by_field = values.take(pa.array(np.arange(count * FIELDS).reshape(count, FIELDS).T.ravel()))
@@ -394,7 +397,7 @@ def events(text: pa.Array) -> list[Event | None]:
 def decoded(text: pa.Array, *, tsv: bool) -> tuple[list[Event | None], list[str | None]]:
     """`events`, and with `tsv` each of their atomic TSV lines as shred mode writes them
     (`shredded.atomic_line`; None where the event is)."""
-    wide, columns = fields(text)
+    wide, columns = fields(text, json=False)
     ok, _, stamps = atomic_columns(columns, None, render=False)
     return decoded_columns(len(text), wide, columns, ok, stamps, tsv=tsv)
 
@@ -491,7 +494,7 @@ def kept_values(text: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array], list[E
     """For Parquet rows (`ParquetColumns.rows_of`), the lines in the shapes this path takes (a
     mask), their atomic fields' values column by column (`parquet.AtomicValues`) and their
     entities: no event is built."""
-    wide, columns = fields(text)
+    wide, columns = fields(text, json=False)
     ok, _, stamps = atomic_columns(columns, None, render=False)
     read = _entities(columns, ok)
     ok &= np.array([parts is not None for parts in read], dtype=bool)

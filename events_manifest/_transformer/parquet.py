@@ -15,7 +15,6 @@ from decimal import InvalidOperation
 from typing import Any
 
 import attrs
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -143,72 +142,79 @@ class ParquetColumns:
         their `entities`: one struct array of the rows that fit, in order, and for each event None
         (it fits: its row is the array's next) or the failures of the first column one of its
         values does not fit (only money and entities can misfit)."""
-        failures: list[list[dict[str, Any]] | None] = []
-        fits = np.ones(len(entities), dtype=bool)
-        cast_columns: list[list[Any]] = [[] for _ in (*_DECIMALS, *self.entities)]
-        money = zip(*(atomic[field.name].to_pylist() for field, _ in _DECIMALS), strict=True)
-        made: dict[tuple[int, ...], tuple[Any, list[dict[str, Any]]]] = {}
-        for row, (event_money, event_entities) in enumerate(zip(money, entities, strict=True)):
-            cast_values, errors = self._cast(event_money, event_entities, made)
-            failures.append(errors or None)
-            if errors:
-                fits[row] = False
-                continue
-            for column, value in zip(cast_columns, cast_values, strict=True):
-                column.append(value)
-        fitting = pa.array(fits)
-        arrays = {name: _parquet_values(name, atomic[name].filter(fitting)) for name in _PLAIN}
-        named = [field.name for field, _ in _DECIMALS] + [column.field.name for column in self.entities]
-        for name, column in zip(named, cast_columns, strict=True):
-            arrays[name] = _values_array(column, _ARROW_TYPES.get(name) or self._entity_types[name])
+        failures: list[list[dict[str, Any]] | None] = [None] * len(entities)
+        money = [self._money(field, atomic[field.name], failures) for field, _ in _DECIMALS]
+        values = self._entity_values(entities, failures)
+        arrays = {name: _parquet_values(name, atomic[name]) for name in _PLAIN}
+        for (field, _), column in zip(_DECIMALS, money, strict=True):
+            arrays[field.name] = _values_array(column, _ARROW_TYPES[field.name])
+        for entity_column, column in zip(self.entities, values, strict=True):
+            arrays[entity_column.field.name] = _values_array(column, self._entity_types[entity_column.field.name])
         schema = self.arrow_schema()
-        return pa.StructArray.from_arrays([arrays[name] for name in schema.names], fields=list(schema)), failures
+        rows = pa.StructArray.from_arrays([arrays[name] for name in schema.names], fields=list(schema))
+        fits = [failed is None for failed in failures]
+        return (rows if all(fits) else rows.filter(pa.array(fits))), failures
+
+    @staticmethod
+    def _money(field: Field, values: pa.Array, failures: list[list[dict[str, Any]] | None]) -> list[Any]:
+        """A money column's values cast to its decimal; an event's first misfit (money columns are
+        cast in order, before its entities) goes to `failures`."""
+        cast_values: list[Any] = [None] * len(values)
+        if values.null_count == len(values):
+            return cast_values
+        for row, value in enumerate(values.to_pylist()):
+            if value is not None and failures[row] is None:
+                cast_values[row], errors = _atomic(field, value)
+                if errors:
+                    failures[row] = [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
+        return cast_values
 
     @functools.cached_property
     def _casters(self) -> list[Caster]:
         return [caster(column.field.type, True) for column in self.entities]
 
     @functools.cached_property
-    def _columns_of(self) -> dict[tuple[bool, str], int]:
-        """Each entity column's place, by (holds contexts, schema URI) of the data it takes."""
-        return {(column.context, uri): at for at, column in enumerate(self.entities) for uri in column.keys}
+    def _columns_of(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Each entity column's place by the schema URI of the data it takes: of contexts, and of
+        unstruct events."""
+        places: tuple[dict[str, int], dict[str, int]] = ({}, {})
+        for at, column in enumerate(self.entities):
+            places[0 if column.context else 1].update(dict.fromkeys(column.keys, at))
+        return places
 
     @functools.cached_property
     def _entity_types(self) -> dict[str, pa.DataType]:
         return {column.field.name: arrow_type(column.field.type) for column in self.entities}
 
-    def _cast(
-        self, money: Sequence[float | None], entities: Entities, made: dict[tuple[int, ...], Any]
-    ) -> tuple[list[Any], list[dict[str, Any]]]:
-        """An event's money and entity values cast to their columns, or the failures of the first
-        that does not fit (money first, then the entity columns). A column's value of data events
-        share (a batch's repeated JSON texts are read once) is cast once, and kept in `made`."""
-        found: list[Any] = []
-        for (field, _), value in zip(_DECIMALS, money, strict=True):
-            if value is None:
-                found.append(None)
+    def _entity_values(
+        self, entities: Sequence[Entities], failures: list[list[dict[str, Any]] | None]
+    ) -> list[list[Any]]:
+        """The entity columns' values of the events without a failure yet, column by column; an
+        event's first misfit (in column order) goes to `failures`. A column's value of data events
+        share (a batch's repeated JSON texts are read once) is cast once."""
+        columns: list[list[Any]] = [[None] * len(entities) for _ in self.entities]
+        contexts_at, events_at = self._columns_of
+        made: dict[tuple[int, ...], tuple[Any, list[dict[str, Any]]]] = {}
+        for row, (in_order, event) in enumerate(entities):
+            if failures[row] is not None:
                 continue
-            cast_value, errors = _atomic(field, value)
-            if errors:
-                return [], [{"schemaKey": ATOMIC_SCHEMA.uri, **error} for error in errors]
-            found.append(cast_value)
-        data: dict[int, list[Any]] = {}
-        in_order, event = entities
-        held = [(entity, True) for entity in in_order] + ([(event, False)] if event is not None else [])
-        for entity, context in held:
-            at = self._columns_of.get((context, entity.key.uri))
-            if at is not None:
-                data.setdefault(at, []).append(entity.data)
-        values: list[Any] = [None] * len(self.entities)
-        for at in sorted(data):
-            column, taken = self.entities[at], data[at]
-            key = (at, *map(id, taken))
-            if key not in made:
-                made[key] = self._casters[at](taken if column.context else taken[0])
-            values[at], errors = made[key]
-            if errors:
-                return [], [{"schemaKey": column.named, **error} for error in errors]
-        return found + values, []
+            data: dict[int, list[Any]] = {}
+            for entity in in_order:
+                at = contexts_at.get(entity.key.uri)
+                if at is not None:
+                    data.setdefault(at, []).append(entity.data)
+            if event is not None and (at := events_at.get(event.key.uri)) is not None:
+                data[at] = event.data
+            for at in sorted(data):
+                value = data[at]
+                key = (at, *map(id, value)) if self.entities[at].context else (at, id(value))
+                if key not in made:
+                    made[key] = self._casters[at](value)
+                columns[at][row], errors = made[key]
+                if errors:
+                    failures[row] = [{"schemaKey": self.entities[at].named, **error} for error in errors]
+                    break
+        return columns
 
 
 Entities = tuple[Sequence[Entity], Entity | None]

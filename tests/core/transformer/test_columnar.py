@@ -177,9 +177,10 @@ def test_each_shape_alone_on_a_line_of_common_fields() -> None:
             fields[index] = value
             batch.append("\t".join(fields).encode())
     for minimum in (None, 1_700_000_000 * NANOS + 5):
-        parse = Parse(minimum=minimum, now=1_800_000_000 * NANOS)
-        lines = pa.array(batch, pa.binary())
-        assert parse.batch(lines).to_pylist() == parse.per_event(lines.to_pylist()).to_pylist()
+        for wide_rows in (True, False):
+            parse = Parse(minimum=minimum, now=1_800_000_000 * NANOS, wide_rows=wide_rows)
+            lines = pa.array(batch, pa.binary())
+            assert parse.batch(lines).to_pylist() == parse.per_event(lines.to_pylist()).to_pylist()
     texts = [line.decode() for line in batch]
     events, tsv = columnar.decoded(pa.array(texts), tsv=True)
     assert all(event is None or event == decode(text, None) for text, event in zip(texts, events, strict=True))
@@ -216,6 +217,35 @@ def test_the_common_shapes_are_taken_by_the_columnar_path(monkeypatch: pytest.Mo
     rows = Parse().batch(pa.array(["\t".join(fields).encode()] * 3, pa.binary())).to_pylist()
     assert fallen == [] and len(rows) == 3 and all(row["good"] for row in rows)
     assert '"geo_location":"37.7749,-122.4194"' in rows[0]["value"]
+
+
+def test_control_characters_leave_the_columnar_path_only_where_json_is_rendered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A text field holding control characters (C0 and C1): its wide-row JSON escapes them, which
+    the decoder writes; Parquet and shred mode take the value as it is, by the columnar path, and
+    get the decoder's rows."""
+    fields = [COMMON[FIELD_KINDS[name]] for name in FIELD_NAMES]
+    fields[FIELD_NAMES.index("app_id")] = "a\x01b\x7fc\x85d"
+    line = "\t".join(fields)
+    fallen: list[int] = []
+    original = Parse.per_event
+
+    def per_event(self: Parse, lines: Sequence[str | bytes]) -> pa.RecordBatch:
+        fallen.append(len(lines))
+        return original(self, lines)
+
+    monkeypatch.setattr(Parse, "per_event", per_event)
+    for wide_rows, decoder_lines in ((True, [1]), (False, [])):
+        fallen.clear()
+        parse = Parse(wide_rows=wide_rows)
+        rows = parse.batch(pa.array([line.encode()], pa.binary())).to_pylist()
+        assert fallen == decoder_lines
+        assert rows == original(parse, [line.encode()]).to_pylist() and rows[0]["good"]
+    taken, atomic, _ = columnar.kept_values(pa.array([line]))
+    assert taken.tolist() == [True] and atomic["app_id"].to_pylist() == ["a\x01b\x7fc\x85d"]
+    [event], _ = columnar.decoded(pa.array([line]), tsv=False)
+    assert event == decode(line, None)
 
 
 def _parquet_columns() -> ParquetColumns:
