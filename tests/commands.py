@@ -86,7 +86,8 @@ def scratch(folder: Path) -> dict[str, str]:
     `artifacts-*`) in `folder`: a killed JVM never deletes them, and in /tmp they pile up run after run."""
     where = folder / "spark-scratch"
     where.mkdir(exist_ok=True)
-    return {"SPARK_LOCAL_DIRS": str(where), "SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={where}"}
+    options = " ".join(filter(None, [os.environ.get("SPARK_SUBMIT_OPTS"), f"-Djava.io.tmpdir={where}"]))
+    return {"SPARK_LOCAL_DIRS": str(where), "SPARK_SUBMIT_OPTS": options}  # the suite's JVM options kept
 
 
 def killed(
