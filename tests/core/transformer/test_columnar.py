@@ -199,49 +199,45 @@ def test_a_batch_with_bytes_that_are_not_utf8_is_read_as_the_jvm_reads_them() ->
     assert '"app_id":"caf\ufffd"' in rows[1]["value"]
 
 
-def test_the_common_shapes_are_taken_by_the_columnar_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lines as enrichers write them do not fall back to the per-event decoder (which the
-    property above would not notice: it compares results, not paths)."""
+@pytest.fixture
+def fallen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many lines each call of the per-event decoder (`Parse.per_event`) got: which the
+    properties above would not notice, as they compare results, not paths."""
+    calls: list[int] = []
+    original = Parse.per_event
+
+    def per_event(self: Parse, lines: Sequence[str | bytes]) -> pa.RecordBatch:
+        calls.append(len(lines))
+        return original(self, lines)
+
+    monkeypatch.setattr(Parse, "per_event", per_event)
+    return calls
+
+
+def test_the_common_shapes_are_taken_by_the_columnar_path(fallen: list[int]) -> None:
+    """Lines as enrichers write them do not fall back to the per-event decoder."""
     fields = [COMMON[FIELD_KINDS[name]] for name in FIELD_NAMES]
     fields[FIELD_NAMES.index("contexts")] = WRITTEN["C"][1]
     fields[FIELD_NAMES.index("geo_latitude")] = "37.7749"
     fields[FIELD_NAMES.index("geo_longitude")] = "-122.4194"
-    fallen: list[int] = []
-    original = Parse.per_event
-
-    def per_event(self: Parse, lines: Sequence[str | bytes]) -> pa.RecordBatch:
-        fallen.append(len(lines))
-        return original(self, lines)
-
-    monkeypatch.setattr(Parse, "per_event", per_event)
     rows = Parse().batch(pa.array(["\t".join(fields).encode()] * 3, pa.binary())).to_pylist()
     assert fallen == [] and len(rows) == 3 and all(row["good"] for row in rows)
     assert '"geo_location":"37.7749,-122.4194"' in rows[0]["value"]
 
 
-def test_control_characters_leave_the_columnar_path_only_where_json_is_rendered(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_control_characters_leave_the_columnar_path_only_where_json_is_rendered(fallen: list[int]) -> None:
     """A text field holding control characters (C0 and C1): its wide-row JSON escapes them, which
     the decoder writes; Parquet and shred mode take the value as it is, by the columnar path, and
     get the decoder's rows."""
     fields = [COMMON[FIELD_KINDS[name]] for name in FIELD_NAMES]
     fields[FIELD_NAMES.index("app_id")] = "a\x01b\x7fc\x85d"
     line = "\t".join(fields)
-    fallen: list[int] = []
-    original = Parse.per_event
-
-    def per_event(self: Parse, lines: Sequence[str | bytes]) -> pa.RecordBatch:
-        fallen.append(len(lines))
-        return original(self, lines)
-
-    monkeypatch.setattr(Parse, "per_event", per_event)
-    for wide_rows, decoder_lines in ((True, [1]), (False, [])):
-        fallen.clear()
+    for wide_rows, decoded_alone in ((True, 1), (False, 0)):
         parse = Parse(wide_rows=wide_rows)
         rows = parse.batch(pa.array([line.encode()], pa.binary())).to_pylist()
-        assert fallen == decoder_lines
-        assert rows == original(parse, [line.encode()]).to_pylist() and rows[0]["good"]
+        assert sum(fallen) == decoded_alone, "the lines the per-event decoder read"
+        assert rows == parse.per_event([line.encode()]).to_pylist() and rows[0]["good"]
+        fallen.clear()
     taken, atomic, _ = columnar.kept_values(pa.array([line]))
     assert taken.tolist() == [True] and atomic["app_id"].to_pylist() == ["a\x01b\x7fc\x85d"]
     [event], _ = columnar.decoded(pa.array([line]), tsv=False)
