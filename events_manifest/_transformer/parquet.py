@@ -198,15 +198,15 @@ class ParquetColumns:
         for row, (in_order, event) in enumerate(entities):
             if failures[row] is not None:
                 continue
-            data: dict[int, list[Any]] = {}
+            held: dict[int, Any] = {}  # by column: a context column's list of data, an event column's data
             for entity in in_order:
                 at = contexts_at.get(entity.key.uri)
                 if at is not None:
-                    data.setdefault(at, []).append(entity.data)
+                    held.setdefault(at, []).append(entity.data)
             if event is not None and (at := events_at.get(event.key.uri)) is not None:
-                data[at] = event.data
-            for at in sorted(data):
-                value = data[at]
+                held[at] = event.data
+            for at in sorted(held):
+                value = held[at]
                 key = (at, *map(id, value)) if self.entities[at].context else (at, id(value))
                 if key not in made:
                     made[key] = self._casters[at](value)
