@@ -308,10 +308,12 @@ def _part(text: bytes | None, unstruct: bool, render: bool) -> Part:
     """A JSON column's part of its line (`InvalidValue` if the decoder refuses it); without
     `render`, its types alone."""
     pairs = _column(text, unstruct, render)
+    types = [type_text(key.uri, widerow.SELF_DESCRIBING_EVENT if unstruct else widerow.CONTEXT) for key, _ in pairs]
+    if not render:
+        return {}, types
     if unstruct:
-        event = pairs[0] if pairs and render else None
-        return widerow.unstruct_column(event), [type_text(key.uri, widerow.SELF_DESCRIBING_EVENT) for key, _ in pairs]
-    return widerow.context_columns(pairs) if render else {}, [type_text(key.uri, widerow.CONTEXT) for key, _ in pairs]
+        return widerow.unstruct_column(pairs[0] if pairs else None), types
+    return widerow.context_columns(pairs), types
 
 
 def entity_parts(
