@@ -44,6 +44,12 @@ def parse(lines: DataFrame, iglu: ResolverConfig | None = None) -> DataFrame:
     return checked.select(*lines.columns, "checked.*")
 
 
+def line_bytes() -> Column:
+    """A line (column `line`) as its bytes, for Python: a line that is not UTF-8 is written as the
+    JVM does."""
+    return F.col("line").cast("binary")
+
+
 def head(line: str = "line") -> Column:
     """The first 7 fields of a line, cut at its 7th tab (the whole line when shorter); the rest is
     never looked at."""
@@ -65,15 +71,15 @@ def event_key(line: str = "line") -> Column:
 
 
 def batch_keys(lines: DataFrame) -> DataFrame:
-    """Each line's `key` (see `event_key`) and `etl_second`, at a fraction of `parse`'s cost: the
-    first 19 characters of etl_tstamp (`yyyy-MM-dd HH:mm:ss`) where the event id and both
-    timestamps have the form of valid ones, else null. Every valid line has one (the patterns are
-    `events_manifest._snowplow.parsing`'s), so the earliest among valid lines is among them (see `etl_second`).
-    The head is split once (a hundred-odd bytes decoded): cheaper than cutting three fields out
-    of it by tab positions, which the JVM does a byte at a time."""
-    first = lines.select(head().alias("head"))
+    """Each line (column `line`) with its `key` (see `event_key`) and `etl_second`, at a fraction
+    of `parse`'s cost: the first 19 characters of etl_tstamp (`yyyy-MM-dd HH:mm:ss`) where the
+    event id and both timestamps have the form of valid ones, else null. Every valid line has one
+    (the patterns are `events_manifest._snowplow.parsing`'s), so the earliest among valid lines is
+    among them (see `etl_second`). The head is split once (a hundred-odd bytes decoded): cheaper
+    than cutting three fields out of it by tab positions, which the JVM does a byte at a time."""
+    first = lines.select("line", head().alias("head"))
     fields = F.split("head", "\t")
-    return first.select(head_key(F.col("head")).alias("key"), etl_second(fields).alias("etl_second"))
+    return first.select("line", head_key(F.col("head")).alias("key"), etl_second(fields).alias("etl_second"))
 
 
 def etl_second(fields: Column) -> Column:

@@ -70,12 +70,18 @@ def scan_batch(spark: SparkSession, input_path: str | list[str], iglu: ResolverC
 
 
 def _shared_keys(spark: SparkSession, input_path: str | list[str]) -> tuple[DataFrame, Observation]:
-    """The keys on more than one line, with the totals observed while they are found."""
+    """The keys on more than one line, with the totals observed on the lines while they are found:
+    their count, their earliest etl second (see `enriched.batch_keys`) and a line of that second."""
     keys = enriched.batch_keys(enriched.load_enriched(spark, input_path))
-    per_key = keys.groupBy("key").agg(F.count(F.lit(1)).alias("lines"), F.min("etl_second").alias("etl_second"))
     totals = Observation("batch totals")
-    observed = per_key.observe(totals, F.sum("lines").alias("lines"), F.min("etl_second").alias("etl_second"))
-    return observed.filter(F.col("lines") > 1).select("key"), totals
+    observed = keys.observe(
+        totals,
+        F.count(F.lit(1)).alias("lines"),
+        F.min("etl_second").alias("etl_second"),
+        F.min_by("line", "etl_second").alias("line_of_second"),
+    )
+    per_key = observed.groupBy("key").agg(F.count(F.lit(1)).alias("lines"))  # counts only: a hash aggregation
+    return per_key.filter(F.col("lines") > 1).select("key"), totals
 
 
 def _batch_scan(
@@ -86,8 +92,9 @@ def _batch_scan(
     shared_count: int,
     iglu: ResolverConfig | None,
 ) -> BatchScan:
-    etl = earliest_etl(spark, input_path, totals.get["etl_second"], iglu)
-    return BatchScan(totals.get["lines"] or 0, etl, keys, shared_count)
+    found = totals.get
+    etl = earliest_etl(spark, input_path, found["etl_second"], iglu, found["line_of_second"])
+    return BatchScan(found["lines"] or 0, etl, keys, shared_count)
 
 
 CHECKED_FIRST = 1000
@@ -95,11 +102,16 @@ CHECKED_FIRST = 1000
 
 
 def earliest_etl(
-    spark: SparkSession, input_path: str | list[str], candidate: str | None, iglu: ResolverConfig | None = None
+    spark: SparkSession,
+    input_path: str | list[str],
+    candidate: str | None,
+    iglu: ResolverConfig | None = None,
+    line_of_candidate: str | None = None,
 ) -> datetime | None:
     """The batch etl time: the earliest etl_tstamp, to the second, of the batch's valid lines.
-    `candidate` is the earliest second among lines of the right form (`enriched.batch_keys`); a
-    line that turns out to be a bad row never sets the etl time (see `earliest_second`).
+    `candidate` is the earliest second among lines of the right form (`enriched.batch_keys`), and
+    `line_of_candidate` one of its lines if the scan kept one; a line that turns out to be a bad
+    row never sets the etl time (see `earliest_second`).
     """
     found = earliest_second(
         enriched.load_enriched(spark, input_path),
@@ -108,6 +120,7 @@ def earliest_etl(
         F.col("line"),
         lambda first: any_valid(first, iglu),
         lambda of_second: bool(enriched.parse(of_second, iglu).filter("valid").select("valid").take(1)),
+        line_of_candidate,
     )
     if found is None:
         return None
@@ -122,12 +135,16 @@ def earliest_second(
     line: Column,
     any_good: Callable[[list[Any]], bool],
     any_good_in_spark: Callable[[DataFrame], bool],
+    line_of_candidate: Any = None,
 ) -> str | None:
     """The earliest second (`yyyy-MM-dd HH:mm:ss`, column `second` of `lines`), from `candidate`
     on, at which one of the lines is good: a second's lines (column `line`) are checked on the
     driver (`any_good`) until one is good (usually the first), then, if the first
     `CHECKED_FIRST` are all bad, every one in Spark (`any_good_in_spark`, given column `line`
-    only); else the next second is tried. None when no line is good."""
+    only); else the next second is tried. None when no line is good. `line_of_candidate`, a
+    line of `candidate`'s second found already, is checked first: when good, nothing is read."""
+    if candidate is not None and line_of_candidate is not None and any_good([line_of_candidate]):
+        return candidate
     while candidate is not None:
         of_second = lines.filter(second == candidate).select(line.alias("line"))
         first = [row.line for row in of_second.take(CHECKED_FIRST)]  # read in the JVM, checked here
@@ -151,6 +168,8 @@ class RunScan:
     earliest: str | None
     """The earliest etl second (`yyyy-MM-dd HH:mm:ss`) among lines whose etl_tstamp has
     `event.TIMESTAMP`'s shape, a candidate for the batch etl time (`_transform_run._run_etl`)."""
+    line_of_earliest: bytes | None = None
+    """A line of that second, as its bytes (see `earliest_second`)."""
 
 
 def scan_run(lines: DataFrame) -> RunScan:
@@ -167,19 +186,25 @@ def scan_run(lines: DataFrame) -> RunScan:
     other_id = event_id.rlike(LENIENT_ID) & ~event_id.rlike(CANONICAL_ID)
     other_time = etl.rlike(LENIENT_TIMESTAMP) & ~etl.rlike(TIMESTAMP)
     keyed = lines.select(
+        enriched.line_bytes().alias("line"),
         enriched.event_key().alias("key"),
         etl_second(etl).alias("etl_second"),
         F.coalesce(other_id | other_time, F.lit(False)).alias("other"),
     )
     totals = Observation("run scan")
     found = _more_than_once(
-        keyed.observe(totals, F.min("etl_second").alias("etl_second"), F.count_if("other").alias("other"))
+        keyed.observe(
+            totals,
+            F.min("etl_second").alias("etl_second"),
+            F.min_by("line", "etl_second").alias("line"),
+            F.count_if("other").alias("other"),
+        )
     )
     if found.num_rows > BROADCAST_KEYS:
         return RunScan(None, None)
-    spark = lines.sparkSession
-    earliest = totals.get["etl_second"]
-    return RunScan(None if totals.get["other"] else spark.createDataFrame(found), earliest)
+    spark, seen = lines.sparkSession, totals.get
+    line = None if seen["line"] is None else bytes(seen["line"])
+    return RunScan(None if seen["other"] else spark.createDataFrame(found), seen["etl_second"], line)
 
 
 def shared_ids(parsed: DataFrame) -> DataFrame | None:

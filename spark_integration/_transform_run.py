@@ -79,10 +79,10 @@ def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -
         return RunCounts()
     scan = None if parquet_mode else scan_run(lines)
     if scan is not None and scan.keys is not None:
-        earliest = _run_etl(lines, scan.earliest, parse) if handle is not None else None
+        earliest = _run_etl(lines, scan.earliest, parse, scan.line_of_earliest) if handle is not None else None
         decide = _decide(job, run, earliest, None, now)
         return _write(_scanned(lines, F.broadcast(scan.keys), parse, decide), decide, job, staging, shred_mode)
-    parsed = lines.select(_binary()).mapInArrow(_parse_lines(parse), PARSED_TYPE)
+    parsed = lines.select(enriched.line_bytes()).mapInArrow(_parse_lines(parse), PARSED_TYPE)
     cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
     with contextlib.ExitStack() as stack:
         if cache:
@@ -99,9 +99,10 @@ def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -
         return _write(_decided(once, together, decide), decide, job, staging, shred_mode)
 
 
-def _run_etl(lines: DataFrame, candidate: str | None, parse: Parse) -> datetime | None:
-    """The run's batch etl time from its scan's `candidate` (see `RunScan.earliest`): the earliest
-    etl_tstamp, to the second, of its good events; None when none has one."""
+def _run_etl(lines: DataFrame, candidate: str | None, parse: Parse, line: bytes | None = None) -> datetime | None:
+    """The run's batch etl time from its scan's `candidate` and `line` of it (see
+    `RunScan.earliest`): the earliest etl_tstamp, to the second, of its good events; None when
+    none has one."""
 
     def in_spark(of_second: DataFrame) -> bool:
         return bool(of_second.mapInArrow(_parse_lines(parse), PARSED_TYPE).filter("good").select("good").take(1))
@@ -110,9 +111,10 @@ def _run_etl(lines: DataFrame, candidate: str | None, parse: Parse) -> datetime 
         lines,
         candidate,
         etl_second(F.get(F.split(enriched.head(), "\t"), ETL_TSTAMP)),
-        _binary(),
+        enriched.line_bytes(),
         lambda first: bool(first) and parse.any_good(pa.array([bytes(b) for b in first], pa.binary())),
         in_spark,
+        line,
     )
     return None if found is None else etl_time(second_of(found))
 
@@ -148,7 +150,9 @@ def _decide(job: Job, run: JobRun, earliest: datetime | None, columns: ParquetCo
 
 def _scanned(lines: DataFrame, shared: DataFrame, parse: Parse, decide: Decide) -> DataFrame:
     """The decided rows of the scanned plan: the lines of ids found once and those of `shared` ids."""
-    once, together = (enriched.with_keys(lines, shared, among=among).select(_binary()) for among in (False, True))
+    once, together = (
+        enriched.with_keys(lines, shared, among=among).select(enriched.line_bytes()) for among in (False, True)
+    )
     return _decided(once, together, decide, parse)
 
 
@@ -208,11 +212,6 @@ def _lines(spark: SparkSession, storage: HadoopStorage, listing: Listing) -> Dat
     if all(_compressed(name) for name, size in listing.files if size) and lines.isEmpty():
         return None  # compressed files of no lines: Spark's plan of them may have no partition at all
     return lines
-
-
-def _binary() -> Column:
-    """A line as its bytes, for Python: a line that is not UTF-8 is written as the JVM does."""
-    return F.col("line").cast("binary")
 
 
 _GLOB = re.compile(r"([\\\[\]{}*?])")

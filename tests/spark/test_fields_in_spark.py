@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 from events_manifest._snowplow import fields, parsing
 from events_manifest._snowplow.parsing import UUID_PATTERN
 from spark_integration import _enriched as enriched
+from tests.shred_helpers import line
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 
@@ -92,3 +94,35 @@ def test_the_scan_cuts_the_first_fields_as_a_plain_split_finds_them(spark: Any) 
         if len(split) > fields.EVENT_ID:
             keys.add((row.f6, row.key))
     assert len({k for _, k in keys}) == len({i for i, _ in keys}) > len(texts)
+
+
+def test_the_scan_keeps_a_line_of_the_earliest_second_and_checks_it_before_reading_again(
+    spark: Any, tmp_path: Any
+) -> None:
+    """The scan observes a line of the earliest etl second: when it is valid the etl time needs
+    no further read; when it is a bad row, that second's other lines and then later seconds are
+    read, as before."""
+    from spark_integration import _scan
+
+    def at(time: str, **values: str) -> str:
+        return line(str(uuid.uuid4()), "fp", f"2026-11-01 {time}.000", **values)
+
+    good, bad = at("05:00:00"), at("05:00:00", contexts="{")
+    (tmp_path / "in.tsv").write_text(f"{at('06:00:00')}\n{bad}\n{good}\n")
+    scan = _scan.scan_batch(spark, str(tmp_path / "in.tsv"))
+    assert scan.lines == 3 and scan.etl_time is not None
+    assert scan.etl_time.strftime("%H:%M:%S") == "05:00:00", "a bad and a good line at that second"
+
+    reads: list[list[str]] = []
+
+    def checked(lines: list[str]) -> bool:
+        reads.append(lines)
+        return good in lines
+
+    frame = spark.createDataFrame([(at("07:00:00"),)], "line string")  # no line of 05:00:00
+    second, text = enriched.line_etl_second(), F.col("line")
+    found = _scan.earliest_second(frame, "2026-11-01 05:00:00", second, text, checked, lambda _: False, good)
+    assert (found, reads) == ("2026-11-01 05:00:00", [[good]]), "the scan's line alone, nothing read"
+    reads.clear()
+    found = _scan.earliest_second(frame, "2026-11-01 05:00:00", second, text, checked, lambda _: False, bad)
+    assert found is None and reads[0] == [bad] and len(reads) == 3, "its second read, then the next one's"

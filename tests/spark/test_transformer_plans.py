@@ -131,8 +131,10 @@ def test_the_scan_finds_shared_ids_in_any_case_and_the_reader_s_other_shapes(spa
     def scanned(lines: list[str]) -> RunScan:
         return _scan.scan_run(spark.createDataFrame([(line,) for line in lines], "line string"))
 
-    found = scanned([event(A), event(A.upper()), event(B), event(C, etl="2026-11-01 05:00:00.1")])
+    earliest = event(C, etl="2026-11-01 05:00:00.1")
+    found = scanned([event(A), event(A.upper()), event(B), earliest])
     assert found.keys is not None and found.keys.count() == 1 and found.earliest == "2026-11-01 05:00:00"
+    assert found.line_of_earliest == earliest.encode(), "a line of that second, for its check"
     (key,) = found.keys.collect()
     expected = spark.createDataFrame([(A,)], "id string").select(F.xxhash64("id")).first()[0]
     assert key.key == expected
