@@ -88,7 +88,13 @@ def _sample(pid: int) -> tuple[str, float] | None:
         command = (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return None
-    kind = "jvm" if name == "java" else "python workers" if "pyspark.daemon" in command else "other"
+    kind = (
+        "jvm"
+        if name == "java"
+        else "python workers"
+        if "pyspark.daemon" in command or "spark_integration._daemon" in command
+        else "other"
+    )
     return kind, _seconds(stat)
 
 

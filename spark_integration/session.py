@@ -33,6 +33,11 @@ LOCAL_SETTINGS = {
 }
 """What a local session gets besides: one machine, loopback only, no UI."""
 DEFAULTS = {**LOCAL_SETTINGS, **JOB_SETTINGS}
+LOCAL_DAEMON = {"spark.python.daemon.module": "spark_integration._daemon"}
+"""For a `local` master, whose Python workers run on this machine: Spark's daemon started so that
+it and every worker import pyspark from the installed package, compiled once, instead of from
+the zip of its sources Spark puts first on their path, which each process compiles again (about
+half a CPU second a session). A cluster's workers keep Spark's own daemon."""
 
 
 QUIET_LOG = Path(__file__).with_name("log4j2.properties")
@@ -67,7 +72,7 @@ def local_session(
         settings = {key: value for key, value in wanted.items() if not given.contains(key)}
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        settings = {**DEFAULTS, **conf}
+        settings = {**DEFAULTS, **(LOCAL_DAEMON if master.startswith("local") else {}), **conf}
         if not verbose:
             settings.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{QUIET_LOG}")
         builder = builder.master(master)

@@ -1,0 +1,32 @@
+"""The local session's setup: its Python workers on the installed pyspark."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from spark_integration._daemon import _zipped_in_installed_pyspark
+
+
+def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_its_sources(spark: Any) -> None:
+    import pyspark
+
+    def where(_: Iterator[Any]) -> Iterator[str]:
+        import pyspark
+
+        yield pyspark.__file__ or ""
+
+    assert spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect() == [pyspark.__file__]
+
+
+def test_only_the_zips_inside_an_installed_pyspark_go_last(tmp_path: Path) -> None:
+    installed = tmp_path / "site-packages" / "pyspark"
+    (installed / "python" / "lib").mkdir(parents=True)
+    (installed / "__init__.py").write_text("")
+    distribution = tmp_path / "spark-4" / "python" / "lib"
+    distribution.mkdir(parents=True)
+    assert _zipped_in_installed_pyspark(str(installed / "python" / "lib" / "pyspark.zip"))
+    assert _zipped_in_installed_pyspark(str(installed / "python" / "lib" / "py4j-0.10.9.9-src.zip"))
+    assert not _zipped_in_installed_pyspark(str(distribution / "pyspark.zip")), "SPARK_HOME's own: kept first"
+    assert not _zipped_in_installed_pyspark(str(installed.parent)), "not a zip"
