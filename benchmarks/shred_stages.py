@@ -32,6 +32,7 @@ import shred_job  # noqa: E402
 from events_manifest._manifest.handle import ManifestHandle  # noqa: E402
 from spark_integration import _plan as plan  # noqa: E402
 from spark_integration import shred  # noqa: E402
+from spark_integration._enriched import load_enriched  # noqa: E402
 from spark_integration._scan import scan_batch  # noqa: E402
 
 STAGES = ["baseline", "scan", "lines", "lines_put", "job"]
@@ -60,13 +61,15 @@ def stage_runner(spark, source: str, work: Path) -> Callable[[str], None]:  # ty
 
 
 def _cut_short(spark, source: str, stage: str, manifest: ManifestHandle | None) -> None:  # type: ignore[no-untyped-def]
-    scan = scan_batch(spark, source)
+    scan = scan_batch(load_enriched(spark, source))
     try:
         if stage == "scan":
             return
         etl = scan.etl_time
         assert etl is not None
-        rows = plan.output_lines(spark, source, etl, manifest, "2026-01-01T00:00:00.000Z", shared_keys=scan.shared_keys)
+        rows = plan.output_lines(
+            load_enriched(spark, source), etl, manifest, "2026-01-01T00:00:00.000Z", shared_keys=scan.shared_keys
+        )
         rows.write.format("noop").mode("overwrite").save()
     finally:
         scan.release()

@@ -34,25 +34,25 @@ class LinePlan:
     """How a run turns the lines of a batch into output lines (see `output_lines`): one `Shred`
     (checks, decisions, output lines) on two paths."""
 
-    input_path: str | list[str]
+    lines: DataFrame
+    """The batch's lines (`enriched.load_enriched`): every path reads the files listed once."""
     shred: Shred
 
-    def unshared(self, spark: SparkSession, shared_keys: DataFrame) -> DataFrame:
+    def unshared(self, shared_keys: DataFrame) -> DataFrame:
         """Output lines (`shred_output.LINES_SCHEMA`) of the lines whose id is on no other line (not among
         `shared_keys`, see `BatchScan`): each batch decided where it is read, no shuffle."""
-        read = enriched.with_keys(enriched.load_enriched(spark, self.input_path), shared_keys, among=False)
-        return udfs.shred_lines(read, self.shred)
+        return udfs.shred_lines(enriched.with_keys(self.lines, shared_keys, among=False), self.shred)
 
-    def shuffled(self, spark: SparkSession, shared_keys: DataFrame | None) -> DataFrame:
+    def shuffled(self, shared_keys: DataFrame | None) -> DataFrame:
         """Output lines of the lines whose id is among `shared_keys` (every line without): brought
         together by id in one shuffle, each id's lines decided in one call."""
-        read = enriched.load_enriched(spark, self.input_path)
-        keyed = enriched.keyed(read) if shared_keys is None else enriched.with_keys(read, shared_keys, among=True)
+        lines = self.lines
+        keyed = enriched.keyed(lines) if shared_keys is None else enriched.with_keys(lines, shared_keys, among=True)
         return udfs.shred_grouped(keyed, self.shred)
 
 
 def line_plan(
-    input_path: str | list[str],
+    lines: DataFrame,
     etl_time: datetime,
     manifest: ManifestHandle | None,
     failure_tstamp: str,
@@ -63,12 +63,11 @@ def line_plan(
     iglu: ResolverConfig | None = None,
 ) -> LinePlan:
     decide = Dedup(manifest, to_epoch_seconds(etl_time), synthetic, random_ids, cross_batch_synthetic)
-    return LinePlan(input_path, Shred(decide, failure_tstamp, iglu))
+    return LinePlan(lines, Shred(decide, failure_tstamp, iglu))
 
 
 def output_lines(
-    spark: SparkSession,
-    input_path: str | list[str],
+    lines: DataFrame,
     etl_time: datetime,
     manifest: ManifestHandle | None,
     failure_tstamp: str,
@@ -78,14 +77,15 @@ def output_lines(
     random_ids: bool = False,
     cross_batch_synthetic: bool = False,
 ) -> DataFrame:
-    """Every line a run writes, and a row per batch's counts: `shred_output.LINES_SCHEMA`.
+    """Every line a run writes of `lines` (`enriched.load_enriched`), and a row per batch's counts:
+    `shred_output.LINES_SCHEMA`.
 
     With `shared_keys` (see `BatchScan`), a line whose id is on no other line is decided where it
     is read, and only the others are shuffled; without, every line is shuffled. Both give the
     same lines: the second path only brings an id's lines together for the same `Shred`.
     """
     plan = line_plan(
-        input_path,
+        lines,
         etl_time,
         manifest,
         failure_tstamp,
@@ -94,8 +94,8 @@ def output_lines(
         cross_batch_synthetic=cross_batch_synthetic,
     )
     if shared_keys is None:
-        return plan.shuffled(spark, None)
-    return plan.unshared(spark, shared_keys).unionByName(plan.shuffled(spark, shared_keys))
+        return plan.shuffled(None)
+    return plan.unshared(shared_keys).unionByName(plan.shuffled(shared_keys))
 
 
 @attrs.frozen

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from events_manifest._snowplow import parsing
@@ -48,31 +48,32 @@ BROADCAST_KEYS = 2_000_000
 """Up to this many shared ids are sent to every task; beyond, Spark joins them its own way."""
 
 
-def scan_batch(spark: SparkSession, input_path: str | list[str], iglu: ResolverConfig | None = None) -> BatchScan:
-    """Count the lines, find the etl time and the shared ids: one job over the input that splits
-    no JSON and shuffles only 64-bit keys; the totals are observed on the way.
+def scan_batch(lines: DataFrame, iglu: ResolverConfig | None = None) -> BatchScan:
+    """Count the `lines` (`enriched.load_enriched`), find the etl time and the shared ids: one job
+    over the input that splits no JSON and shuffles only 64-bit keys; the totals are observed on
+    the way.
 
     The shared ids come back to the driver (8 bytes each): nothing is cached, and Spark's adaptive
     execution sizes the aggregation's partitions, which it does not do for a cached plan. Only
     past `BROADCAST_KEYS` are they scanned again and cached instead.
     """
-    shared, totals = _shared_keys(spark, input_path)
+    shared, totals = _shared_keys(lines)
     found = shared.limit(BROADCAST_KEYS + 1).toArrow()  # every partition is read unless there are more
     if found.num_rows <= BROADCAST_KEYS:
-        return _batch_scan(spark, input_path, totals, spark.createDataFrame(found), found.num_rows, iglu)
-    shared, totals = _shared_keys(spark, input_path)
+        return _batch_scan(lines, totals, lines.sparkSession.createDataFrame(found), found.num_rows, iglu)
+    shared, totals = _shared_keys(lines)
     shared = shared.persist()
     try:
-        return _batch_scan(spark, input_path, totals, shared, shared.count(), iglu)
+        return _batch_scan(lines, totals, shared, shared.count(), iglu)
     except BaseException:
         shared.unpersist()
         raise
 
 
-def _shared_keys(spark: SparkSession, input_path: str | list[str]) -> tuple[DataFrame, Observation]:
+def _shared_keys(lines: DataFrame) -> tuple[DataFrame, Observation]:
     """The keys on more than one line, with the totals observed on the lines while they are found:
     their count, their earliest etl second (see `enriched.batch_keys`) and a line of that second."""
-    keys = enriched.batch_keys(enriched.load_enriched(spark, input_path))
+    keys = enriched.batch_keys(lines)
     totals = Observation("batch totals")
     observed = keys.observe(
         totals,
@@ -85,15 +86,14 @@ def _shared_keys(spark: SparkSession, input_path: str | list[str]) -> tuple[Data
 
 
 def _batch_scan(
-    spark: SparkSession,
-    input_path: str | list[str],
+    lines: DataFrame,
     totals: Observation,
     keys: DataFrame,
     shared_count: int,
     iglu: ResolverConfig | None,
 ) -> BatchScan:
     found = totals.get
-    etl = earliest_etl(spark, input_path, found["etl_second"], iglu, found["line_of_second"])
+    etl = earliest_etl(lines, found["etl_second"], iglu, found["line_of_second"])
     return BatchScan(found["lines"] or 0, etl, keys, shared_count)
 
 
@@ -102,19 +102,18 @@ CHECKED_FIRST = 1000
 
 
 def earliest_etl(
-    spark: SparkSession,
-    input_path: str | list[str],
+    lines: DataFrame,
     candidate: str | None,
     iglu: ResolverConfig | None = None,
     line_of_candidate: str | None = None,
 ) -> datetime | None:
-    """The batch etl time: the earliest etl_tstamp, to the second, of the batch's valid lines.
-    `candidate` is the earliest second among lines of the right form (`enriched.batch_keys`), and
-    `line_of_candidate` one of its lines if the scan kept one; a line that turns out to be a bad
-    row never sets the etl time (see `earliest_second`).
+    """The batch etl time: the earliest etl_tstamp, to the second, of the batch's valid `lines`
+    (`enriched.load_enriched`). `candidate` is the earliest second among lines of the right form
+    (`enriched.batch_keys`), and `line_of_candidate` one of its lines if the scan kept one; a line
+    that turns out to be a bad row never sets the etl time (see `earliest_second`).
     """
     found = earliest_second(
-        enriched.load_enriched(spark, input_path),
+        lines,
         candidate,
         enriched.line_etl_second(),
         F.col("line"),

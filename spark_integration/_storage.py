@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from events_manifest._jobs.storage import FILE, FOLDER, Listing, LocalStorage, Storage, join, local_path, no_slash
 
@@ -67,7 +67,11 @@ class HadoopStorage(Storage):
     def listing(self, paths: Sequence[str]) -> Listing:
         """The files Spark's text reader takes from these paths (its own rules for hidden files,
         subfolders and globs), with their sizes."""
-        names = self.spark.read.text([self.absolute(path) for path in paths]).inputFiles()
+        return self.files_of(self.spark.read.text([self.absolute(path) for path in paths]))
+
+    def files_of(self, frame: DataFrame) -> Listing:
+        """The files a DataFrame read from files reads (as its reader listed them), with their sizes."""
+        names = frame.inputFiles()
         files = []
         for name in sorted(names):
             p = self._path(self._jvm.java.net.URI(name))  # a URI: `part%201.tsv` names `part 1.tsv`

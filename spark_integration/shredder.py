@@ -29,6 +29,7 @@ from events_manifest._snowplow.summary import ShredSummary
 from events_manifest.errors import RunConflictError
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
+from spark_integration import _enriched as enriched
 from spark_integration import _output as output
 from spark_integration._cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
 from spark_integration._plan import line_plan, write_lines
@@ -86,7 +87,8 @@ def shred(
     outputs = [Place("output folder", output_path, folder=True), Place("bad folder", bad_path, folder=True)]
     protected = [*(Place(INPUT, source) for source in inputs), *map(_manifest_file, manifest_files(manifest))]
     check_places(storage, [*outputs, *([Place("--report", report)] if report else [])], protected)
-    listing = storage.listing(inputs)
+    lines = enriched.load_enriched(spark, inputs)  # listed once: every read of the run reads these files
+    listing = storage.files_of(lines)
     if overwrite and not listing.bytes:
         raise ManifestConfigError(_nothing_to_read(storage, inputs))
     if iglu_config is not None:
@@ -112,12 +114,12 @@ def shred(
         overwrite=overwrite,
     ) as run:
         # read
-        scan = scan_batch(spark, inputs, iglu_config)
+        scan = scan_batch(lines, iglu_config)
         try:
             etl = run.start(etl_time or scan.etl_time or datetime(1970, 1, 1), explicit=etl_time is not None)
             # decide, put, write: the core's engine on every batch, in two concurrent Spark jobs
             plan = line_plan(
-                inputs,
+                lines,
                 etl,
                 handle,
                 bad_rows.failure_tstamp(datetime.now(UTC)),
@@ -132,8 +134,8 @@ def shred(
                     spark,
                     staging,
                     {
-                        "unshared": lambda: plan.unshared(spark, scan.shared_keys),
-                        "shuffled": lambda: plan.shuffled(spark, scan.shared_keys),
+                        "unshared": lambda: plan.unshared(scan.shared_keys),
+                        "shuffled": lambda: plan.shuffled(scan.shared_keys),
                     },
                 )
                 summary = ShredSummary.of(

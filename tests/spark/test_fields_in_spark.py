@@ -104,12 +104,12 @@ def test_the_scan_keeps_a_line_of_the_earliest_second_and_checks_it_before_readi
     read, as before."""
     from spark_integration import _scan
 
-    def at(time: str, **values: str) -> str:
-        return line(str(uuid.uuid4()), "fp", f"2026-11-01 {time}.000", **values)
+    def at(time: str, contexts: str = "") -> str:
+        return line(str(uuid.uuid4()), "fp", f"2026-11-01 {time}.000", contexts=contexts)
 
     good, bad = at("05:00:00"), at("05:00:00", contexts="{")
     (tmp_path / "in.tsv").write_text(f"{at('06:00:00')}\n{bad}\n{good}\n")
-    scan = _scan.scan_batch(spark, str(tmp_path / "in.tsv"))
+    scan = _scan.scan_batch(enriched.load_enriched(spark, str(tmp_path / "in.tsv")))
     assert scan.lines == 3 and scan.etl_time is not None
     assert scan.etl_time.strftime("%H:%M:%S") == "05:00:00", "a bad and a good line at that second"
 

@@ -21,6 +21,7 @@ from events_manifest._manifest.handle import ManifestHandle
 from events_manifest._snowplow.shred_output import COUNTS
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
 from spark_integration import shred
+from spark_integration._enriched import load_enriched
 from spark_integration._plan import output_lines
 from spark_integration._scan import scan_batch
 from tests.shred_helpers import KeptOnce, read_bad, read_output, write_input
@@ -98,14 +99,14 @@ def test_every_path_of_the_job_gives_the_same_bytes(
     folder = tmp_path_factory.mktemp("paths")
     stores = {name: folder / f"{name}.db" for name in ("split", "shuffled")}
     for k, lines in enumerate(data.batches):
-        source = str(write_input(folder / f"in-{k}", lines))
-        scan = scan_batch(spark, source)
+        source = load_enriched(spark, str(write_input(folder / f"in-{k}", lines)))
+        scan = scan_batch(source)
         try:
             etl = scan.etl_time or EPOCH
             written = []
             for name, keys in (("split", scan.shared_keys), ("shuffled", None)):
                 handle = ManifestHandle.of(f"sqlite://{stores[name]}")
-                plan = output_lines(spark, source, etl, handle, "T", shared_keys=keys, cross_batch_synthetic=True)
+                plan = output_lines(source, etl, handle, "T", shared_keys=keys, cross_batch_synthetic=True)
                 written.append(_written(plan.collect()))
             assert written[0] == written[1]
         finally:

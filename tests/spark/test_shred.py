@@ -363,14 +363,15 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
     from spark_integration._scan import scan_batch
 
     source = str(sample_batches()[0])
-    scan = scan_batch(spark, source)
+    scan = scan_batch(enriched.load_enriched(spark, source))
     try:
         assert 0 < scan.shared_count < scan.lines
         etl = scan.etl_time
         assert etl is not None
 
         def rows(manifest: ManifestHandle | None, shared_keys: Any) -> tuple[list[tuple[str, ...]], dict[str, int]]:
-            groups = plan.output_lines(spark, source, etl, manifest, "T", shared_keys=shared_keys).collect()
+            lines = enriched.load_enriched(spark, source)
+            groups = plan.output_lines(lines, etl, manifest, "T", shared_keys=shared_keys).collect()
             written = [(g.kind, g.type, text) for g in groups if g.value is not None for text in g.value.split("\n")]
             assert len(written) == sum(g.lines for g in groups)
             return sorted(written), {name: sum(g[name] or 0 for g in groups) for name in shred_output.COUNTS}
@@ -415,3 +416,26 @@ def test_many_shared_ids_are_joined_without_broadcast(spark: Any, tmp_path: Path
         attrs.evolve(joined[0], seconds=0, output_path="", bad_path="", input_path="")
     )
     assert joined[0].in_batch_duplicates == 2 and joined[0].synthetic_duplicates == 2
+
+
+def test_a_file_added_to_the_input_during_a_run_is_left_for_the_next_one(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run reads the files it listed (and recorded in the ledger) before its claim, in every
+    pass: a file that arrives once the run has started is not read, by any of its passes."""
+    from spark_integration import shredder
+
+    source = write_input(tmp_path / "in", [line(A, "FP1"), line(B, "FP1")])
+    scanned = shredder.scan_batch
+
+    def arriving(*args: Any, **kwargs: Any) -> Any:
+        (source / "late.tsv").write_text(line(C, "FP1") + "\n")
+        return scanned(*args, **kwargs)
+
+    monkeypatch.setattr(shredder, "scan_batch", arriving)
+    summary = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"))
+    atomic = read_output(tmp_path / "out")["atomic-events"]
+    assert summary.input_lines == 2 and sorted(x.split("\t")[6] for x in atomic) == sorted([A, B])
+    monkeypatch.undo()
+    later = shred(spark, str(source), str(tmp_path / "out-2"), str(tmp_path / "bad-2"))
+    assert later.input_lines == 3, "the next run reads it"
