@@ -185,7 +185,7 @@ def scan_run(lines: DataFrame) -> RunScan:
     other_id = event_id.rlike(LENIENT_ID) & ~event_id.rlike(CANONICAL_ID)
     other_time = etl.rlike(LENIENT_TIMESTAMP) & ~etl.rlike(TIMESTAMP)
     keyed = lines.select(
-        enriched.line_bytes().alias("line"),
+        "line",
         enriched.event_key().alias("key"),
         etl_second(etl).alias("etl_second"),
         F.coalesce(other_id | other_time, F.lit(False)).alias("other"),
@@ -195,7 +195,7 @@ def scan_run(lines: DataFrame) -> RunScan:
         keyed.observe(
             totals,
             F.min("etl_second").alias("etl_second"),
-            F.min_by("line", "etl_second").alias("line"),
+            F.min_by(enriched.line_bytes(), "etl_second").alias("line"),
             F.count_if("other").alias("other"),
         )
     )
