@@ -18,7 +18,7 @@ from events_manifest import RunConflictError, SqliteManifest
 from events_manifest._dedup.arrow import OUTCOME, REASON
 from events_manifest._dedup.engine import REPEATED, SEEN, Deduplicator, Expiry, Outcome
 from spark_integration import deduplicate, populate, shred
-from tests.commands import wait_for
+from tests.commands import scratch, wait_for
 from tests.shred_helpers import line, write_input
 
 ETL = datetime(2026, 11, 1, 6)
@@ -260,6 +260,7 @@ def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, t
     _write_json(source, "2", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(10, 40)])
     job = subprocess.Popen(
         [sys.executable, "-c", STREAM_JOB, str(tmp_path), manifest],
+        env={**os.environ, **scratch(tmp_path)},  # the killed JVM's scratch folders stay in tmp_path
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
