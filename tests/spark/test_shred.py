@@ -424,9 +424,9 @@ def test_a_file_added_to_the_input_during_a_run_is_left_for_the_next_one(
     """The run reads the files it listed (and recorded in the ledger) before its claim, in every
     pass: a file that arrives once the run has started is not read, by any of its passes."""
     from spark_integration import shredder
+    from spark_integration._scan import scan_batch as scanned
 
     source = write_input(tmp_path / "in", [line(A, "FP1"), line(B, "FP1")])
-    scanned = shredder.scan_batch
 
     def arriving(*args: Any, **kwargs: Any) -> Any:
         (source / "late.tsv").write_text(line(C, "FP1") + "\n")
