@@ -10,6 +10,9 @@ import subprocess
 from pathlib import Path
 
 PROC = Path("/proc")
+DAEMONS = ("pyspark.daemon", "spark_integration._daemon")
+"""The modules Spark's Python workers are forked from: Spark's own, and a local session's
+(`spark_integration.session.LOCAL_DAEMON`)."""
 
 
 def run(command: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, float]]:
@@ -88,14 +91,8 @@ def _sample(pid: int) -> tuple[str, float] | None:
         command = (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return None
-    kind = (
-        "jvm"
-        if name == "java"
-        else "python workers"
-        if "pyspark.daemon" in command or "spark_integration._daemon" in command
-        else "other"
-    )
-    return kind, _seconds(stat)
+    worker = any(daemon in command for daemon in DAEMONS)
+    return "jvm" if name == "java" else "python workers" if worker else "other", _seconds(stat)
 
 
 def _compiler_threads(pid: int) -> dict[tuple[int, str], float]:

@@ -41,14 +41,13 @@ from spark_integration._scan import scan_batch  # noqa: E402
 
 
 def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  # type: ignore[no-untyped-def]
-    scan = scan_batch(enriched.load_enriched(spark, source))
+    lines = enriched.load_enriched(spark, source)  # listed once, as the job does
+    scan = scan_batch(lines)
     assert scan.etl_time is not None
-    rows = plan.output_lines(
-        enriched.load_enriched(spark, source), scan.etl_time, None, "T", shared_keys=scan.shared_keys
-    )
+    rows = plan.output_lines(lines, scan.etl_time, None, "T", shared_keys=scan.shared_keys)
     rows = rows.filter(F.col("value").isNotNull()).persist(StorageLevel.MEMORY_ONLY)
     rows.count()
-    text = enriched.load_enriched(spark, source).select("line")
+    text = lines.select("line")
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
 
     def noop(frame: DataFrame) -> None:

@@ -61,15 +61,14 @@ def stage_runner(spark, source: str, work: Path) -> Callable[[str], None]:  # ty
 
 
 def _cut_short(spark, source: str, stage: str, manifest: ManifestHandle | None) -> None:  # type: ignore[no-untyped-def]
-    scan = scan_batch(load_enriched(spark, source))
+    lines = load_enriched(spark, source)  # listed once, as the job does
+    scan = scan_batch(lines)
     try:
         if stage == "scan":
             return
         etl = scan.etl_time
         assert etl is not None
-        rows = plan.output_lines(
-            load_enriched(spark, source), etl, manifest, "2026-01-01T00:00:00.000Z", shared_keys=scan.shared_keys
-        )
+        rows = plan.output_lines(lines, etl, manifest, "2026-01-01T00:00:00.000Z", shared_keys=scan.shared_keys)
         rows.write.format("noop").mode("overwrite").save()
     finally:
         scan.release()

@@ -57,9 +57,9 @@ def local_session(
 
     A new local session runs its Python workers on this interpreter (Spark would take `python3`
     from PATH, which is not a virtual environment's unless it is activated), unless the user chose
-    one (`PYSPARK_PYTHON`, `spark.pyspark.python`), on the installed pyspark (`LOCAL_DAEMON`,
-    with a `local` master); its log is silent (`QUIET_LOG`) unless
-    `verbose`, which shows Spark's warnings. Under spark-submit the user's settings stand (master,
+    one (`PYSPARK_PYTHON`, `spark.pyspark.python`), and with a `local` master on the installed
+    pyspark (`LOCAL_DAEMON`); its log is silent (`QUIET_LOG`) unless `verbose`, which shows
+    Spark's warnings. Under spark-submit the user's settings stand (master,
     network, resources, `spark.log.level`): only the `JOB_SETTINGS` the user did not set are added,
     and Spark's log is at WARN from the session's start unless `verbose`.
     """

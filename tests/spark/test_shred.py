@@ -363,14 +363,14 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
     from spark_integration._scan import scan_batch
 
     source = str(sample_batches()[0])
-    scan = scan_batch(enriched.load_enriched(spark, source))
+    lines = enriched.load_enriched(spark, source)
+    scan = scan_batch(lines)
     try:
         assert 0 < scan.shared_count < scan.lines
         etl = scan.etl_time
         assert etl is not None
 
         def rows(manifest: ManifestHandle | None, shared_keys: Any) -> tuple[list[tuple[str, ...]], dict[str, int]]:
-            lines = enriched.load_enriched(spark, source)
             groups = plan.output_lines(lines, etl, manifest, "T", shared_keys=shared_keys).collect()
             written = [(g.kind, g.type, text) for g in groups if g.value is not None for text in g.value.split("\n")]
             assert len(written) == sum(g.lines for g in groups)
@@ -385,7 +385,7 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
         stores = [tmp_path / "early.db", tmp_path / "late.db"]
         early, late = (ManifestHandle.of(f"sqlite://{store}") for store in stores)
         assert rows(early, scan.shared_keys) == rows(late, None)
-        valid = enriched.parse(enriched.load_enriched(spark, source)).filter("valid")
+        valid = enriched.parse(lines).filter("valid")
         ids = [r.event_id for r in valid.select("event_id").distinct().collect()]
         contents = []
         for store in stores:
