@@ -143,7 +143,7 @@ def profile(spark, run, folder: Path) -> None:  # type: ignore[no-untyped-def]
     recording = folder / "jvm.jfr"
     jcmd = ["jcmd", str(jvm)]
     subprocess.run([*jcmd, "JFR.start", "name=shred", "settings=profile"], check=True, capture_output=True)
-    pgrep = ["pgrep", "-P", str(jvm), "-f", "pyspark.daemon"]
+    pgrep = ["pgrep", "-P", str(jvm), "-f", "|".join(process_cpu.DAEMONS)]
     daemons = subprocess.run(pgrep, capture_output=True, text=True).stdout.split()
     spy = None
     if shutil.which("py-spy") and daemons:

@@ -57,15 +57,18 @@ def head(line: str = "line") -> Column:
 
 
 def head_key(head: Column) -> Column:
-    """A 64-bit hash of a `head`'s last field with its hex letters in lower case, cut from its
-    end: the event id (field 6) on a line of 7 fields or more (the transformer reads a UUID in any
-    case as the same id; any other id is a bad row or, in a shape the reader takes, sends the
-    whole run through the shuffle: `_scan.scan_run`). Only `A`-`F` are mapped: Spark's `lower`
-    goes through ICU, whose set-up alone costs a cold job half a second. A shorter line, never an
+    """A 64-bit hash of a `head`'s last field, cut from its end: the event id (field 6) on a line
+    of 7 fields or more. An id of hex digits and dashes hashes as the bytes its digits spell, so
+    a UUID hashes alike in any case (the transformer reads it so; any other id is a bad row or, in
+    a shape the reader takes, sends the whole run through the shuffle: `_scan.scan_run`); any
+    other text as itself. Spark's `lower` would go through ICU and its `translate` looks each
+    character up in a map: either cost a run more than the scan's read. A shorter line, never an
     enriched event (they have 108 or more), hashes whatever field ends it: it is a bad row
     whichever way it is decided. Longs group and join faster than ids; two ids of one hash only
     cost a shuffle."""
-    return F.xxhash64(F.translate(F.substring_index(head, "\t", -1), "ABCDEF", "abcdef"))
+    event_id = F.substring_index(head, "\t", -1)
+    digits = F.unhex(F.replace(event_id, F.lit("-"), F.lit("")))  # null unless hex
+    return F.xxhash64(F.coalesce(digits, event_id.cast("binary")))
 
 
 def event_key(line: str = "line") -> Column:
@@ -75,18 +78,28 @@ def event_key(line: str = "line") -> Column:
 
 def batch_keys(lines: DataFrame) -> DataFrame:
     """Each line (column `line`) with its `key` (see `event_key`) and `etl_second`, at a fraction
-    of `parse`'s cost: the first 19 characters of etl_tstamp (`yyyy-MM-dd HH:mm:ss`) where the
-    event id and both timestamps have the form of valid ones, else null. Every valid line has one
-    (the patterns are `events_manifest._snowplow.parsing`'s), so the earliest among valid lines is
-    among them (see `etl_second`). The head is split once (a hundred-odd bytes decoded): cheaper
-    than cutting three fields out of it by tab positions, which the JVM does a byte at a time."""
+    of `parse`'s cost: the first 19 characters of etl_tstamp (`yyyy-MM-dd HH:mm:ss`) on a line of
+    7 fields or more whose etl_tstamp is long enough to be valid, else null. Every valid line has
+    one, so the earliest is at or before the earliest valid line's: a candidate, which
+    `_scan.earliest_etl` checks (on its line first) before it is the batch etl time. No pattern
+    is matched here: three Java regexes a line cost the scan more than its read."""
     first = lines.select("line", head().alias("head"))
     fields = F.split("head", "\t")
-    return first.select("line", head_key(F.col("head")).alias("key"), etl_second(fields).alias("etl_second"))
+    etl = F.get(fields, ETL_TSTAMP)
+    shaped = F.get(fields, EVENT_ID).isNotNull() & (F.length(etl) >= MIN_TSTAMP)
+    return first.select(
+        "line", head_key(F.col("head")).alias("key"), F.when(shaped, F.substring(etl, 1, 19)).alias("etl_second")
+    )
+
+
+MIN_TSTAMP = len("yyyy-MM-dd HH:mm:ss.f")
+"""The length of the shortest valid timestamp (`parsing.TSTAMP_PATTERN`)."""
 
 
 def etl_second(fields: Column) -> Column:
-    """See `batch_keys`: `fields` is an array of a line's first fields (null past its end)."""
+    """The etl second (`yyyy-MM-dd HH:mm:ss`) of a line whose event id and both timestamps have
+    the form of valid ones (the patterns are `events_manifest._snowplow.parsing`'s), else null:
+    `fields` is an array of a line's first fields (null past its end)."""
     well_formed = (
         F.get(fields, EVENT_ID).rlike(UUID_PATTERN)
         & F.get(fields, COLLECTOR_TSTAMP).rlike(TSTAMP_PATTERN)

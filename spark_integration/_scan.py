@@ -108,8 +108,9 @@ def earliest_etl(
     line_of_candidate: str | None = None,
 ) -> datetime | None:
     """The batch etl time: the earliest etl_tstamp, to the second, of the batch's valid `lines`
-    (`enriched.load_enriched`). `candidate` is the earliest second among lines of the right form
-    (`enriched.batch_keys`), and `line_of_candidate` one of its lines if the scan kept one; a line
+    (`enriched.load_enriched`). `candidate` is a second at or before it (the scan's, see
+    `enriched.batch_keys`), and `line_of_candidate` one of its lines if the scan kept one; from
+    there on, only seconds of lines of the valid form (`enriched.etl_second`) are read, and a line
     that turns out to be a bad row never sets the etl time (see `earliest_second`).
     """
     found = earliest_second(
@@ -182,8 +183,8 @@ def scan_run(lines: DataFrame) -> RunScan:
     with one, or more shared ids than `BROADCAST_KEYS`, `keys` is None."""
     fields = F.split(enriched.head(), "\t")
     event_id, etl = F.get(fields, EVENT_ID), F.get(fields, ETL_TSTAMP)
-    other_id = event_id.rlike(LENIENT_ID) & ~event_id.rlike(CANONICAL_ID)
-    other_time = etl.rlike(LENIENT_TIMESTAMP) & ~etl.rlike(TIMESTAMP)
+    other_id = ~event_id.rlike(CANONICAL_ID) & event_id.rlike(LENIENT_ID)  # the usual id: one pattern
+    other_time = ~etl.rlike(TIMESTAMP) & etl.rlike(LENIENT_TIMESTAMP)
     keyed = lines.select(
         "line",
         enriched.event_key().alias("key"),

@@ -19,9 +19,12 @@ JOB_SETTINGS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
     "spark.python.worker.reuse": "true",
+    "spark.sql.maxConcurrentOutputFileWriters": "64",
 }
 """What the jobs need wherever they run, unless the user set it: timestamps read and written in
-UTC, Arrow batches of the size the engine is tuned for."""
+UTC, Arrow batches of the size the engine is tuned for, and a file open per output folder while
+a task writes (up to 64, then Spark sorts the rest), where Spark would sort every row of a
+partitioned write by its folder first: the shred job's outputs go to a dozen folders."""
 LOCAL_SETTINGS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",

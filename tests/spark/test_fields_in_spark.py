@@ -37,7 +37,7 @@ def _calendar(text: str) -> int | None:
 
 def test_timestamps_need_a_fraction_and_a_real_calendar(spark: Any) -> None:
     """Every combination of edge values of every part, odd fractions and stray characters; the
-    scan's cheaper test (a Java regex, see `enriched.batch_keys`) takes every valid one."""
+    etl time's cheaper test (a Java regex, see `enriched.etl_second`) takes every valid one."""
     texts = [
         f"{year}-{month}-{day} {hour}:{minute}:{second}{suffix}"
         for year, month, day, hour, minute, second, suffix in itertools.product(
@@ -126,3 +126,28 @@ def test_the_scan_keeps_a_line_of_the_earliest_second_and_checks_it_before_readi
     reads.clear()
     found = _scan.earliest_second(frame, "2026-11-01 05:00:00", second, text, checked, lambda _: False, bad)
     assert found is None and reads[0] == [bad] and len(reads) == 3, "its second read, then the next one's"
+
+
+def test_the_etl_time_is_a_valid_line_s_even_when_the_scan_s_candidate_is_a_bad_line_s(
+    spark: Any, tmp_path: Any
+) -> None:
+    """The scan matches no pattern: its earliest second may be a bad line's (a malformed id or
+    collector time, a cut line), and the batch etl time is still the earliest valid line's."""
+    from spark_integration import _scan
+
+    def at(time: str, event_id: str | None = None, collector: str = "2026-11-01 01:00:00.000") -> str:
+        return line(event_id or str(uuid.uuid4()), "fp", f"2026-11-01 {time}", collector)
+
+    bad = [
+        at("03:00:00.000", "not-a-uuid"),
+        at("03:30:00.000", collector="2026-11-01 01:00:00"),
+        at("04:00:00.000", A.upper()),
+        line(A, "fp", "2026-11-01 04:30:00.000", fields=7),
+        at("02:00:00"),  # no fraction: not even a candidate
+    ]
+    (tmp_path / "in.tsv").write_text("".join(f"{text}\n" for text in [at("06:00:00.000"), *bad, at("07:00:00.0")]))
+    lines = enriched.load_enriched(spark, str(tmp_path / "in.tsv"))
+    candidates = enriched.batch_keys(lines).agg(F.min("etl_second")).first()
+    assert candidates is not None and candidates[0] == "2026-11-01 03:00:00"
+    scan = _scan.scan_batch(lines)
+    assert scan.etl_time is not None and scan.etl_time.strftime("%H:%M:%S") == "06:00:00"

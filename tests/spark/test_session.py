@@ -30,3 +30,19 @@ def test_only_the_zips_inside_an_installed_pyspark_go_last(tmp_path: Path) -> No
     assert _zipped_in_installed_pyspark(str(installed / "python" / "lib" / "py4j-0.10.9.9-src.zip"))
     assert not _zipped_in_installed_pyspark(str(distribution / "pyspark.zip")), "SPARK_HOME's own: kept first"
     assert not _zipped_in_installed_pyspark(str(installed.parent)), "not a zip"
+
+
+def test_a_local_session_s_daemon_forks_its_workers_with_the_engines_imported_and_no_thread(spark: Any) -> None:
+    """The workers' parent, Spark's daemon, has loaded pyarrow (its native library is mapped) and
+    runs a single thread: a process with threads must not fork."""
+
+    def daemon(_: Iterator[Any]) -> Iterator[tuple[str, int, bool]]:
+        import os
+
+        parent = f"/proc/{os.getppid()}"
+        with open(f"{parent}/cmdline", "rb") as cmdline, open(f"{parent}/maps") as maps:
+            yield cmdline.read().decode(), len(os.listdir(f"{parent}/task")), "libarrow" in maps.read()
+
+    [(command, threads, arrow)] = spark.sparkContext.parallelize([0], 1).mapPartitions(daemon).collect()
+    assert "spark_integration._daemon" in command
+    assert (threads, arrow) == (1, True)
