@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 
 PRELOADED = (
@@ -17,10 +18,16 @@ PRELOADED = (
 """The engines the jobs' tasks call (and what they import: pyarrow, numpy, pandas, botocore),
 imported by the daemon so that every worker it forks starts with them: about 0.35 CPU seconds a
 worker otherwise, for the 0.4 the daemon spends once."""
-NO_THREADS = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
-"""What keeps those imports from starting threads (numpy's OpenBLAS pool, the background
-thread of pyarrow's jemalloc): the daemon forks, and a process with threads must not. Its
-workers do no linear algebra, and jemalloc then returns memory as it allocates instead."""
+
+
+def without_threads(environ: MutableMapping[str, str]) -> None:
+    """Set what keeps those imports from starting threads: numpy's OpenBLAS pool (Spark itself
+    holds a worker to its task's cores) and the background thread of pyarrow's jemalloc, which
+    then returns memory as it allocates, after any setting of the user's. The daemon forks, and
+    a process with threads must not."""
+    environ["OPENBLAS_NUM_THREADS"] = "1"
+    jemalloc = environ.get("JE_ARROW_MALLOC_CONF")
+    environ["JE_ARROW_MALLOC_CONF"] = f"{jemalloc + ',' if jemalloc else ''}background_thread:false"
 
 
 def _zipped_in_installed_pyspark(entry: str) -> bool:
@@ -33,7 +40,7 @@ def _zipped_in_installed_pyspark(entry: str) -> bool:
 
 if __name__ == "__main__":
     sys.path.sort(key=_zipped_in_installed_pyspark)  # stable: the zips last, the rest in order
-    os.environ.update(NO_THREADS)
+    without_threads(os.environ)
     for module in PRELOADED:
         importlib.import_module(module)
     from pyspark.daemon import manager

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from spark_integration._daemon import _zipped_in_installed_pyspark
+from spark_integration._daemon import PRELOADED, _zipped_in_installed_pyspark, without_threads
 
 
 def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_its_sources(spark: Any) -> None:
@@ -46,3 +46,19 @@ def test_a_local_session_s_daemon_forks_its_workers_with_the_engines_imported_an
     [(command, threads, arrow)] = spark.sparkContext.parallelize([0], 1).mapPartitions(daemon).collect()
     assert "spark_integration._daemon" in command
     assert (threads, arrow) == (1, True)
+
+
+def test_the_engines_import_without_a_thread_whatever_jemalloc_setting_the_user_has() -> None:
+    """A process with the daemon's environment, from a user's own jemalloc setting, imports every
+    engine and still runs a single thread; the user's setting is kept."""
+    import os
+    import subprocess
+    import sys
+
+    environ = {**os.environ, "JE_ARROW_MALLOC_CONF": "narenas:2"}
+    without_threads(environ)
+    assert environ["JE_ARROW_MALLOC_CONF"] == "narenas:2,background_thread:false"
+    imports = "; ".join(f"import {module}" for module in PRELOADED)
+    count = "import os; print(len(os.listdir('/proc/self/task')))"
+    done = subprocess.run([sys.executable, "-c", f"{imports}; {count}"], env=environ, capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip()) == (0, "1"), done.stderr
