@@ -4,10 +4,11 @@ jobs' engines imported once, before it forks its workers."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping
 from pathlib import Path
 
 PRELOADED = (
@@ -30,6 +31,14 @@ def without_threads(environ: MutableMapping[str, str]) -> None:
     environ["JE_ARROW_MALLOC_CONF"] = f"{jemalloc + ',' if jemalloc else ''}background_thread:false"
 
 
+def preload(modules: Iterable[str]) -> None:
+    """Import each of `modules` that this interpreter has: workers on an interpreter of the
+    user's choosing without them get Spark's daemon as it is."""
+    for module in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+
+
 def _zipped_in_installed_pyspark(entry: str) -> bool:
     """Whether a `sys.path` entry is one of the zips of a pip-installed pyspark
     (`.../pyspark/python/lib/*.zip`), whose package holds the same sources, compiled once."""
@@ -41,8 +50,7 @@ def _zipped_in_installed_pyspark(entry: str) -> bool:
 if __name__ == "__main__":
     sys.path.sort(key=_zipped_in_installed_pyspark)  # stable: the zips last, the rest in order
     without_threads(os.environ)
-    for module in PRELOADED:
-        importlib.import_module(module)
+    preload(PRELOADED)
     from pyspark.daemon import manager
 
     manager()

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from spark_integration._daemon import PRELOADED, _zipped_in_installed_pyspark, without_threads
+from spark_integration._daemon import PRELOADED, _zipped_in_installed_pyspark, preload, without_threads
 
 
 def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_its_sources(spark: Any) -> None:
@@ -62,3 +62,11 @@ def test_the_engines_import_without_a_thread_whatever_jemalloc_setting_the_user_
     count = "import os; print(len(os.listdir('/proc/self/task')))"
     done = subprocess.run([sys.executable, "-c", f"{imports}; {count}"], env=environ, capture_output=True, text=True)
     assert (done.returncode, done.stdout.strip()) == (0, "1"), done.stderr
+
+
+def test_an_interpreter_without_an_engine_preloads_the_others() -> None:
+    import sys
+
+    sys.modules.pop("json.tool", None)
+    preload(["events_manifest_no_such_engine", "json.tool"])
+    assert "json.tool" in sys.modules and "events_manifest_no_such_engine" not in sys.modules
