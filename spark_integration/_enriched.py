@@ -96,21 +96,16 @@ MIN_TSTAMP = len("yyyy-MM-dd HH:mm:ss.f")
 """The length of the shortest valid timestamp (`parsing.TSTAMP_PATTERN`)."""
 
 
-def etl_second(fields: Column) -> Column:
+def line_etl_second(line: str = "line") -> Column:
     """The etl second (`yyyy-MM-dd HH:mm:ss`) of a line whose event id and both timestamps have
-    the form of valid ones (the patterns are `events_manifest._snowplow.parsing`'s), else null:
-    `fields` is an array of a line's first fields (null past its end)."""
+    the form of valid ones (the patterns are `events_manifest._snowplow.parsing`'s), else null."""
+    fields = F.split(head(line), "\t")
     well_formed = (
         F.get(fields, EVENT_ID).rlike(UUID_PATTERN)
         & F.get(fields, COLLECTOR_TSTAMP).rlike(TSTAMP_PATTERN)
         & F.get(fields, ETL_TSTAMP).rlike(TSTAMP_PATTERN)
     )
     return F.when(well_formed, F.substring(F.get(fields, ETL_TSTAMP), 1, 19))
-
-
-def line_etl_second(line: str = "line") -> Column:
-    """`etl_second` of a whole line."""
-    return etl_second(F.split(head(line), "\t"))
 
 
 def keyed(lines: DataFrame) -> DataFrame:

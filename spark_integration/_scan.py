@@ -110,8 +110,8 @@ def earliest_etl(
     """The batch etl time: the earliest etl_tstamp, to the second, of the batch's valid `lines`
     (`enriched.load_enriched`). `candidate` is a second at or before it (the scan's, see
     `enriched.batch_keys`), and `line_of_candidate` one of its lines if the scan kept one; from
-    there on, only seconds of lines of the valid form (`enriched.etl_second`) are read, and a line
-    that turns out to be a bad row never sets the etl time (see `earliest_second`).
+    there on, only seconds of lines of the valid form (`enriched.line_etl_second`) are read, and
+    a line that turns out to be a bad row never sets the etl time (see `earliest_second`).
     """
     found = earliest_second(
         lines,

@@ -37,7 +37,7 @@ def _calendar(text: str) -> int | None:
 
 def test_timestamps_need_a_fraction_and_a_real_calendar(spark: Any) -> None:
     """Every combination of edge values of every part, odd fractions and stray characters; the
-    etl time's cheaper test (a Java regex, see `enriched.etl_second`) takes every valid one."""
+    etl time's cheaper test (a Java regex, see `enriched.line_etl_second`) takes every valid one."""
     texts = [
         f"{year}-{month}-{day} {hour}:{minute}:{second}{suffix}"
         for year, month, day, hour, minute, second, suffix in itertools.product(
