@@ -4,9 +4,12 @@ Arrow batches), or the one spark-submit brings, with the user's settings standin
 from __future__ import annotations
 
 import os
+import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
+import pyspark
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
@@ -45,6 +48,39 @@ half a CPU second a session). A cluster's workers keep Spark's own daemon."""
 
 QUIET_LOG = Path(__file__).with_name("log4j2.properties")
 """Spark's log off on the console: the jobs say what went wrong in one line of their own."""
+LOCAL_JAVA_OPTIONS = ("-XX:+UseParallelGC",)
+"""A local session's JVM runs the throughput collector, not the JVM's default (G1): a batch job
+waits for its whole run, not for a pause. Measured on the shred job's whole process (300k events,
+`local[2]`): G1 cost its JVM 2 to 4 CPU seconds more a run, outside its pauses (0.3 s in all),
+and the bare Spark job nothing (docs/benchmarks.md). Left out when the user chose a collector
+(`collector_chosen`)."""
+JAVA_OPTION_VARIABLES = (
+    "SPARK_SUBMIT_OPTS",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "PYSPARK_SUBMIT_ARGS",
+)
+"""The environment variables whose JVM options reach a local session's JVM besides its settings."""
+_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
+
+
+def collector_chosen(environ: Mapping[str, str]) -> bool:
+    """Whether the user chose the JVM's collector where a local session's JVM also reads options
+    (`JAVA_OPTION_VARIABLES`, or the `spark-defaults.conf` spark-submit reads): the JVM refuses to
+    start with two."""
+    home = environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)  # as pyspark finds it
+    defaults = Path(environ.get("SPARK_CONF_DIR") or Path(home, "conf"), "spark-defaults.conf")
+    texts = [environ.get(name, "") for name in JAVA_OPTION_VARIABLES]
+    texts += [defaults.read_text(errors="replace")] if defaults.is_file() else []
+    return any(_COLLECTOR.search(text) for text in texts)
+
+
+def driver_java_options(verbose: bool, environ: Mapping[str, str] = os.environ) -> str:
+    """A local session's `spark.driver.extraJavaOptions`: `LOCAL_JAVA_OPTIONS` (unless the user
+    chose a collector), and the quiet log (`QUIET_LOG`) unless `verbose`."""
+    java = [] if collector_chosen(environ) else list(LOCAL_JAVA_OPTIONS)
+    return " ".join([*java, *([] if verbose else [f"-Dlog4j2.configurationFile=file:{QUIET_LOG}"])])
 
 
 def submitted() -> bool:
@@ -61,7 +97,8 @@ def local_session(
     A new local session runs its Python workers on this interpreter (Spark would take `python3`
     from PATH, which is not a virtual environment's unless it is activated), unless the user chose
     one (`PYSPARK_PYTHON`, `spark.pyspark.python`), and with a `local` master on the installed
-    pyspark (`LOCAL_DAEMON`); its log is silent (`QUIET_LOG`) unless `verbose`, which shows
+    pyspark (`LOCAL_DAEMON`); its JVM gets `driver_java_options` unless the user set
+    `spark.driver.extraJavaOptions`, so its log is silent (`QUIET_LOG`) unless `verbose`, which shows
     Spark's warnings. Under spark-submit the user's settings stand (master,
     network, resources, `spark.log.level`): only the `JOB_SETTINGS` the user did not set are added,
     and Spark's log is at WARN from the session's start unless `verbose`.
@@ -77,8 +114,7 @@ def local_session(
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings = {**DEFAULTS, **(LOCAL_DAEMON if master.startswith("local") else {}), **conf}
-        if not verbose:
-            settings.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{QUIET_LOG}")
+        settings.setdefault("spark.driver.extraJavaOptions", driver_java_options(verbose))
         builder = builder.master(master)
         if "PYSPARK_PYTHON" not in os.environ and "spark.pyspark.python" not in settings:
             os.environ["PYSPARK_PYTHON"] = sys.executable  # read by the SparkContext for its workers

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_integration._daemon import PRELOADED, _zipped_in_installed_pyspark, preload, without_threads
+from spark_integration.session import driver_java_options
 
 
 def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_its_sources(spark: Any) -> None:
@@ -18,6 +19,30 @@ def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_i
         yield pyspark.__file__ or ""
 
     assert spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect() == [pyspark.__file__]
+
+
+def test_a_local_session_s_jvm_keeps_the_collector_its_user_chose(spark: Any) -> None:
+    """The suite chooses the serial collector (`SPARK_SUBMIT_OPTS`, tests/conftest.py): the session
+    starts (the JVM refuses two collectors) and runs that one, not `LOCAL_JAVA_OPTIONS`'."""
+    management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    collectors = {bean.getName() for bean in management.getGarbageCollectorMXBeans()}
+    assert collectors == {"Copy", "MarkSweepCompact"}
+
+
+def test_a_local_session_s_jvm_gets_the_throughput_collector_unless_one_was_chosen(tmp_path: Path) -> None:
+    unset = {"SPARK_CONF_DIR": str(tmp_path)}
+    assert driver_java_options(True, unset) == "-XX:+UseParallelGC"
+    assert driver_java_options(False, unset).split()[0] == "-XX:+UseParallelGC"
+    assert "log4j2.configurationFile" in driver_java_options(False, unset)
+    chosen = [
+        {"JAVA_TOOL_OPTIONS": "-Xmx8g -XX:+UseG1GC"},
+        {"SPARK_SUBMIT_OPTS": "-XX:+UseZGC"},
+        {"PYSPARK_SUBMIT_ARGS": "--driver-java-options -XX:+UseSerialGC pyspark-shell"},
+    ]
+    for environ in chosen:
+        assert driver_java_options(True, {**unset, **environ}) == "", environ
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.defaultJavaOptions -XX:+UseShenandoahGC\n")
+    assert driver_java_options(True, unset) == ""
 
 
 def test_only_the_zips_inside_an_installed_pyspark_go_last(tmp_path: Path) -> None:
