@@ -65,21 +65,23 @@ JAVA_OPTION_VARIABLES = (
 _COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
 
 
-def collector_chosen(environ: Mapping[str, str]) -> bool:
-    """Whether the user chose the JVM's collector where a local session's JVM also reads options
-    (`JAVA_OPTION_VARIABLES`, or the `spark-defaults.conf` spark-submit reads): the JVM refuses to
-    start with two."""
+def collector_chosen(environ: Mapping[str, str], *options: str) -> bool:
+    """Whether the user chose the JVM's collector in `options` or where a local session's JVM also
+    reads options (`JAVA_OPTION_VARIABLES`, or the `spark-defaults.conf` spark-submit reads): the
+    JVM refuses to start with two."""
     home = environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)  # as pyspark finds it
     defaults = Path(environ.get("SPARK_CONF_DIR") or Path(home, "conf"), "spark-defaults.conf")
-    texts = [environ.get(name, "") for name in JAVA_OPTION_VARIABLES]
+    texts = [*options, *(environ.get(name, "") for name in JAVA_OPTION_VARIABLES)]
     texts += [defaults.read_text(errors="replace")] if defaults.is_file() else []
     return any(_COLLECTOR.search(text) for text in texts)
 
 
-def driver_java_options(verbose: bool, environ: Mapping[str, str] = os.environ) -> str:
-    """A local session's `spark.driver.extraJavaOptions`: `LOCAL_JAVA_OPTIONS` (unless the user
-    chose a collector), and the quiet log (`QUIET_LOG`) unless `verbose`."""
-    java = [] if collector_chosen(environ) else list(LOCAL_JAVA_OPTIONS)
+def driver_java_options(verbose: bool, settings: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> str:
+    """A local session's `spark.driver.extraJavaOptions`, given its other `settings`:
+    `LOCAL_JAVA_OPTIONS` unless the user chose a collector (there too, in
+    `spark.driver.defaultJavaOptions`), and the quiet log (`QUIET_LOG`) unless `verbose`."""
+    chosen = collector_chosen(environ, settings.get("spark.driver.defaultJavaOptions", ""))
+    java = [] if chosen else list(LOCAL_JAVA_OPTIONS)
     return " ".join([*java, *([] if verbose else [f"-Dlog4j2.configurationFile=file:{QUIET_LOG}"])])
 
 
@@ -114,7 +116,7 @@ def local_session(
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings = {**DEFAULTS, **(LOCAL_DAEMON if master.startswith("local") else {}), **conf}
-        settings.setdefault("spark.driver.extraJavaOptions", driver_java_options(verbose))
+        settings.setdefault("spark.driver.extraJavaOptions", driver_java_options(verbose, settings))
         builder = builder.master(master)
         if "PYSPARK_PYTHON" not in os.environ and "spark.pyspark.python" not in settings:
             os.environ["PYSPARK_PYTHON"] = sys.executable  # read by the SparkContext for its workers

@@ -31,18 +31,19 @@ def test_a_local_session_s_jvm_keeps_the_collector_its_user_chose(spark: Any) ->
 
 def test_a_local_session_s_jvm_gets_the_throughput_collector_unless_one_was_chosen(tmp_path: Path) -> None:
     unset = {"SPARK_CONF_DIR": str(tmp_path)}
-    assert driver_java_options(True, unset) == "-XX:+UseParallelGC"
-    assert driver_java_options(False, unset).split()[0] == "-XX:+UseParallelGC"
-    assert "log4j2.configurationFile" in driver_java_options(False, unset)
+    assert driver_java_options(True, {}, unset) == "-XX:+UseParallelGC"
+    assert driver_java_options(False, {}, unset).split()[0] == "-XX:+UseParallelGC"
+    assert "log4j2.configurationFile" in driver_java_options(False, {}, unset)
+    assert driver_java_options(True, {"spark.driver.defaultJavaOptions": "-XX:+UseG1GC"}, unset) == ""
     chosen = [
         {"JAVA_TOOL_OPTIONS": "-Xmx8g -XX:+UseG1GC"},
         {"SPARK_SUBMIT_OPTS": "-XX:+UseZGC"},
         {"PYSPARK_SUBMIT_ARGS": "--driver-java-options -XX:+UseSerialGC pyspark-shell"},
     ]
     for environ in chosen:
-        assert driver_java_options(True, {**unset, **environ}) == "", environ
+        assert driver_java_options(True, {}, {**unset, **environ}) == "", environ
     (tmp_path / "spark-defaults.conf").write_text("spark.driver.defaultJavaOptions -XX:+UseShenandoahGC\n")
-    assert driver_java_options(True, unset) == ""
+    assert driver_java_options(True, {}, unset) == ""
 
 
 def test_only_the_zips_inside_an_installed_pyspark_go_last(tmp_path: Path) -> None:
