@@ -56,6 +56,11 @@ def head(line: str = "line") -> Column:
     return F.substring_index(line, "\t", EVENT_ID + 1)
 
 
+def head_fields(head: Column) -> Column:
+    """A `head`'s fields, an array: `F.get` of a field past a shorter line's end is null."""
+    return F.split(head, "\t")
+
+
 def head_key(head: Column) -> Column:
     """A 64-bit hash of a `head`'s last field, cut from its end: the event id (field 6) on a line
     of 7 fields or more. An id of hex digits and dashes hashes as the bytes its digits spell, so
@@ -84,7 +89,7 @@ def batch_keys(lines: DataFrame) -> DataFrame:
     `_scan.earliest_etl` checks (on its line first) before it is the batch etl time. No pattern
     is matched here: three Java regexes a line cost the scan more than its read."""
     first = lines.select("line", head().alias("head"))
-    fields = F.split("head", "\t")
+    fields = head_fields(F.col("head"))
     etl = F.get(fields, ETL_TSTAMP)
     shaped = F.get(fields, EVENT_ID).isNotNull() & (F.length(etl) >= MIN_TSTAMP)
     return first.select(
@@ -99,7 +104,7 @@ MIN_TSTAMP = len("yyyy-MM-dd HH:mm:ss.f")
 def line_etl_second(line: str = "line") -> Column:
     """The etl second (`yyyy-MM-dd HH:mm:ss`) of a line whose event id and both timestamps have
     the form of valid ones (the patterns are `events_manifest._snowplow.parsing`'s), else null."""
-    fields = F.split(head(line), "\t")
+    fields = head_fields(head(line))
     well_formed = (
         F.get(fields, EVENT_ID).rlike(UUID_PATTERN)
         & F.get(fields, COLLECTOR_TSTAMP).rlike(TSTAMP_PATTERN)

@@ -181,7 +181,7 @@ def scan_run(lines: DataFrame) -> RunScan:
     A line with a field the reader takes in another shape (`event.LENIENT_ID`, an id such as
     `1-2-3-4-5`; `event.LENIENT_TIMESTAMP`, such as `2026-11-01T06:00:00`) would escape both:
     with one, or more shared ids than `BROADCAST_KEYS`, `keys` is None."""
-    fields = F.split(enriched.head(), "\t")
+    fields = enriched.head_fields(enriched.head())
     event_id, etl = F.get(fields, EVENT_ID), F.get(fields, ETL_TSTAMP)
     other_id = ~event_id.rlike(CANONICAL_ID) & event_id.rlike(LENIENT_ID)  # the usual id: one pattern
     other_time = ~etl.rlike(TIMESTAMP) & etl.rlike(LENIENT_TIMESTAMP)

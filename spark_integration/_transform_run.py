@@ -110,7 +110,7 @@ def _run_etl(lines: DataFrame, candidate: str | None, parse: Parse, line: bytes 
     found = earliest_second(
         lines,
         candidate,
-        etl_second(F.get(F.split(enriched.head(), "\t"), ETL_TSTAMP)),
+        etl_second(F.get(enriched.head_fields(enriched.head()), ETL_TSTAMP)),
         enriched.line_bytes(),
         lambda first: bool(first) and parse.any_good(pa.array([bytes(b) for b in first], pa.binary())),
         in_spark,

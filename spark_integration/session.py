@@ -81,8 +81,8 @@ def driver_java_options(verbose: bool, settings: Mapping[str, str], environ: Map
     `LOCAL_JAVA_OPTIONS` unless the user chose a collector (there too, in
     `spark.driver.defaultJavaOptions`), and the quiet log (`QUIET_LOG`) unless `verbose`."""
     chosen = collector_chosen(environ, settings.get("spark.driver.defaultJavaOptions", ""))
-    java = [] if chosen else list(LOCAL_JAVA_OPTIONS)
-    return " ".join([*java, *([] if verbose else [f"-Dlog4j2.configurationFile=file:{QUIET_LOG}"])])
+    quiet = [] if verbose else [f"-Dlog4j2.configurationFile=file:{QUIET_LOG}"]
+    return " ".join([*([] if chosen else LOCAL_JAVA_OPTIONS), *quiet])
 
 
 def submitted() -> bool:
@@ -116,7 +116,8 @@ def local_session(
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings = {**DEFAULTS, **(LOCAL_DAEMON if master.startswith("local") else {}), **conf}
-        settings.setdefault("spark.driver.extraJavaOptions", driver_java_options(verbose, settings))
+        if "spark.driver.extraJavaOptions" not in settings:  # the user's stand whole
+            settings["spark.driver.extraJavaOptions"] = driver_java_options(verbose, settings)
         builder = builder.master(master)
         if "PYSPARK_PYTHON" not in os.environ and "spark.pyspark.python" not in settings:
             os.environ["PYSPARK_PYTHON"] = sys.executable  # read by the SparkContext for its workers
