@@ -8,7 +8,7 @@ Two plans give the same rows:
   of shared ids are shuffled, to be decided together.
 - parsed first (Parquet, whose columns are the entity types of the run's good events, known once
   every line is parsed; and a run the scan cannot key): every line parsed and the run cached, its
-  facts gathered in one pass over it and its shared ids in another; then as above, the rows of ids
+  facts observed in the pass over it that finds its shared ids; then as above, the rows of ids
   found once decided where they are, the others shuffled (without a cache, every row shuffled).
 """
 
@@ -18,7 +18,7 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -89,10 +89,16 @@ def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -
             stack.enter_context(_settings(spark, CACHE_SETTINGS))
             parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
             stack.callback(parsed.unpersist)
-        earliest, types = _run_facts(parsed, etl=handle is not None, types=parquet_mode)
+        facts = _fact_columns(etl=handle is not None, types=parquet_mode)
+        if cache and facts:  # gathered while the shared ids are found: no pass of their own
+            observed = Observation("run facts")
+            shared = shared_ids(parsed.observe(observed, *facts))
+            earliest, types = _facts_of(observed.get)
+        else:
+            earliest, types = _run_facts(parsed, facts)
+            shared = shared_ids(parsed) if cache else None
         columns = _columns(types, job.iglu, config) if parquet_mode else None
         decide = _decide(job, run, earliest, columns, now)
-        shared = shared_ids(parsed) if cache else None
         if shared is None:
             return _write(_shuffled(parsed, decide), decide, job, staging, shred_mode)
         once, together = (parsed.join(F.broadcast(shared), "key", how) for how in ("left_anti", "left_semi"))
@@ -239,20 +245,27 @@ def _to_kinesis(stream: kinesis.Stream) -> Callable[[Iterator[pa.RecordBatch]], 
     return batches
 
 
-def _run_facts(parsed: DataFrame, *, etl: bool, types: bool) -> tuple[datetime | None, list[str]]:
-    """What the shuffled plan needs to know before its first put, in one pass over the parsed run:
-    its batch etl time (`etl`: the earliest etl_tstamp of its good events, None if none has one)
-    and its good events' entity types (`types`, for Parquet's columns)."""
+def _fact_columns(*, etl: bool, types: bool) -> list[Column]:
+    """What the shuffled plan needs to know of the parsed run before its first put: its batch etl
+    time (`etl`: the earliest etl_tstamp of its good events) and its good events' entity types
+    (`types`, for Parquet's columns), as aggregates over its rows."""
     good = F.col("good")
     wanted = []
     if etl:
         wanted.append(F.min(F.when(good, F.col("etl"))).alias("etl"))
     if types:
         wanted.append(F.array_distinct(F.flatten(F.collect_set(F.when(good, F.col("types"))))).alias("types"))
-    if not wanted:
-        return None, []
-    row = parsed.agg(*wanted).first()
-    found = row.asDict() if row is not None else {}
+    return wanted
+
+
+def _run_facts(parsed: DataFrame, facts: list[Column]) -> tuple[datetime | None, list[str]]:
+    """`_fact_columns` in a pass of their own over the parsed run (`_facts_of` none asked)."""
+    row = parsed.agg(*facts).first() if facts else None
+    return _facts_of(row.asDict() if row is not None else {})
+
+
+def _facts_of(found: dict[str, Any]) -> tuple[datetime | None, list[str]]:
+    """The batch etl time (None if no good event has one, or none was asked) and the entity types."""
     return etl_time(found.get("etl")), list(found.get("types") or [])
 
 

@@ -91,11 +91,17 @@ class _Spans:
         self.first_tab = np.searchsorted(tabs, self.starts)
         self.count = np.searchsorted(tabs, self.ends) - self.first_tab + 1
         """The number of fields of each line."""
+        self._ends: dict[int, np.ndarray] = {}
 
     def end(self, index: int) -> np.ndarray:
-        """Where field `index` of each line ends (at the line's end when the line is shorter)."""
-        inside = index < self.count - 1
-        return np.where(inside, self.tabs[np.where(inside, self.first_tab + index, 0)], self.ends)
+        """Where field `index` of each line ends (at the line's end when the line is shorter);
+        worked out once per field, as the checks and the atomic line ask for most fields twice."""
+        found = self._ends.get(index)
+        if found is None:
+            inside = index < self.count - 1
+            tab = self.tabs[np.where(inside, self.first_tab + index, 0)]
+            found = self._ends[index] = np.where(inside, tab, self.ends)
+        return found
 
     def start(self, index: int) -> np.ndarray:
         return self.starts if index == 0 else np.minimum(self.end(index - 1) + 1, self.ends)
