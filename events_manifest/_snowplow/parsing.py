@@ -76,7 +76,7 @@ def _bytes(data: pa.Buffer, start: int, stop: int) -> np.ndarray:
     return np.frombuffer(data, np.uint8, stop - start, start)
 
 
-class _Spans:
+class Spans:
     """Where each field of each line of a batch starts and ends in the batch's data buffer, found
     from the positions of its tabs: no line is split or copied to find them. A field past the end
     of a line (older lines have 108 to 130 fields) is empty, at the line's end."""
@@ -128,13 +128,40 @@ class _Spans:
     def field(self, index: int, valid: np.ndarray) -> pa.Array:
         return self.pieces([(self.start(index), self.end(index))], valid)
 
+    def columns(self, wide: np.ndarray, kind: pa.DataType) -> list[pa.Array]:
+        """Every field of the lines of `wide` (lines of exactly `FIELDS` fields), column by column,
+        as `kind` (binary or string): their bytes copied once, split by nothing. Lines are taken
+        `COLUMN_BLOCK` at a time, whose bytes stay in the CPU's cache while their fields are
+        gathered column by column (half again as fast as the whole batch at once)."""
+        rows = np.flatnonzero(wide)
+        count = len(rows)
+        if not count:
+            return [pa.array([], kind)] * FIELDS
+        bounds = np.empty((count, 2 * FIELDS), self.offsets_type)  # a line's start, end of field 0, start of 1, ...
+        tabs = self.tabs[self.first_tab[rows][:, None] + np.arange(FIELDS - 1)]
+        bounds[:, 0], bounds[:, -1], bounds[:, 1:-1:2] = self.starts[rows], self.ends[rows], tabs
+        np.add(tabs, 1, out=bounds[:, 2:-1:2], casting="unsafe")
+        flat = bounds.ravel()
+        every = pa.Array.from_buffers(kind, len(flat) - 1, [None, pa.py_buffer(flat), self.data])  # fields, gaps
+        blocks = []
+        for first in range(0, count, COLUMN_BLOCK):
+            size = min(COLUMN_BLOCK, count - first)
+            by_field = (np.arange(size * FIELDS).reshape(size, FIELDS).T.ravel() + first * FIELDS) * 2
+            taken = every.take(pa.array(by_field))
+            blocks.append([taken.slice(j * size, size) for j in range(FIELDS)])
+        return [pa.concat_arrays([block[j] for block in blocks]) for j in range(FIELDS)]
+
+
+COLUMN_BLOCK = 1000
+"""Lines whose fields `Spans.columns` gathers together: about 1.4 MB of enriched lines."""
+
 
 def split_and_check(lines: pa.Array) -> Fields:
     """Find the fields of a batch of lines (Arrow strings), pad lines of 108 to 130 fields (older
     enrichment) to 131, cut atomic fields to their limits (`truncation`), and check the shape,
     event_id, the timestamps and UTF-8; the JSON fields are left to `sdj`."""
     raw = lines.view(pa.large_binary() if pa.types.is_large_string(lines.type) else pa.binary())
-    spans = _Spans(raw)
+    spans = Spans(raw)
     count = spans.count
     shape = (count >= MIN_FIELDS) & (count <= FIELDS)
     utf8 = _valid_utf8(raw)
@@ -184,7 +211,7 @@ class Gap(NamedTuple):
     marked: np.ndarray | None = None
 
 
-def _cuts(spans: _Spans, readable: np.ndarray) -> list[Gap]:
+def _cuts(spans: Spans, readable: np.ndarray) -> list[Gap]:
     """For each atomic field that some line holds past its limit, the tail of it that is left
     out. A field can only be over its limit in UTF-16 units if it is in bytes: most lines decode
     nothing, and most batches only compare lengths."""
@@ -199,7 +226,7 @@ def _cuts(spans: _Spans, readable: np.ndarray) -> list[Gap]:
     return cuts
 
 
-def _atomic(spans: _Spans, shape: np.ndarray, indexes: tuple[int, ...], cuts: list[Gap]) -> pa.Array:
+def _atomic(spans: Spans, shape: np.ndarray, indexes: tuple[int, ...], cuts: list[Gap]) -> pa.Array:
     """The atomic line's fields `indexes` (consecutive but for the JSON fields, left out with the
     tab before each), each cut where `cuts` say: slices of the line between gaps, a split mark in
     a gap where a cut left half a character. A line of 108 to 130 fields is padded to its full width."""

@@ -32,6 +32,7 @@ from events_manifest._snowplow.fields import (
     FIELDS,
     UNSTRUCT_EVENT,
 )
+from events_manifest._snowplow.parsing import Spans
 from events_manifest._transformer import sdjson, widerow
 from events_manifest._transformer.bad_rows import MINIMUM_TIMESTAMP_FIELDS
 from events_manifest._transformer.entity_types import type_text
@@ -65,15 +66,12 @@ def fields(text: pa.Array, *, json: bool = True) -> tuple[np.ndarray, list[pa.Ar
     """The lines of 131 fields (a mask), and their fields, column by column. With `json`, only
     lines without a control character but tabs: they are rendered as JSON, where the decoder
     writes a string's escapes; events and their values hold the characters as they are."""
-    parts = pc.split_pattern(text, "\t")
-    width = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
-    wide = width == FIELDS
+    large = pa.types.is_large_string(text.type) or pa.types.is_large_binary(text.type)
+    spans = Spans(text.view(pa.large_binary() if large else pa.binary()))
+    wide = spans.count == FIELDS
     if json:
         wide &= ~_mask(pc.match_substring_regex(text, _CONTROL))
-    values = pc.list_flatten(parts if wide.all() else parts.filter(pa.array(wide)))
-    count = int(wide.sum())
-    by_field = values.take(pa.array(np.arange(count * FIELDS).reshape(count, FIELDS).T.ravel()))
-    return wide, [by_field.slice(j * count, count) for j in range(FIELDS)]
+    return wide, spans.columns(wide, text.type)
 
 
 def _mask(array: pa.Array) -> np.ndarray:

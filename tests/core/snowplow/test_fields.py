@@ -4,10 +4,11 @@ each failing line its own messages, atomic fields cut to their limits."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events_manifest._snowplow import fields, truncation
+from events_manifest._snowplow import fields, parsing, truncation
 from events_manifest._snowplow.bad_rows import INVALID_UTF8
 from events_manifest._snowplow.fields import FIELDS, MIN_FIELDS
 from events_manifest._snowplow.parsing import split_and_check
@@ -117,3 +118,30 @@ def test_fields_are_found_as_a_plain_split_finds_them(rows: list[list[str]], ski
         assert found.atomic_before[row].as_py() == "\t".join(cut[i] for i in fields.ATOMIC_BEFORE)
         assert found.atomic_after[row].as_py() == "\t".join(cut[i] for i in fields.ATOMIC_AFTER)
         assert [column[row].as_py() for column in found.json] == [padded[i].encode() for i in fields.JSON_FIELDS]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(_COUNTS.flatmap(lambda n: st.lists(_FIELD_TEXT, min_size=n, max_size=n)), max_size=9),
+    st.integers(0, 2),
+    st.sampled_from([pa.string(), pa.large_string(), pa.binary()]),
+    st.integers(1, 4),
+)
+def test_columns_of_the_full_lines_are_a_plain_split_s(
+    rows: list[list[str]], skip: int, kind: pa.DataType, block: int
+) -> None:
+    """`Spans.columns` (the transformer's split): each field of the lines of 131 fields, column by
+    column, in an array that may be a slice, gathered a few lines at a time."""
+    lines = ["\t".join(row) for row in rows]
+    texts = pa.array(["x\ty"] * skip + lines, pa.string()).cast(kind)[skip:]
+    large = pa.types.is_large_string(kind)
+    spans = parsing.Spans(texts.view(pa.large_binary() if large else pa.binary()))
+    wide = spans.count == FIELDS
+    assert wide.tolist() == [len(row) == FIELDS for row in rows]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parsing, "COLUMN_BLOCK", block)
+        columns = spans.columns(wide, kind)
+    full = [row for row in rows if len(row) == FIELDS]
+    assert [column.type for column in columns] == [kind] * FIELDS
+    text = [column if kind != pa.binary() else column.cast(pa.string()) for column in columns]
+    assert [column.to_pylist() for column in text] == [[row[j] for row in full] for j in range(FIELDS)]
