@@ -259,7 +259,7 @@ def _fact_columns(*, etl: bool, types: bool) -> list[Column]:
 
 
 def _run_facts(parsed: DataFrame, facts: list[Column]) -> tuple[datetime | None, list[str]]:
-    """`_fact_columns` in a pass of their own over the parsed run (`_facts_of` none asked)."""
+    """`_fact_columns` in a pass of their own over the parsed run; none asked, nothing is read."""
     row = parsed.agg(*facts).first() if facts else None
     return _facts_of(row.asDict() if row is not None else {})
 
