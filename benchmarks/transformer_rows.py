@@ -55,43 +55,44 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="transformer-rows-"))
-    generate(work / "in", args.events)
-    lines: list[str] = []
-    for path in sorted((work / "in").iterdir()):
-        data = path.read_bytes()
-        lines += (gzip.decompress(data) if path.suffix == ".gz" else data).decode().splitlines()
-    resolver = {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
-        "data": {"cacheSize": 500, "repositories": [CENTRAL, write_schemas(work / "schemas")]},
-    }
-    iglu = ResolverConfig.parse(json.dumps(resolver))
-    decoded, atomic = columnar.decoded(pa.array(lines), tsv=True)
-    pairs = [(event, line) for event, line in zip(decoded, atomic, strict=True) if event is not None]
-    events = [event for event, _ in pairs]
-    seen = {(t.schema_key, t.entity) for event in events for t in map(EntityType.parse, event_types(event))}
-    columns = build_columns(seen, iglu, synthetic=True)
-    shredder = Shredder(Routing("JSON", (), tuple(map(Criterion.parse, SHRED["tsv"])), ()), iglu)
-    print(f"{len(events):,} events of {len(lines):,} lines")
-    text = pa.array(lines)
+    with tempfile.TemporaryDirectory(prefix="transformer-rows-") as folder:  # the input and schemas, gone after
+        work = Path(folder)
+        generate(work / "in", args.events)
+        lines: list[str] = []
+        for path in sorted((work / "in").iterdir()):
+            data = path.read_bytes()
+            lines += (gzip.decompress(data) if path.suffix == ".gz" else data).decode().splitlines()
+        resolver = {
+            "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
+            "data": {"cacheSize": 500, "repositories": [CENTRAL, write_schemas(work / "schemas")]},
+        }
+        iglu = ResolverConfig.parse(json.dumps(resolver))
+        decoded, atomic = columnar.decoded(pa.array(lines), tsv=True)
+        pairs = [(event, line) for event, line in zip(decoded, atomic, strict=True) if event is not None]
+        events = [event for event, _ in pairs]
+        seen = {(t.schema_key, t.entity) for event in events for t in map(EntityType.parse, event_types(event))}
+        columns = build_columns(seen, iglu, synthetic=True)
+        shredder = Shredder(Routing("JSON", (), tuple(map(Criterion.parse, SHRED["tsv"])), ()), iglu)
+        print(f"{len(events):,} events of {len(lines):,} lines")
+        text = pa.array(lines)
 
-    def from_lines() -> tuple[pa.StructArray, list[list[dict[str, Any]] | None]]:
-        _, atomic, entities = columnar.kept_values(text)
-        return columns.rows_of(atomic, entities)
+        def from_lines() -> tuple[pa.StructArray, list[list[dict[str, Any]] | None]]:
+            _, atomic, entities = columnar.kept_values(text)
+            return columns.rows_of(atomic, entities)
 
-    rows_time, rows = best_of(5, paused(lambda: columns.rows(events)))
-    columnar_time, columnar_rows = best_of(5, paused(from_lines))
-    lines_time, shredded = best_of(5, paused(lambda: [shredder.lines(event, line) for event, line in pairs]))
-    measured = (
-        ("Parquet rows", rows_time, rows),
-        ("  from lines", columnar_time, columnar_rows),
-        ("shredded lines", lines_time, shredded),
-    )
-    for name, seconds, output in measured:
-        shown = output[0].to_pylist() if isinstance(output, tuple) else output
-        digest = hashlib.sha256(str(shown).encode()).hexdigest()[:16]
-        print(f"{name:<15} {seconds / len(events) * 1e6:6.1f} us an event  (output sha256 {digest})")
-    return 0
+        rows_time, rows = best_of(5, paused(lambda: columns.rows(events)))
+        columnar_time, columnar_rows = best_of(5, paused(from_lines))
+        lines_time, shredded = best_of(5, paused(lambda: [shredder.lines(event, line) for event, line in pairs]))
+        measured = (
+            ("Parquet rows", rows_time, rows),
+            ("  from lines", columnar_time, columnar_rows),
+            ("shredded lines", lines_time, shredded),
+        )
+        for name, seconds, output in measured:
+            shown = output[0].to_pylist() if isinstance(output, tuple) else output
+            digest = hashlib.sha256(str(shown).encode()).hexdigest()[:16]
+            print(f"{name:<15} {seconds / len(events) * 1e6:6.1f} us an event  (output sha256 {digest})")
+        return 0
 
 
 if __name__ == "__main__":
