@@ -61,6 +61,12 @@ class Fields(NamedTuple):
     """The messages of each line that has any, by its row in the batch."""
 
 
+def as_bytes(lines: pa.Array) -> pa.Array:
+    """Lines of any Arrow string or binary type as binary of the same offsets' width, no copy."""
+    large = pa.types.is_large_string(lines.type) or pa.types.is_large_binary(lines.type)
+    return lines.view(pa.large_binary() if large else pa.binary())
+
+
 def _layout(raw: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
     """Where each value of a binary array starts in its data buffer, and where the last ends
     (int64, one more than the values), and that buffer."""
@@ -160,7 +166,7 @@ def split_and_check(lines: pa.Array) -> Fields:
     """Find the fields of a batch of lines (Arrow strings), pad lines of 108 to 130 fields (older
     enrichment) to 131, cut atomic fields to their limits (`truncation`), and check the shape,
     event_id, the timestamps and UTF-8; the JSON fields are left to `sdj`."""
-    raw = lines.view(pa.large_binary() if pa.types.is_large_string(lines.type) else pa.binary())
+    raw = as_bytes(lines)
     spans = Spans(raw)
     count = spans.count
     shape = (count >= MIN_FIELDS) & (count <= FIELDS)

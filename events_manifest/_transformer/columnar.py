@@ -32,7 +32,7 @@ from events_manifest._snowplow.fields import (
     FIELDS,
     UNSTRUCT_EVENT,
 )
-from events_manifest._snowplow.parsing import Spans
+from events_manifest._snowplow.parsing import Spans, as_bytes
 from events_manifest._transformer import sdjson, widerow
 from events_manifest._transformer.bad_rows import MINIMUM_TIMESTAMP_FIELDS
 from events_manifest._transformer.entity_types import type_text
@@ -66,8 +66,7 @@ def fields(text: pa.Array, *, json: bool = True) -> tuple[np.ndarray, list[pa.Ar
     """The lines of 131 fields (a mask), and their fields, column by column. With `json`, only
     lines without a control character but tabs: they are rendered as JSON, where the decoder
     writes a string's escapes; events and their values hold the characters as they are."""
-    large = pa.types.is_large_string(text.type) or pa.types.is_large_binary(text.type)
-    spans = Spans(text.view(pa.large_binary() if large else pa.binary()))
+    spans = Spans(as_bytes(text))
     wide = spans.count == FIELDS
     if json:
         wide &= ~_mask(pc.match_substring_regex(text, _CONTROL))
