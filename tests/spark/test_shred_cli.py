@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +19,6 @@ from events_manifest import (
     SqliteManifest,
 )
 from events_manifest.model import PutBatch
-from events_manifest.snowplow import sample_batches
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing._servers import free_port
 from spark_integration import EtlMismatchError, OutputExistsError, demo, shred
@@ -301,26 +297,3 @@ def test_rerun_after_a_failed_run_with_the_same_input_needs_no_flag(spark: Any, 
         shred(spark, source, str(tmp_path / "o"), str(tmp_path / "b"), manifest=FailingAfterPuts(store))
     summary = shred(spark, source, str(tmp_path / "o"), str(tmp_path / "b"), manifest=f"sqlite://{store}")
     assert summary.kept_events == 1
-
-
-@pytest.mark.process
-def test_runs_under_spark_submit(spark: Any, tmp_path: Path) -> None:
-    """`spark-submit .../shredder.py ...`: spark-submit brings the session; the flags are the same."""
-    import pyspark
-
-    from events_manifest._snowplow.summary import ShredSummary
-    from spark_integration import shredder
-
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    args = [str(submit), "--master", "local[2]", shredder.__file__, "--input-folder", str(sample_batches()[0])]
-    args += ["--output-folder", str(tmp_path / "out"), "--bad-folder", str(tmp_path / "bad")]
-    args += ["--manifest", f"sqlite:///{tmp_path}/m.db"]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert re.search(r"kept events +\d", done.stdout)
-    info = [line for line in done.stderr.splitlines() if " INFO " in line]
-    assert len(info) <= 5 and len(done.stderr.splitlines()) <= 20, "Spark's log at WARN from the session's start"
-    summary = ShredSummary.from_json((tmp_path / "out" / "_summary.json").read_text())
-    assert summary.balanced and summary.kept_events > 900
-    assert (tmp_path / "out" / "atomic-events").is_dir() and list((tmp_path / "bad").glob("part-*"))
