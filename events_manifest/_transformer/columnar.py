@@ -261,7 +261,8 @@ def _compact(text: bytes, unstruct: bool, render: bool) -> Pairs | None:
     it (compact, schema then data, no escape); None for any other text (the decoder then reads it).
     A data is taken as it stands when msgspec, re-encoding it, writes it as it stands (compact, the
     escapes circe writes, numbers as both print them) and it holds no U+007F to U+009F; else it is
-    printed from its own parse (`sdjson`), or only parsed without `render` (its text left empty)."""
+    printed from its own parse (`sdjson`). Without `render` a data is only read whole, its text left
+    empty: one msgspec refuses sends the column to the decoder."""
     try:
         envelope: _Contexts | _Unstruct = _DECODERS[unstruct].decode(text)
         if _ENCODER.encode(envelope) != text:
@@ -274,11 +275,13 @@ def _compact(text: bytes, unstruct: bool, render: bool) -> Pairs | None:
             key = SchemaKey.parse(item.schema)
             if key is None:
                 return None
-            if _C1.search(raw) or _ENCODER.encode(_ANY.decode(raw)) != raw:
-                data = sdjson.loads(raw.decode())
-                found.append((key, sdjson.dumps(data) if render else ""))  # numbers as written, escapes
+            if not render:
+                _ANY.decode(raw)  # read whole, so that data msgspec refuses goes to the decoder
+                found.append((key, ""))
+            elif _C1.search(raw) or _ENCODER.encode(_ANY.decode(raw)) != raw:
+                found.append((key, sdjson.dumps(sdjson.loads(raw.decode()))))  # numbers as written, escapes
             else:
-                found.append((key, raw.decode() if render else ""))
+                found.append((key, raw.decode()))
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     return found
