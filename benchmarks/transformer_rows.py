@@ -1,7 +1,8 @@
 """The transformer's per-event Python, alone: Parquet rows (`ParquetColumns.rows` of decoded
 events, and from the lines with no event, as the job builds them: `columnar.kept_values`, split
-included) and shredded lines (`Shredder.lines`) of generated events, in microseconds an event
-(best of five), with Python's cyclic collector paused as the job's batches run.
+included), shredded lines (`Shredder.lines`) of generated events, and the parse of Parquet and shred
+mode (`Parse.batch` rendering no wide row, 10,000 lines a batch), in microseconds an event or line (best of
+five), with Python's cyclic collector paused as the job's batches run.
 
     python benchmarks/transformer_rows.py --events 20000
 
@@ -45,7 +46,7 @@ def main() -> int:
 
     from events_manifest._collector import paused
     from events_manifest._transformer import columnar
-    from events_manifest._transformer.batch import event_types
+    from events_manifest._transformer.batch import Parse, event_types
     from events_manifest._transformer.config import Criterion
     from events_manifest._transformer.entity_types import EntityType
     from events_manifest._transformer.parquet import build_columns
@@ -83,15 +84,21 @@ def main() -> int:
         rows_time, rows = best_of(5, paused(lambda: columns.rows(events)))
         columnar_time, columnar_rows = best_of(5, paused(from_lines))
         lines_time, shredded = best_of(5, paused(lambda: [shredder.lines(event, line) for event, line in pairs]))
+        parse = Parse(wide_rows=False)
+        blocks = [text.slice(first, 10_000) for first in range(0, len(text), 10_000)]  # the job's Arrow batches
+        parse_time, parsed = best_of(5, lambda: [parse.batch(block).column("types") for block in blocks])
+        assert isinstance(parsed, list)
+        types = [found for block in parsed for found in block.to_pylist()]
         measured = (
-            ("Parquet rows", rows_time, rows),
-            ("  from lines", columnar_time, columnar_rows),
-            ("shredded lines", lines_time, shredded),
+            ("Parquet rows", rows_time, rows, len(events), "an event"),
+            ("  from lines", columnar_time, columnar_rows, len(events), "an event"),
+            ("shredded lines", lines_time, shredded, len(events), "an event"),
+            ("parsed lines", parse_time, types, len(lines), "a line"),
         )
-        for name, seconds, output in measured:
+        for name, seconds, output, count, unit in measured:
             shown = output[0].to_pylist() if isinstance(output, tuple) else output
             digest = hashlib.sha256(str(shown).encode()).hexdigest()[:16]
-            print(f"{name:<15} {seconds / len(events) * 1e6:6.1f} us an event  (output sha256 {digest})")
+            print(f"{name:<15} {seconds / count * 1e6:6.1f} us {unit}  (output sha256 {digest})")
         return 0
 
 
