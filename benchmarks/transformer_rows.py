@@ -1,8 +1,8 @@
 """The transformer's per-event Python, alone: Parquet rows (`ParquetColumns.rows` of decoded
 events, and from the lines with no event, as the job builds them: `columnar.kept_values`, split
-included), shredded lines (`Shredder.lines`) of generated events, and the parse of Parquet and shred
-mode (`Parse.batch` rendering no wide row, 10,000 lines a batch), in microseconds an event or line (best of
-five), with Python's cyclic collector paused as the job's batches run.
+included), shredded lines (`Shredder.lines`) of generated events, and the parse of Parquet and
+shred mode (`Parse.batch` rendering no wide row, 10,000 lines a batch), in microseconds an event
+or a line (best of five), with Python's cyclic collector paused as the job's batches run.
 
     python benchmarks/transformer_rows.py --events 20000
 
@@ -23,15 +23,19 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def best_of(times: int, run: Callable[[], object]) -> tuple[float, object]:
-    best, found = float("inf"), None
+T = TypeVar("T")
+
+
+def best_of(times: int, run: Callable[[], T]) -> tuple[float, T]:
+    """The shortest of `times` runs, and what the last one returned."""
+    best = float("inf")
     for _ in range(times):
         started = time.perf_counter()
         found = run()
@@ -87,7 +91,6 @@ def main() -> int:
         parse = Parse(wide_rows=False)
         blocks = [text.slice(first, 10_000) for first in range(0, len(text), 10_000)]  # the job's Arrow batches
         parse_time, parsed = best_of(5, lambda: [parse.batch(block).column("types") for block in blocks])
-        assert isinstance(parsed, list)
         types = [found for block in parsed for found in block.to_pylist()]
         measured = (
             ("Parquet rows", rows_time, rows, len(events), "an event"),
