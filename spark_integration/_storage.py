@@ -139,9 +139,9 @@ class HadoopStorage(Storage):
     def _s3(self) -> Any:
         """An S3 client reaching what the session's S3A settings name (endpoint, path style, static
         keys), else the AWS default chain (EMRFS's `s3://` on EMR)."""
-        import boto3
         from botocore.config import Config
 
+        from events_manifest._aws import boto3_session
         from events_manifest._backends.dynamodb.config import default_region
 
         get = self._conf.get
@@ -155,7 +155,7 @@ class HadoopStorage(Storage):
             keys = {"aws_access_key_id": get("fs.s3a.access.key"), "aws_secret_access_key": get("fs.s3a.secret.key")}
         region = get("fs.s3a.endpoint.region") or default_region() or "us-east-1"
         config = Config(s3={"addressing_style": style}, retries={"mode": "standard"})  # type: ignore[arg-type]
-        return boto3.session.Session().client("s3", region_name=region, endpoint_url=endpoint, config=config, **keys)
+        return boto3_session().client("s3", region_name=region, endpoint_url=endpoint, config=config, **keys)
 
     def children(self, path: str) -> list[str]:
         fs, p = self._fs(path)

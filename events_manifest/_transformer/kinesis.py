@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
-import boto3
 import botocore.exceptions
 from botocore.config import Config
 
+from events_manifest._aws import boto3_session
 from events_manifest._backends.dynamodb.config import default_region
 from events_manifest._transformer import bad_rows
 from events_manifest._transformer.config import Backoff, BadSink, TransformerConfigError, check_region
@@ -56,9 +56,7 @@ class Stream:
 
     def client(self) -> Any:
         config = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "total_max_attempts": 1})
-        return boto3.session.Session().client(
-            "kinesis", region_name=self.region, endpoint_url=self.endpoint, config=config
-        )
+        return boto3_session().client("kinesis", region_name=self.region, endpoint_url=self.endpoint, config=config)
 
 
 class KinesisSink:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import botocore.exceptions
 from botocore.config import Config
 
+from events_manifest._aws import boto3_session
 from events_manifest._backends.dynamodb.config import default_region
 from events_manifest._transformer.config import Queue, TransformerConfigError, check_region
 from events_manifest.errors import DeliveryError
@@ -34,7 +34,7 @@ def client(queue: Queue) -> Any:
         read_timeout=READ_TIMEOUT,
         retries={"mode": "standard", "total_max_attempts": ATTEMPTS},
     )
-    return boto3.session.Session().client(queue.type, region_name=region, config=config)  # type: ignore[call-overload]
+    return boto3_session().client(queue.type, region_name=region, config=config)  # type: ignore[call-overload]
 
 
 def send(queue: Queue, sender: Any, body: str, base: str) -> None:

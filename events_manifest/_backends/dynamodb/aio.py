@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
+from events_manifest._aws import aioboto3_session
 from events_manifest._backends.dynamodb import operations
 from events_manifest._backends.dynamodb.client import DEFAULT_CONCURRENCY, ClientOptions, admin_options, make_client
 from events_manifest._backends.dynamodb.table import check_table, create_table
@@ -77,7 +78,6 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
     ) -> AsyncDynamoDbManifest:
         """Check (or create) the table, then open an aioboto3 client of the manifest's own, with a
         connection per request in flight. Table administration runs in a thread (boto3)."""
-        import aioboto3
 
         def prepare() -> None:
             admin = make_client(admin_options(options))
@@ -89,7 +89,7 @@ class AsyncDynamoDbManifest(AsyncManifestBase):
         await asyncio.to_thread(prepare)
         options = attrs.evolve(options, max_pool_connections=max(options.max_pool_connections, concurrency))
         owned = contextlib.AsyncExitStack()
-        client = await owned.enter_async_context(aioboto3.Session().client("dynamodb", **options.client_kwargs()))
+        client = await owned.enter_async_context(aioboto3_session().client("dynamodb", **options.client_kwargs()))
         manifest = cls(client, table, ttl=ttl, concurrency=concurrency)
         manifest._owned = owned
         return manifest

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from botocore.config import Config
 
+from events_manifest._aws import boto3_session
 from events_manifest._backends.dynamodb.config import Credentials, default_region, no_region
 
 if TYPE_CHECKING:
@@ -65,11 +66,10 @@ ADMIN_CONNECT_TIMEOUT = 3.0
 
 def make_client(options: ClientOptions) -> DynamoDBClient:
     """A boto3 DynamoDB client (thread-safe) for these options; no region is a `ManifestConfigError`."""
-    import boto3
     from botocore.exceptions import NoRegionError
 
     try:
-        return boto3.session.Session().client("dynamodb", **options.client_kwargs())
+        return boto3_session().client("dynamodb", **options.client_kwargs())
     except NoRegionError:
         raise no_region() from None
 

@@ -44,9 +44,9 @@ def default_region() -> str | None:
     """The AWS region when none is given, found as the AWS SDKs find it: `AWS_REGION` (the Java, Go
     and JavaScript SDKs read it; EMR, ECS and Lambda set it), then boto's own chain
     (`AWS_DEFAULT_REGION`, the profile's region in the AWS config file)."""
-    import boto3
+    from events_manifest._aws import boto3_session
 
-    region: str | None = os.environ.get("AWS_REGION") or boto3.session.Session().region_name
+    region: str | None = os.environ.get("AWS_REGION") or boto3_session().region_name
     return region
 
 
