@@ -501,16 +501,22 @@ def kept_values(text: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array], list[E
     read = _entities(columns, ok)
     ok &= np.array([parts is not None for parts in read], dtype=bool)
     rows = np.flatnonzero(ok)
+    every = len(rows) == len(ok)  # the usual batch: nothing to gather
     at = pa.array(rows, pa.int64())
     values: dict[str, pa.Array] = {}
     for index, name in enumerate(FIELD_NAMES):
         kind = FIELD_KINDS[name]
         if kind in "tT":
             stamp = stamps[name]
-            micros = stamp.seconds[rows] * 1_000_000 + stamp.nanos[rows] // 1000
-            values[name] = pa.array(micros, pa.int64(), mask=~stamp.present[rows])
+            seconds, nanos, present = (
+                (stamp.seconds, stamp.nanos, stamp.present)
+                if every
+                else (stamp.seconds[rows], stamp.nanos[rows], stamp.present[rows])
+            )
+            values[name] = pa.array(seconds * 1_000_000 + nanos // 1000, pa.int64(), mask=~present)
         elif kind not in "CE":
-            values[name] = _decoded(kind, columns[index], ok).take(at)
+            decoded = _decoded(kind, columns[index], ok)
+            values[name] = decoded if every else decoded.take(at)
     taken = np.zeros(len(text), dtype=bool)
     taken[np.flatnonzero(wide)[rows]] = True
     return taken, values, [(contexts + derived, event) for contexts, event, derived in filter(None, read)]
