@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     import aioboto3
     import boto3
     from botocore.loaders import Loader
+    from botocore.session import Session
+
+S = TypeVar("S", bound="Session")
 
 
 class _Paths(list[str]):
@@ -43,9 +46,7 @@ def boto3_session() -> boto3.session.Session:
     import boto3
     import botocore.session
 
-    core = botocore.session.get_session()
-    core.register_component("data_loader", _loader())
-    return boto3.session.Session(botocore_session=core)
+    return boto3.session.Session(botocore_session=_on_shared_loader(botocore.session.get_session()))
 
 
 def aioboto3_session() -> aioboto3.Session:
@@ -53,6 +54,10 @@ def aioboto3_session() -> aioboto3.Session:
     import aioboto3
     from aiobotocore.session import get_session
 
-    core = get_session()
+    return aioboto3.Session(botocore_session=_on_shared_loader(get_session()))
+
+
+def _on_shared_loader(core: S) -> S:
+    """A new botocore (or aiobotocore) session, given the process's loader."""
     core.register_component("data_loader", _loader())
-    return aioboto3.Session(botocore_session=core)
+    return core

@@ -502,18 +502,15 @@ def kept_values(text: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array], list[E
     ok &= np.array([parts is not None for parts in read], dtype=bool)
     rows = np.flatnonzero(ok)
     every = len(rows) == len(ok)  # the usual batch: nothing to gather
+    pick = slice(None) if every else rows
     at = pa.array(rows, pa.int64())
     values: dict[str, pa.Array] = {}
     for index, name in enumerate(FIELD_NAMES):
         kind = FIELD_KINDS[name]
         if kind in "tT":
             stamp = stamps[name]
-            seconds, nanos, present = (
-                (stamp.seconds, stamp.nanos, stamp.present)
-                if every
-                else (stamp.seconds[rows], stamp.nanos[rows], stamp.present[rows])
-            )
-            values[name] = pa.array(seconds * 1_000_000 + nanos // 1000, pa.int64(), mask=~present)
+            micros = stamp.seconds[pick] * 1_000_000 + stamp.nanos[pick] // 1000
+            values[name] = pa.array(micros, pa.int64(), mask=~stamp.present[pick])
         elif kind not in "CE":
             decoded = _decoded(kind, columns[index], ok)
             values[name] = decoded if every else decoded.take(at)
