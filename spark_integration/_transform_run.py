@@ -53,10 +53,14 @@ if TYPE_CHECKING:
 
 PARSED_TYPE = from_arrow_schema(PARSED)
 """Spark's type of a parsed row (`batch.PARSED`)."""
-CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
-"""Spark's cache of a parsed run, uncompressed: its columns are long distinct lines, which the
+CACHE_SETTINGS = {
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+}
+"""Spark's caches of a run: uncompressed, as their columns are long distinct lines, which the
 cache's encodings do not shrink, and gathering their statistics hashes every byte (a third of the
-JVM's time in a profiled run)."""
+JVM's time in a profiled run); and their plans' small shuffle partitions merged, as without a
+cache (the shared ids' rows: else a task, and a file written, for each of a handful of rows)."""
 PARQUET_SETTINGS = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
@@ -169,7 +173,8 @@ def _decided(once: DataFrame, together: DataFrame, decide: Decide, parse: Parse 
     def where_read(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in iterator:
             if batch.num_rows:
-                yield decide.rows(batch) if parse is None else decide.rows(*parse.parsed(batch.column(0)))
+                decided = decide.rows(batch) if parse is None else decide.rows(*parse.parsed(batch.column(0)))
+                yield from decided.to_batches()
 
     parsed = together if parse is None else together.mapInArrow(_parse_lines(parse), PARSED_TYPE)
     return once.mapInArrow(where_read, _decided_type(decide)).unionByName(_shuffled(parsed, decide))
@@ -182,13 +187,14 @@ def _decided_type(decide: Decide) -> StructType:
 
 def _shuffled(parsed: DataFrame, decide: Decide) -> DataFrame:
     """Parsed rows decided: an id's rows brought together by Spark's shuffle, sorted by id, then
-    `Decide`, which holds back the last id of each Arrow batch until its rows are all read."""
+    `Decide`, which holds back the last id of each Arrow batch until its rows are all read. The
+    shuffle's partitions are Spark's to size (adaptive execution merges small ones): the rows of
+    shared ids are few, and a task of a few hundred rows costs more than it decides."""
 
     def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield from decide.partition(iterator)
 
-    partitions = int(parsed.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
-    grouped = parsed.repartition(partitions, "key").sortWithinPartitions("key")
+    grouped = parsed.repartition("key").sortWithinPartitions("key")
     return grouped.mapInArrow(batches, _decided_type(decide))
 
 
@@ -277,17 +283,26 @@ def _columns(types: list[str], iglu: ResolverConfig | None, config: TransformerC
     return build_columns(seen, iglu, config.skip_schemas, synthetic=config.synthetic != "none")
 
 
-def _row_columns(columns: ParquetColumns) -> list[Column]:
-    """The Parquet columns of the decided rows: a field of the `row` struct is nullable to Spark
-    (the struct is null on other rows), so a required column is told it holds no null (a value
-    Spark cannot see null: its good rows hold one)."""
+def _row_columns(columns: ParquetColumns) -> list[str]:
+    """The Parquet columns of the decided rows, as SQL expressions (Spark parses them all in one
+    call; a `Column` each costs the driver a round trip to the JVM per function, about half a second
+    a run): a field of the `row` struct is nullable to Spark (the struct is null on other rows), so
+    a required column is told it holds no null (a value Spark cannot see null: its good rows hold
+    one)."""
     selected = []
     for field in columns.fields:
-        column = F.col(f"row.{field.name}")
+        name = _identifier(field.name)
+        column = f"row.{name}"
         if not field.nullable:
-            column = F.coalesce(column, F.lit(0).cast("timestamp") if field.type == TIMESTAMP else F.lit(""))
-        selected.append(column.alias(field.name))
+            empty = "CAST(0 AS TIMESTAMP)" if field.type == TIMESTAMP else "''"
+            column = f"coalesce({column}, {empty})"
+        selected.append(f"{column} AS {name}")
     return selected
+
+
+def _identifier(name: str) -> str:
+    """`name` quoted for Spark SQL."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mode: bool) -> RunCounts:
@@ -316,18 +331,20 @@ def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mod
         partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
         written = observed.filter(F.col("value").isNotNull()).select(*partitions, "value")
         written.write.partitionBy(*partitions).options(**compression).text(path)
-    else:  # two writes of one decided run: kept in Spark's cache between them, so each line is put once
+    else:  # two writes of one decided run, what they write cached between them: each line is put once
         with _settings(decided.sparkSession, PARQUET_SETTINGS):
-            observed = observed.persist(StorageLevel.MEMORY_AND_DISK)
+            output = F.col("output")
+            kept = observed.filter(output.isin(GOOD, BAD)).select("output", "value", "row")
+            kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
             try:
-                rows = observed.filter(F.col("output") == GOOD).select(*_row_columns(decide.parquet))
+                rows = kept.filter(output == GOOD).selectExpr(*_row_columns(decide.parquet))
                 records = config.max_records_per_file if config.enable_max_records_per_file else 0
                 rows.write.option("maxRecordsPerFile", records).parquet(join(path, f"output={GOOD}"))
                 if sink is None:
-                    bad_rows = observed.filter(F.col("output") == BAD).select("value")
+                    bad_rows = kept.filter(output == BAD).select("value")
                     bad_rows.write.options(**compression).text(join(path, f"output={BAD}"))
             finally:
-                observed.unpersist()
+                kept.unpersist()
     found = tally.get
     earliest, latest = found["earliest"], found["latest"]
     return RunCounts(

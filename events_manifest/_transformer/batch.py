@@ -128,7 +128,6 @@ class Parse:
                 columns[INDEX["event_id"]].take(at),
                 pa.array(np.ones(len(rows), dtype=bool)),
                 columnar.lines(texts, extras, rows) if self.wide_rows else pa.nulls(len(rows), pa.string()),
-                text if len(rows) == len(text) else text.take(pa.array(positions[rows])),
                 pc.if_else(pc.equal(fingerprint, ""), pa.scalar(None, pa.string()), fingerprint),
                 pa.array(etl.seconds[rows], mask=~etl.present[rows]),
                 pa.array(etl.nanos[rows], mask=~etl.present[rows]),
@@ -136,15 +135,16 @@ class Parse:
                 pa.array(collector.nanos[rows], pa.int64()),
                 pa.array([types[row] for row in rows.tolist()], pa.list_(pa.string())),
             ],
-            schema=PARSED,
+            schema=_LINELESS,
         )
         decoding = functools.partial(columnar.decoded_columns, len(text), wide, columns, taken, stamps)
         slow = np.sort(np.concatenate([np.flatnonzero(~wide), positions[~taken]]))
         if len(slow) == 0:
-            return fast, decoding
-        rest = self.per_event(lines.take(pa.array(slow)).to_pylist())
+            return _with_lines(fast, text), decoding
+        rest = self.per_event(lines.take(pa.array(slow)).to_pylist()).drop_columns(["line"])
         order = np.argsort(np.concatenate([positions[taken], slow]), kind="stable")
-        return pa.Table.from_batches([fast, rest]).combine_chunks().take(pa.array(order)).to_batches()[0], decoding
+        merged = pa.Table.from_batches([fast, rest]).combine_chunks().take(pa.array(order)).to_batches()[0]
+        return _with_lines(merged, text), decoding
 
     def any_good(self, lines: pa.Array) -> bool:
         """Whether one of `lines` is a good event."""
@@ -193,6 +193,22 @@ def _text(lines: pa.Array) -> pa.Array | None:
     except pa.ArrowInvalid:
         return None
     return None if text.null_count else text
+
+
+_LINELESS = PARSED.remove(PARSED.get_field_index("line"))
+
+
+def _with_lines(parsed: pa.RecordBatch, text: pa.Array) -> pa.RecordBatch:
+    """Parsed rows (`PARSED` but its `line`) of the lines `text`, in their order, given their
+    lines: each good row's, as it was read (its buffers shared, not copied); none for a bad row."""
+    good = parsed.column("good")
+    if good.false_count == 0:
+        line = text
+    elif text.offset == 0:
+        line = pa.Array.from_buffers(text.type, len(text), [good.buffers()[1], *text.buffers()[1:]])
+    else:
+        line = pc.if_else(good, text, pa.scalar(None, text.type))
+    return parsed.add_column(PARSED.get_field_index("line"), PARSED.field("line"), line)
 
 
 def _record_batch(rows: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBatch:
@@ -275,12 +291,12 @@ class Decide:
                 cut -= 1
             held = batch.slice(cut)
             if cut:
-                yield self.rows(batch.slice(0, cut))
+                yield from self.rows(batch.slice(0, cut)).to_batches()
         if held is not None and held.num_rows:
-            yield self.rows(held)
+            yield from self.rows(held).to_batches()
 
     @paused
-    def rows(self, batch: pa.RecordBatch, decoding: Decoding | None = None) -> pa.RecordBatch:
+    def rows(self, batch: pa.RecordBatch, decoding: Decoding | None = None) -> pa.Table:
         """Decide whole ids' rows (`PARSED`, an id's rows next to each other: sorted by key, or each
         id on one row): the output rows, and the batch's `META` row. The lines and wide rows stay
         in Arrow: a row kept as it came is taken from them; kept events are decoded from the
@@ -459,23 +475,30 @@ class _Out:
         self.columns["event"][-1], self.columns["collector"][-1] = 1, row["collector"]
         self.columns["collector_nanos"][-1] = row["collector_nanos"]
 
-    def batch(self, types: list[str], natural: int, lines: int) -> pa.RecordBatch:
-        """The rows, and last the batch's `META` row: its entity types, natural duplicates and lines."""
+    def batch(self, types: list[str], natural: int, lines: int) -> pa.Table:
+        """The rows, and last the batch's `META` row: its entity types, natural duplicates and
+        lines. With Parquet, in two batches: the rows of `parquet` (they are its rows, in its
+        order: not copied), then the others."""
         self.emit(META, None)
         self.columns["types"][-1] = types
         self.columns["natural"][-1] = natural
         self.columns["lines"][-1] = lines
         made: list[str | int | None] = self.columns.pop("value")
         schema = self.schema
-        rows = None
-        if "row" in self.columns:
-            assert self.parquet is not None
-            rows = self.parquet.take(pa.array(self.columns.pop("row"), pa.int64()))
+        at_row: list[int | None] | None = self.columns.pop("row", None)
+        if at_row is not None:
             schema = schema.remove(schema.get_field_index("row"))
         at = schema.get_field_index("value")
         decided = _record_batch(self.columns, schema.remove(at))
         decided = decided.add_column(at, schema.field("value"), _values(made, self._batch))
-        return decided if rows is None else decided.append_column(self.schema.field("row"), rows)
+        if at_row is None:
+            return pa.Table.from_batches([decided])
+        assert self.parquet is not None
+        field = self.schema.field("row")
+        fits = pa.array([at is not None for at in at_row])
+        rows = decided.filter(fits).append_column(field, self.parquet)
+        others = decided.filter(pc.invert(fits))
+        return pa.Table.from_batches([rows, others.append_column(field, pa.nulls(others.num_rows, field.type))])
 
 
 Kept = list[tuple[dict[str, Any], str | None]]

@@ -129,7 +129,20 @@ def lines(draw: st.DrawFn) -> str:
 def test_the_columnar_parse_gives_the_per_event_rows(batch: list[str], wide_rows: bool, minimum: int | None) -> None:
     parse = Parse(minimum=minimum, now=1_800_000_000 * NANOS, wide_rows=wide_rows)
     encoded = pa.array([line.encode() for line in batch], pa.binary())
-    assert parse.batch(encoded).to_pylist() == parse.per_event(encoded.to_pylist()).to_pylist()
+    expected = parse.per_event(encoded.to_pylist()).to_pylist()
+    assert parse.batch(encoded).to_pylist() == expected
+    within = pa.array([b"before", *encoded.to_pylist()], pa.binary()).slice(1)  # a batch's lines off its buffer's start
+    assert parse.batch(within).to_pylist() == expected
+
+
+def test_the_parsed_rows_share_the_lines_buffer() -> None:
+    """A batch's good lines are passed on as they were read, not copied; its bad rows hold none."""
+    good = "\t".join(COMMON[FIELD_KINDS[name]] for name in FIELD_NAMES)
+    text = pa.array([good, "not an event", good.replace(UUID, UUID.upper())])
+    parsed = Parse(wide_rows=False).batch(text)
+    assert parsed.column("good").to_pylist() == [True, False, True]
+    assert parsed.column("line").to_pylist() == [good, None, text[2].as_py()]
+    assert parsed.column("line").buffers()[2].address == text.buffers()[2].address
 
 
 @settings(max_examples=40, deadline=None)
