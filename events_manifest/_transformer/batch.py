@@ -204,7 +204,7 @@ def _with_lines(parsed: pa.RecordBatch, text: pa.Array) -> pa.RecordBatch:
     good = parsed.column("good")
     if good.false_count == 0:
         line = text
-    elif text.offset == 0:
+    elif text.offset == good.offset == 0:
         line = pa.Array.from_buffers(text.type, len(text), [good.buffers()[1], *text.buffers()[1:]])
     else:
         line = pc.if_else(good, text, pa.scalar(None, text.type))
