@@ -380,15 +380,12 @@ class Decide:
         entities = [by_row[i] if i in by_row else entities_of(events[i]) for i in range(len(kept))]
         out.parquet, failures = self.parquet.rows_of(atomic, entities)
         types: set[str] = set()
-        fitting = 0
         for index, ((row, new_id), failed) in enumerate(zip(kept, failures, strict=True)):
             if failed is not None:
                 event = events.get(index) or self._kept_event(row, new_id, lines)
                 out.emit(BAD, bad_rows.iglu_error(event, failed))
                 continue
             out.emit(GOOD, None)
-            out.columns["row"][-1] = fitting
-            fitting += 1
             out.count_event(row)
             types.update(row["types"] if new_id is None else event_types(events[index]))
         return types
@@ -453,10 +450,10 @@ class _Out:
 
     def __init__(self, schema: pa.Schema, batch: pa.RecordBatch, *, shredded: bool) -> None:
         self.schema, self._batch, self._shredded = schema, batch, shredded
-        self.columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+        self.columns: dict[str, list[Any]] = {name: [] for name in DECIDED.names}
         self.parquet: pa.StructArray | None = None
-        """With Parquet, the rows that fit; `columns["row"]` holds each output row's index in it."""
-        self._trailing = schema.names[len(PARTITIONS) + 2 :]
+        """With Parquet, the rows that fit: the `GOOD` rows' Parquet rows, in their order."""
+        self._trailing = DECIDED.names[len(PARTITIONS) + 2 :]
 
     def emit(self, output: str, value: str | int | None, place: tuple[str | None, ...] = _NO_PARTITION) -> None:
         """A row out; in shred mode a bad row goes under its own schema's partition."""
@@ -484,20 +481,15 @@ class _Out:
         self.columns["natural"][-1] = natural
         self.columns["lines"][-1] = lines
         made: list[str | int | None] = self.columns.pop("value")
-        schema = self.schema
-        at_row: list[int | None] | None = self.columns.pop("row", None)
-        if at_row is not None:
-            schema = schema.remove(schema.get_field_index("row"))
-        at = schema.get_field_index("value")
-        decided = _record_batch(self.columns, schema.remove(at))
-        decided = decided.add_column(at, schema.field("value"), _values(made, self._batch))
-        if at_row is None:
+        at = DECIDED.get_field_index("value")
+        decided = _record_batch(self.columns, DECIDED.remove(at))
+        decided = decided.add_column(at, DECIDED.field("value"), _values(made, self._batch))
+        if self.parquet is None:
             return pa.Table.from_batches([decided])
-        assert self.parquet is not None
         field = self.schema.field("row")
-        fits = pa.array([at is not None for at in at_row])
-        rows = decided.filter(fits).append_column(field, self.parquet)
-        others = decided.filter(pc.invert(fits))
+        good = pc.equal(decided.column("output"), GOOD)
+        rows = decided.filter(good).append_column(field, self.parquet)
+        others = decided.filter(pc.invert(good))
         return pa.Table.from_batches([rows, others.append_column(field, pa.nulls(others.num_rows, field.type))])
 
 
