@@ -19,6 +19,10 @@ the JVM and the Python workers, alternated for the rounds (the cost a long-lived
 
 With `--profile DIR`, instead: (a) in this process, once to warm the JVM and once under the JVM's
 flight recorder and py-spy (the Python workers), the hottest frames into DIR and on stdout.
+
+With `--jobs`, instead: (a) in this process, once to warm, then once more with Spark's event log
+on: each Spark job of that run, when it started (seconds into the run), how long it took and its
+tasks.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -141,6 +147,7 @@ def main() -> int:
     parser.add_argument("--mode", choices=("widerow", "parquet", "shred"), default="widerow")
     parser.add_argument("--warm", action="store_true", help="both in one warm session, alternated")
     parser.add_argument("--profile", metavar="DIR", type=Path, help="profile one warm in-process run into DIR")
+    parser.add_argument("--jobs", action="store_true", help="Spark's jobs of one warm in-process run")
     parser.add_argument("--baseline", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline:
@@ -151,6 +158,8 @@ def main() -> int:
     try:
         if args.profile:
             return profiled(work, args.events, args.mode, args.profile)
+        if args.jobs:
+            return jobs(work, args.events, args.mode)
         if args.warm:
             return in_session(work, args.events, args.rounds, args.mode)
         return measure(work, args.events, args.rounds, args.mode)
@@ -220,6 +229,45 @@ def profiled(work: Path, events: int, mode: str, folder: Path) -> int:
     transformer_main(transformer(work, 1, mode)[3:])  # warms the JVM
     profiled_run = transformer(work, 2, mode)[3:]
     profile(spark, lambda: transformer_main(profiled_run), folder)
+    return 0
+
+
+def jobs(work: Path, events: int, mode: str) -> int:
+    """One warm run's Spark jobs, from the session's event log: start, duration and tasks."""
+    from spark_integration.session import local_session
+    from spark_integration.transformer import main as transformer_main
+
+    prepare(work, events, mode)
+    log = work / "events"
+    log.mkdir()
+    settings: dict[str, Any] = {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": log.as_uri(),
+        "spark.eventLog.compress": "false",
+    }
+    spark = local_session("local[2]", "transformer-benchmark", **settings)
+    transformer_main(transformer(work, 1, mode)[3:])  # warms the JVM
+    started = time.time()
+    transformer_main(transformer(work, 2, mode)[3:])
+    print(f"the run: {time.time() - started:.1f} s")
+    spark.stop()  # the log is complete once the session stops
+    logged = [
+        json.loads(line)
+        for path in sorted(p for p in log.rglob("*") if p.is_file() and not p.name.startswith("."))
+        for line in path.read_text().splitlines()
+    ]
+    job_of = {stage: e["Job ID"] for e in logged if e["Event"] == "SparkListenerJobStart" for stage in e["Stage IDs"]}
+    tasks = Counter(job_of.get(e["Stage ID"]) for e in logged if e["Event"] == "SparkListenerTaskEnd")
+    begun = {
+        e["Job ID"]: e["Submission Time"] / 1000
+        for e in logged
+        if e["Event"] == "SparkListenerJobStart" and e["Submission Time"] >= started * 1000
+    }
+    for e in logged:
+        if e["Event"] == "SparkListenerJobEnd" and e["Job ID"] in begun:
+            at = begun[e["Job ID"]]
+            took = e["Completion Time"] / 1000 - at
+            print(f"job {e['Job ID']:>3}  at {at - started:5.2f} s  took {took:5.2f} s  {tasks[e['Job ID']]:>3} tasks")
     return 0
 
 
