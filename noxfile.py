@@ -1,5 +1,5 @@
-"""Developer sessions: `nox -s tests`, `integration`, `lint`, `typecheck`, `docs`, `resolve`, `demo`,
-`transformer`, `stream`, `benchmarks`."""
+"""Developer sessions: `nox -s tests`, `spark`, `integration`, `lint`, `typecheck`, `docs`, `resolve`,
+`demo`, `transformer`, `stream`, `benchmarks`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,32 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "integration", "core", "lint", "typecheck", "docs", "resolve"]
+nox.options.sessions = ["tests", "spark", "integration", "core", "lint", "typecheck", "docs", "resolve"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_external_run = True
+
+
+NEWEST = "4.3"
+"""The Spark line `constraints.txt` pins: the README's `tests` run on it."""
+OLDER_LINES = {"3.5": "3.5.0", "4.0": "4.0.0"}
+"""The older Spark lines the jobs support, each at its first release: what `pyproject.toml`'s lower
+bounds on a line promise is proved on the oldest release that meets them. 3.5 is the Spark of EMR 7,
+Dataproc 2.2, Glue 5 and Databricks 14.3 to 16.4 LTS; 4.0 of Databricks 17.3 LTS (docs/deploy.md)."""
+
+
+def _constraints(session: nox.Session, line: str) -> str:
+    """`constraints.txt` for the newest Spark line; for an older one, a copy that pins its pyspark
+    instead (pip then takes the py4j that release pins)."""
+    if line == NEWEST:
+        return "constraints.txt"
+    kept = [
+        text
+        for text in Path("constraints.txt").read_text().splitlines()
+        if not text.startswith(("pyspark==", "py4j=="))
+    ]
+    path = Path(session.create_tmp()) / f"constraints-spark-{line}.txt"
+    path.write_text("\n".join([*kept, f"pyspark=={OLDER_LINES[line]}"]) + "\n")
+    return str(path.resolve())
 
 
 def _npm(session: nox.Session) -> None:
@@ -31,6 +54,19 @@ def tests(session: nox.Session) -> None:
     session.install("-c", "constraints.txt", "-e", ".[all,test]")
     _npm(session)
     session.run("pytest", *(session.posargs or SUITE))
+
+
+@nox.session
+@nox.parametrize("line", list(OLDER_LINES), ids=list(OLDER_LINES))
+def spark(session: nox.Session, line: str) -> None:
+    """The Spark tests (the reference cases, the operator's day, the kill tests) on an older Spark
+    line: `nox -s spark-3.5`, `spark-4.0`; the newest line runs them in `tests`."""
+    session.install("-c", _constraints(session, line), "-e", ".[all,test]")
+    _npm(session)
+    session.run(
+        "python", "-c", f"import pyspark; assert pyspark.__version__ == {OLDER_LINES[line]!r}, pyspark.__version__"
+    )
+    session.run("pytest", *(session.posargs or [*SUITE, "tests/spark"]))
 
 
 S3A_SOURCE = "sagemaker_pyspark==1.4.5"
@@ -61,7 +97,7 @@ def _s3a_jars(session: nox.Session) -> Path:
     return JARS.resolve()
 
 
-def _executor_environment(session: nox.Session) -> Path:
+def _executor_environment(session: nox.Session, constraints: str) -> Path:
     """The environment a user ships to a cluster's executors, built from this checkout as users
     build it: the project's wheel installed (not editable) in a fresh virtual environment, packed
     by venv-pack (`.cache/executor-env/env.tar.gz`)."""
@@ -71,25 +107,32 @@ def _executor_environment(session: nox.Session) -> Path:
     [wheel] = (build / "dist").glob("*.whl")
     session.run("python", "-m", "venv", str(build / "venv"))
     python = str(build / "venv" / "bin" / "python")
-    session.run(python, "-m", "pip", "install", "--quiet", "-c", "constraints.txt", str(wheel), external=True)
+    session.run(python, "-m", "pip", "install", "--quiet", "-c", constraints, str(wheel), external=True)
     session.run("venv-pack", "--quiet", "--prefix", str(build / "venv"), "--output", str(build / "env.tar.gz"))
     return (build / "env.tar.gz").resolve()
 
 
 @nox.session
-def integration(session: nox.Session) -> None:
+@nox.parametrize("line", ["3.5", NEWEST], ids=["3.5", NEWEST])
+def integration(session: nox.Session, line: str) -> None:
     """Where users run the jobs: S3 (moto's server, the S3A connector), DynamoDB (dynalite) and SQS
     (moto) on loopback, kills during the commit on S3, two transformers at once, the stream
     transformer killed at each step and started again, spark-submit, a standalone cluster whose
-    executors get the environment as an archive."""
-    session.install("-c", "constraints.txt", "-e", ".[all,test]", "venv-pack")
+    executors get the environment as an archive; on the oldest and the newest Spark line
+    (`nox -s integration-3.5`, `integration-4.3`)."""
+    constraints = _constraints(session, line)
+    session.install("-c", constraints, "-e", ".[all,test]", "venv-pack")
     _npm(session)
     jars = _s3a_jars(session)
-    environment = _executor_environment(session)
+    environment = _executor_environment(session, constraints)
     session.run(
         "pytest",
         *(session.posargs or ["-q", "--durations=10", "tests/integration"]),
-        env={"EVENTS_MANIFEST_S3A_JARS": str(jars), "EVENTS_MANIFEST_EXECUTOR_ENV": str(environment)},
+        env={
+            "EVENTS_MANIFEST_S3A_JARS": str(jars),
+            "EVENTS_MANIFEST_EXECUTOR_ENV": str(environment),
+            "EVENTS_MANIFEST_CONSTRAINTS": str(Path(constraints).resolve()),
+        },
     )
 
 
@@ -167,9 +210,11 @@ def stream(session: nox.Session) -> None:
 
 
 @nox.session
-def benchmarks(session: nox.Session) -> None:
-    """Run on demand: `nox -s benchmarks -- manifest_throughput` (see docs/benchmarks.md)."""
-    session.install("-c", "constraints.txt", "-e", ".[all,test]", "py-spy")  # py-spy: shred_job --profile
+@nox.parametrize("line", [*OLDER_LINES, NEWEST], ids=[*OLDER_LINES, NEWEST])
+def benchmarks(session: nox.Session, line: str) -> None:
+    """Run on demand, on one Spark line or each: `nox -s "benchmarks(4.3)" -- manifest_throughput`,
+    `nox -s "benchmarks(3.5)" -- transformer --mode parquet` (see docs/benchmarks.md)."""
+    session.install("-c", _constraints(session, line), "-e", ".[all,test]", "py-spy")  # py-spy: shred_job --profile
     _npm(session)
     name = session.posargs[0] if session.posargs else "manifest_throughput"
     session.run("python", f"benchmarks/{name}.py", *session.posargs[1:])

@@ -3,7 +3,8 @@ streaming dedup, the manifest populator. Every rule they apply is the core's (`e
 package reads, groups and writes with Spark and hands Arrow batches to the core's engine.
 
 Names are imported on first use: `python -m spark_integration.shredder` then runs the module
-once, not a copy the package imported first.
+once, not a copy the package imported first. The first use on a Spark outside the supported lines
+(`_spark_api.check_line`) is refused, in a line that names them.
 """
 
 from __future__ import annotations
@@ -64,4 +65,5 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'spark_integration' has no attribute {name!r}")
+    import_module("spark_integration._spark_api").check_line()
     return getattr(import_module(_EXPORTS[name]), name)

@@ -117,8 +117,8 @@ def spark_failure(error: Exception) -> str:
     while java is not None:
         texts.append(f"{java.getClass().getSimpleName()}: {java.getMessage()}")
         java = java.getCause()
-    if not texts:
-        texts = [line for line in str(error).splitlines() if line.strip()][:1] or [type(error).__name__]
+    if not texts:  # a Python worker's failure on 3.5 has no JVM chain: its message holds the traceback
+        texts = [str(error).strip() or type(error).__name__]
     environment = executors_environment("\n".join(texts))
     if environment is not None:
         return environment

@@ -40,8 +40,7 @@ def parse(lines: DataFrame, iglu: ResolverConfig | None = None) -> DataFrame:
     `collector_us`, `errors` (every message for the line), `valid` (no errors), `entities` and the
     atomic-events line around the event id (`atomic_before`, `atomic_after`).
     """
-    checked = lines.withColumn("checked", checked_lines(iglu)(F.col("line")))
-    return checked.select(*lines.columns, "checked.*")
+    return checked_lines(lines, iglu).select(*lines.columns, "checked.*")
 
 
 def line_bytes() -> Column:

@@ -18,7 +18,6 @@ import attrs
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from events_manifest import DuplicateStorage, ManifestConfigError
@@ -38,6 +37,7 @@ from events_manifest._dedup.engine import Expiry, Identify, Outcome, check_specs
 from events_manifest._manifest.handle import ManifestHandle
 from events_manifest._manifest.ledger import Run
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
+from spark_integration._spark_api import spark_schema
 
 POSITION = "_dedup_position"
 
@@ -158,4 +158,4 @@ def deduplicate(
 
 def _plus(df: DataFrame, added: pa.Schema) -> StructType:
     """The Spark schema of `df`'s columns followed by `added`'s."""
-    return StructType([*df.schema.fields, *from_arrow_schema(added).fields])
+    return StructType([*df.schema.fields, *spark_schema(added).fields])

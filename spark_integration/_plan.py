@@ -13,8 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-from pyspark import inheritable_thread_target
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from events_manifest._manifest.handle import ManifestHandle
@@ -27,6 +26,7 @@ from events_manifest.model import to_epoch_seconds
 from spark_integration import _enriched as enriched
 from spark_integration import _output as output
 from spark_integration import _udfs as udfs
+from spark_integration._spark_api import json_metric, metric_value, observation, thread_target
 
 
 @attrs.frozen
@@ -122,7 +122,7 @@ def write_lines(
         context.addJobTag(tag)  # this thread's jobs, to cancel them with their running tasks
         context.setInterruptOnCancel(True)
         try:
-            tally = Observation(f"shred counts: {name}")
+            tally = observation(f"shred counts: {name}")
             rows = plan().observe(tally, *_counts())
             if stopped.is_set():
                 raise RuntimeError(f"shred job: the {name} lines were not written, another part failed")
@@ -131,7 +131,7 @@ def write_lines(
             context.removeJobTag(tag)
 
     # each with its own copy of the caller's local properties (job group, pool) and tags
-    writes = [inheritable_thread_target(spark)(functools.partial(write, *part)) for part in parts.items()]
+    writes = [thread_target(spark, functools.partial(write, *part)) for part in parts.items()]
     with ThreadPoolExecutor(len(parts), thread_name_prefix="shred-write") as pool:
         futures = [pool.submit(run) for run in writes]
         first_failure = None
@@ -152,7 +152,7 @@ def write_lines(
         raise from_record(failure)
     counts = {name: sum(int(c[name] or 0) for _, c in results) for name in shred_output.COUNTS}  # a sum of none: null
     entities: dict[str, int] = {}
-    for group in (group for _, c in results for group in c["entities"] or ()):
+    for group in (group for _, c in results for group in metric_value(c["entities"]) or ()):
         entities[group["type"]] = entities.get(group["type"], 0) + group["lines"]
     return [path for path, _ in results], Tally(counts, dict(sorted(entities.items())))
 
@@ -161,5 +161,9 @@ def _counts() -> list[Column]:
     """The summary's counts, taken by Spark while the outputs are written (no pass of their own):
     the sums of the batches' count rows, the lines of each shredded type, and a failure if any."""
     shredded = F.struct("type", "lines")
-    entities = F.collect_list(F.when(F.col("kind") == shred_output.SHREDDED_KIND, shredded)).alias("entities")
-    return [*(F.sum(name).alias(name) for name in shred_output.COUNTS), entities, F.max("failure").alias("failure")]
+    entities = json_metric(F.collect_list(F.when(F.col("kind") == shred_output.SHREDDED_KIND, shredded)))
+    return [
+        *(F.sum(name).alias(name) for name in shred_output.COUNTS),
+        entities.alias("entities"),
+        F.max("failure").alias("failure"),
+    ]

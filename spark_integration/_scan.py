@@ -20,6 +20,7 @@ from events_manifest._transformer.event import CANONICAL_ID, LENIENT_ID, LENIENT
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import from_epoch_seconds
 from spark_integration import _enriched as enriched
+from spark_integration._spark_api import from_arrow, observation, to_arrow
 
 
 @attrs.frozen
@@ -58,9 +59,9 @@ def scan_batch(lines: DataFrame, iglu: ResolverConfig | None = None) -> BatchSca
     past `BROADCAST_KEYS` are they scanned again and cached instead.
     """
     shared, totals = _shared_keys(lines)
-    found = shared.limit(BROADCAST_KEYS + 1).toArrow()  # every partition is read unless there are more
+    found = to_arrow(shared.limit(BROADCAST_KEYS + 1))  # every partition is read unless there are more
     if found.num_rows <= BROADCAST_KEYS:
-        return _batch_scan(lines, totals, lines.sparkSession.createDataFrame(found), found.num_rows, iglu)
+        return _batch_scan(lines, totals, from_arrow(lines.sparkSession, found), found.num_rows, iglu)
     shared, totals = _shared_keys(lines)
     shared = shared.persist()
     try:
@@ -74,7 +75,7 @@ def _shared_keys(lines: DataFrame) -> tuple[DataFrame, Observation]:
     """The keys on more than one line, with the totals observed on the lines while they are found:
     their count, their earliest etl second (see `enriched.batch_keys`) and a line of that second."""
     keys = enriched.batch_keys(lines)
-    totals = Observation("batch totals")
+    totals = observation("batch totals")
     observed = keys.observe(
         totals,
         F.count(F.lit(1)).alias("lines"),
@@ -191,7 +192,7 @@ def scan_run(lines: DataFrame) -> RunScan:
         etl_second(etl).alias("etl_second"),
         F.coalesce(other_id | other_time, F.lit(False)).alias("other"),
     )
-    totals = Observation("run scan")
+    totals = observation("run scan")
     found = _more_than_once(
         keyed.observe(
             totals,
@@ -204,21 +205,21 @@ def scan_run(lines: DataFrame) -> RunScan:
         return RunScan(None, None)
     spark, seen = lines.sparkSession, totals.get
     line = None if seen["line"] is None else bytes(seen["line"])
-    return RunScan(None if seen["other"] else spark.createDataFrame(found), seen["etl_second"], line)
+    return RunScan(None if seen["other"] else from_arrow(spark, found), seen["etl_second"], line)
 
 
 def shared_ids(parsed: DataFrame) -> DataFrame | None:
     """The ids of more than one good event of a parsed run (`PARSED` rows, column `key`), each
     once; None past `BROADCAST_KEYS`."""
     found = _more_than_once(parsed.filter("good"))
-    return None if found.num_rows > BROADCAST_KEYS else parsed.sparkSession.createDataFrame(found)
+    return None if found.num_rows > BROADCAST_KEYS else from_arrow(parsed.sparkSession, found)
 
 
 def _more_than_once(keyed: DataFrame) -> pa.Table:
     """The keys (column `key`) on more than one row of `keyed`, each once, up to one past
     `BROADCAST_KEYS`: every partition is read unless there are more."""
     shared = keyed.groupBy("key").agg(F.count(F.lit(1)).alias("lines")).filter(F.col("lines") > 1)
-    return shared.select("key").limit(BROADCAST_KEYS + 1).toArrow()
+    return to_arrow(shared.select("key").limit(BROADCAST_KEYS + 1))
 
 
 def etl_time(seconds: int | None) -> datetime | None:

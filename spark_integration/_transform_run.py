@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from events_manifest._jobs.run import JobRun
@@ -45,13 +44,15 @@ from events_manifest._transformer.shredded import PARTITIONS as SHRED_PARTITIONS
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
 from spark_integration import _enriched as enriched
+from spark_integration._conf import settings_during
 from spark_integration._scan import earliest_second, etl_second, etl_time, scan_run, shared_ids
+from spark_integration._spark_api import json_metric, metric_value, observation, spark_schema
 from spark_integration._storage import HadoopStorage
 
 if TYPE_CHECKING:
     from spark_integration.transformer import Job
 
-PARSED_TYPE = from_arrow_schema(PARSED)
+PARSED_TYPE = spark_schema(PARSED)
 """Spark's type of a parsed row (`batch.PARSED`)."""
 CACHE_SETTINGS = {
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
@@ -90,14 +91,14 @@ def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -
     cache = parquet_mode or (config.spark_cache if config.spark_cache is not None else handle is not None)
     with contextlib.ExitStack() as stack:
         if cache:
-            stack.enter_context(_settings(spark, CACHE_SETTINGS))
+            stack.enter_context(settings_during(spark, CACHE_SETTINGS))
             parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
             stack.callback(parsed.unpersist)
         facts = _fact_columns(etl=handle is not None, types=parquet_mode)
         if cache and facts:  # gathered while the shared ids are found: no pass of their own
-            observed = Observation("run facts")
-            shared = shared_ids(parsed.observe(observed, *facts))
-            earliest, types = _facts_of(observed.get)
+            taken = observation("run facts")
+            shared = shared_ids(parsed.observe(taken, *facts))
+            earliest, types = _facts_of(taken.get)
         else:
             earliest, types = _run_facts(parsed, facts)
             shared = shared_ids(parsed) if cache else None
@@ -182,7 +183,7 @@ def _decided(once: DataFrame, together: DataFrame, decide: Decide, parse: Parse 
 
 def _decided_type(decide: Decide) -> StructType:
     """Spark's type of `decide`'s rows."""
-    return from_arrow_schema(decide.schema)
+    return spark_schema(decide.schema)
 
 
 def _shuffled(parsed: DataFrame, decide: Decide) -> DataFrame:
@@ -196,22 +197,6 @@ def _shuffled(parsed: DataFrame, decide: Decide) -> DataFrame:
 
     grouped = parsed.repartition("key").sortWithinPartitions("key")
     return grouped.mapInArrow(batches, _decided_type(decide))
-
-
-@contextlib.contextmanager
-def _settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """The session's `settings` for the time of a run, the user's own put back after it."""
-    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
 
 
 def _lines(spark: SparkSession, storage: HadoopStorage, listing: Listing) -> DataFrame | None:
@@ -260,7 +245,9 @@ def _fact_columns(*, etl: bool, types: bool) -> list[Column]:
     if etl:
         wanted.append(F.min(F.when(good, F.col("etl"))).alias("etl"))
     if types:
-        wanted.append(F.array_distinct(F.flatten(F.collect_set(F.when(good, F.col("types"))))).alias("types"))
+        wanted.append(
+            json_metric(F.array_distinct(F.flatten(F.collect_set(F.when(good, F.col("types")))))).alias("types")
+        )
     return wanted
 
 
@@ -272,7 +259,7 @@ def _run_facts(parsed: DataFrame, facts: list[Column]) -> tuple[datetime | None,
 
 def _facts_of(found: dict[str, Any]) -> tuple[datetime | None, list[str]]:
     """The batch etl time (None if no good event has one, or none was asked) and the entity types."""
-    return etl_time(found.get("etl")), list(found.get("types") or [])
+    return etl_time(found.get("etl")), list(metric_value(found.get("types")) or [])
 
 
 def _columns(types: list[str], iglu: ResolverConfig | None, config: TransformerConfig) -> ParquetColumns:
@@ -310,31 +297,33 @@ def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mod
     in shred mode each line under its schema's partition; bad rows to Kinesis with one); the
     counts, observed on the way."""
     config, sink, path = job.config, job.kinesis, join(staging, DATA)
-    tally = Observation("transformer counts")
+    tally = observation("transformer counts")
     good = F.col("event") == 1
     collector = F.struct("collector", "collector_nanos")
-    observed = decided.observe(
+    watched = decided.observe(
         tally,
         F.coalesce(F.sum("lines"), F.lit(0)).alias("lines"),
         F.coalesce(F.sum("event"), F.lit(0)).alias("good"),
         F.count_if(F.col("output") == BAD).alias("bad"),
         F.count_if(F.col("output") == "duplicate").alias("duplicates"),
         F.coalesce(F.sum("natural"), F.lit(0)).alias("natural"),
-        F.min(F.when(good, collector)).alias("earliest"),
-        F.max(F.when(good, collector)).alias("latest"),
-        F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types"))))).alias("types"),
+        json_metric(F.min(F.when(good, collector))).alias("earliest"),
+        json_metric(F.max(F.when(good, collector))).alias("latest"),
+        json_metric(F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types")))))).alias(
+            "types"
+        ),
     )
     if sink is not None:
-        observed = observed.mapInArrow(_to_kinesis(sink), _decided_type(decide))
+        watched = watched.mapInArrow(_to_kinesis(sink), _decided_type(decide))
     compression = {"compression": "gzip"} if config.compression == "GZIP" else {}
     if decide.parquet is None:
         partitions = ["output", *(SHRED_PARTITIONS if shred_mode else ())]
-        written = observed.filter(F.col("value").isNotNull()).select(*partitions, "value")
+        written = watched.filter(F.col("value").isNotNull()).select(*partitions, "value")
         written.write.partitionBy(*partitions).options(**compression).text(path)
     else:  # two writes of one decided run, what they write cached between them: each line is put once
-        with _settings(decided.sparkSession, PARQUET_SETTINGS):
+        with settings_during(decided.sparkSession, PARQUET_SETTINGS):
             output = F.col("output")
-            kept = observed.filter(output.isin(GOOD, BAD)).select("output", "value", "row")
+            kept = watched.filter(output.isin(GOOD, BAD)).select("output", "value", "row")
             kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 rows = kept.filter(output == GOOD).selectExpr(*_row_columns(decide.parquet))
@@ -346,7 +335,7 @@ def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mod
             finally:
                 kept.unpersist()
     found = tally.get
-    earliest, latest = found["earliest"], found["latest"]
+    earliest, latest = metric_value(found["earliest"]), metric_value(found["latest"])
     return RunCounts(
         lines=int(found["lines"]),
         good=int(found["good"]),
@@ -355,5 +344,5 @@ def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mod
         cross_batch=int(found["duplicates"]),
         earliest=None if earliest is None else earliest["collector"] * NANOS + earliest["collector_nanos"],
         latest=None if latest is None else latest["collector"] * NANOS + latest["collector_nanos"],
-        types=tuple(sorted(EntityType.parse(text) for text in found["types"] or [])),
+        types=tuple(sorted(EntityType.parse(text) for text in metric_value(found["types"]) or [])),
     )

@@ -1,35 +1,38 @@
 """The places where Spark hands rows to the core's engine, one Arrow batch at a time.
 
-- `checked_lines`: enriched lines checked (`events_manifest._snowplow.batch.check`);
+- `checked_lines`: enriched lines checked (`events_manifest._snowplow.batch.check`), a column `checked`;
 - `shred_lines` and `shred_grouped`: the two paths of the shred job's lines, lines of ids found once
   as they are read, lines of shared ids after a shuffle, both through the engine's `Shred`: the
   checks, the decisions and every output line in one trip;
-- `manifest_put`: one `try_put_many` call per batch against the manifest (the populator).
+- `manifest_put`: one `try_put_many` call per batch against the manifest (the populator), a
+  column `put`.
+
+The columns are added through `_spark_api.with_arrow_column`, which picks the running Spark's
+fastest way.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
-from pyspark.sql.pandas.functions import arrow_udf
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from events_manifest._manifest.handle import ManifestHandle
 from events_manifest._snowplow import batch, dedup, shred_output
 from events_manifest._snowplow.batch import Shred
 from events_manifest.iglu import ResolverConfig
+from spark_integration._spark_api import spark_schema, with_arrow_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql._typing import UserDefinedFunctionLike
 
-LINE_TYPE = from_arrow_schema(batch.CHECKED)
+LINE_TYPE = spark_schema(batch.CHECKED)
 """What `checked_lines` adds to each line (`events_manifest._snowplow.batch.CHECKED`)."""
 PUT_TYPE = T.StructType([T.StructField("accepted", T.BooleanType()), T.StructField("error", T.StringType())])
-LINES_TYPE = from_arrow_schema(shred_output.LINES_SCHEMA)
+LINES_TYPE = spark_schema(shred_output.LINES_SCHEMA)
 """`shred_output.LINES_SCHEMA` for Spark: what `shred_lines` and `shred_grouped` return."""
 
 
@@ -37,14 +40,13 @@ def _struct(columns: dict[str, pa.Array]) -> pa.StructArray:
     return pa.StructArray.from_arrays(list(columns.values()), names=list(columns))
 
 
-def checked_lines(iglu: ResolverConfig | None = None) -> UserDefinedFunctionLike:
-    """A UDF (line) -> `LINE_TYPE`: `_checked`, one Arrow batch at a time."""
+def checked_lines(lines: DataFrame, iglu: ResolverConfig | None = None) -> DataFrame:
+    """`lines` (column `line`) with a column `checked` (`LINE_TYPE`): `batch.check` of each batch."""
 
-    def check(texts: pa.Array) -> pa.Array:  # the hint tells Spark: scalar
+    def check(texts: pa.Array) -> pa.Array:
         return _struct(batch.check(texts, iglu))
 
-    udf: UserDefinedFunctionLike = arrow_udf(check, LINE_TYPE)  # type: ignore[call-overload]
-    return udf
+    return with_arrow_column(lines, "checked", check, ["line"], LINE_TYPE)
 
 
 def _put(
@@ -58,19 +60,15 @@ def _put(
     )
 
 
-def manifest_put(handle: ManifestHandle) -> UserDefinedFunctionLike:
-    """A UDF (event_id, fingerprint, wanted, etl_seconds) -> (accepted, error) that puts the wanted
-    rows (`dedup.put_all`), for the populator and the generic dedup.
+def manifest_put(rows: DataFrame, handle: ManifestHandle) -> DataFrame:
+    """`rows` (columns `event_id`, `fingerprint`, `wanted`, `etl_seconds`) with a column `put`
+    (`PUT_TYPE`: accepted, error) of their wanted rows put (`dedup.put_all`), for the populator.
 
-    Marked non-deterministic so Spark never duplicates the call in a plan; if a task is retried,
-    its puts are repeated with the same etl time and so accepted again: retries are safe.
+    Non-deterministic, so Spark never computes it twice for a row; if a task is retried, its puts
+    are repeated with the same etl time and so accepted again: retries are safe.
     """
-
-    def put(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array) -> pa.Array:
-        return _put(handle, event_ids, fingerprints, wanted, etl_seconds)
-
-    udf: UserDefinedFunctionLike = arrow_udf(put, PUT_TYPE)  # type: ignore[call-overload]
-    return udf.asNondeterministic()
+    arguments = ["event_id", "fingerprint", "wanted", "etl_seconds"]
+    return with_arrow_column(rows, "put", partial(_put, handle), arguments, PUT_TYPE, deterministic=False)
 
 
 def shred_lines(batch_lines: DataFrame, shred: Shred) -> DataFrame:

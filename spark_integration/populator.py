@@ -116,13 +116,16 @@ def _populate(
             .groupBy(F.lower("event_id").alias("event_id"), "fingerprint")
             .agg((F.min("etl_us") / 1_000_000).cast("long").alias("etl"))
         )
-        put = manifest_put(handle)(F.col("event_id"), F.col("fingerprint"), F.lit(True), F.col("etl"))
+        put = F.col("put")
         outcome = (
             F.when(put.getField("error").isNotNull(), F.lit("failed"))
             .when(put.getField("accepted"), F.lit("stored"))
             .otherwise(F.lit("conflicting"))
         )
-        outcomes: dict[str, int] = dict(pairs.select(outcome.alias("outcome")).groupBy("outcome").count().collect())
+        wanted = pairs.select("event_id", "fingerprint", F.lit(True).alias("wanted"), F.col("etl").alias("etl_seconds"))
+        outcomes: dict[str, int] = dict(
+            manifest_put(wanted, handle).select(outcome.alias("outcome")).groupBy("outcome").count().collect()
+        )
     finally:
         classified.unpersist()
     return PopulateSummary(

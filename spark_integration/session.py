@@ -13,6 +13,8 @@ import pyspark
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from spark_integration._spark_api import check_line
+
 __all__ = [
     "local_session",
     "s3a_settings",
@@ -104,7 +106,9 @@ def local_session(
     Spark's warnings. Under spark-submit the user's settings stand (master,
     network, resources, `spark.log.level`): only the `JOB_SETTINGS` the user did not set are added,
     and Spark's log is at WARN from the session's start unless `verbose`.
+    Refused on a Spark outside the supported lines (`_spark_api.check_line`), before any JVM starts.
     """
+    check_line()
     active = SparkSession.getActiveSession()
     if active is not None:
         return active

@@ -42,6 +42,7 @@ from events_manifest._transformer.stream_config import StreamConfig, StreamSourc
 from events_manifest._transformer.windows import Window, WindowBook
 from events_manifest.iglu import ResolverConfig
 from spark_integration._cli_flags import add_common_flags, last_words, run_job
+from spark_integration._spark_api import package_advice
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
 from spark_integration.transformer import (  # one window is one run of the batch job
@@ -301,10 +302,9 @@ def _lines(spark: SparkSession, source: StreamSource) -> DataFrame:
     except AnalysisException as e:
         if "kafka" not in str(e).lower():
             raise
-        version = spark.version
         raise TransformerConfigError(
             "input.type kafka needs Spark's Kafka connector, which is not on the classpath: start with "
-            f"--packages org.apache.spark:spark-sql-kafka-0-10_2.12:{version} "
+            f"--packages {package_advice(spark, 'spark-sql-kafka-0-10')} "
             f"(or spark.jars.packages), or read a folder (input.type = file)"
         ) from None
 

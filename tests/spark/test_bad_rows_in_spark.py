@@ -20,14 +20,18 @@ def _hostile(rng: random.Random) -> bytes:
 
 
 def test_bad_rows_are_the_json_spark_writes(spark: Any) -> None:
-    """The input line (invalid UTF-8 shown as U+FFFD) and the messages, escaped as Spark's
-    `to_json` escapes them, byte for byte."""
+    """The input line (invalid UTF-8 shown as U+FFFD, as Spark's `make_valid_utf8` shows it) and the
+    messages, escaped as Spark's `to_json` escapes them, byte for byte. Spark 3.5 has no
+    `make_valid_utf8`: there the line is decoded by Python's rule (the same: one U+FFFD a maximal
+    invalid subpart) and the escaping is compared."""
     rng = random.Random(7)
     samples = [(_hostile(rng), [_hostile(rng).decode("utf-8", "replace")]) for _ in range(400)]
-    frame = spark.createDataFrame(samples, "line binary, messages array<string>")
+    rows = [(line, line.decode("utf-8", "replace"), messages) for line, messages in samples]
+    frame = spark.createDataFrame(rows, "line binary, decoded string, messages array<string>")
     errors = F.transform("messages", lambda m: F.struct(F.lit("error").alias("level"), m.alias("message")))
+    made_valid = getattr(F, "make_valid_utf8", None)  # 4.0 and newer
     document = F.struct(
-        F.make_valid_utf8(F.col("line").cast("string")).alias("line"),
+        (F.col("decoded") if made_valid is None else made_valid(F.col("line").cast("string"))).alias("line"),
         errors.alias("errors"),
         F.lit("2026-11-23T08:00:00.000Z").alias("failure_tstamp"),
     )
