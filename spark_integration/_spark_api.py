@@ -1,7 +1,8 @@
 """The one place that knows which Spark line is running and picks the API it offers.
 
-The jobs run on pyspark 3.5 and every 4.x (`SUPPORTED`). Where a newer line has a faster API, the
-choice is made here, from a feature check, and nowhere else:
+The jobs run on pyspark 3.5 and every 4.x (`LOWEST`, `BEYOND`; `check_line` refuses another).
+Where lines differ, the choice is made here, from a feature check or the version, and nowhere
+else:
 
 - `with_arrow_column`: a column computed from others one Arrow batch at a time, by `arrow_udf`
   (4.1 and newer: only the arguments travel to Python) or by `mapInArrow` (every line: the row
@@ -84,7 +85,8 @@ SESSION_TAGS = line(pyspark.__version__) >= (4, 0)
 """Whether `inheritable_thread_target` takes a session, whose tags a thread then inherits (4.0 and newer)."""
 
 Compute = Callable[..., pa.Array]
-"""A column of a batch from the batch's argument columns, as many values as rows."""
+"""A column of a batch from the batch's argument columns, as many values as rows: a function whose
+parameters and result are hinted `pa.Array` (`arrow_udf` reads the hints)."""
 
 
 def with_arrow_column(

@@ -13,7 +13,6 @@ fastest way.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -67,8 +66,12 @@ def manifest_put(rows: DataFrame, handle: ManifestHandle) -> DataFrame:
     Non-deterministic, so Spark never computes it twice for a row; if a task is retried, its puts
     are repeated with the same etl time and so accepted again: retries are safe.
     """
+
+    def put(event_ids: pa.Array, fingerprints: pa.Array, wanted: pa.Array, etl_seconds: pa.Array) -> pa.Array:
+        return _put(handle, event_ids, fingerprints, wanted, etl_seconds)
+
     arguments = ["event_id", "fingerprint", "wanted", "etl_seconds"]
-    return with_arrow_column(rows, "put", partial(_put, handle), arguments, PUT_TYPE, deterministic=False)
+    return with_arrow_column(rows, "put", put, arguments, PUT_TYPE, deterministic=False)
 
 
 def shred_lines(batch_lines: DataFrame, shred: Shred) -> DataFrame:

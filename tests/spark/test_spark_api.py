@@ -81,8 +81,8 @@ def test_a_column_of_arrow_batches_is_the_same_by_either_path(spark: Any, use_ar
     columns kept in their order; a column of the same name is replaced."""
     if use_arrow_udf and not api.ARROW_UDF:
         pytest.skip(f"pyspark {pyspark.__version__} has no arrow_udf: its lines run the mapInArrow path only")
-    rows = [(i, None if i % 5 else "old", f"word{i}" * (i % 4)) for i in range(2_500)]
-    df = spark.createDataFrame(rows, "n int, out string, text string").repartition(3)
+    rows = [(i, None if i % 5 else "old", f"word{i}" * (i % 4)) for i in range(500)]
+    df = spark.createDataFrame(rows, "n int, out string, text string").repartition(2)
     done = api.with_arrow_column(df, "out", _lengths, ["text"], OUT, use_arrow_udf=use_arrow_udf)
     assert done.columns == ["n", "out", "text"]
     assert done.schema["out"].dataType == OUT
