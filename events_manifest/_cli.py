@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb import ClientOptions, OnDemand, Provisioned, check_table, create_table
 from events_manifest._backends.dynamodb.client import admin_options, make_client
 from events_manifest._backends.dynamodb.config import DynamoDbConfig, parse_config
@@ -264,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except ManifestError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        print(f"{PROG}: error: {redact.text(str(e))}", file=sys.stderr)
         return 1
     except OSError as e:
         print(f"{PROG}: error: {e.strerror or e}{f': {e.filename}' if e.filename else ''}", file=sys.stderr)

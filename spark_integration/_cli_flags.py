@@ -13,6 +13,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
+from events_manifest import _redact as redact
 from events_manifest._jobs.run import one_line
 from events_manifest._manifest.factory import with_dynamodb_flags
 
@@ -49,16 +50,22 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+NOTHING_WRITTEN = "nothing was written"
+_ALREADY_SAID = re.compile(r"[;:,]? ?nothing was written\.?$")
+
+
 def run_job(
     prog: str,
     job: Callable[[], int],
     *,
     verbose: bool = False,
-    interrupted: Callable[[], str] = lambda: "interrupted; nothing was written",
+    interrupted: Callable[[], str] = lambda: f"interrupted; {NOTHING_WRITTEN}",
+    failed: Callable[[], str] = lambda: NOTHING_WRITTEN,
 ) -> int:
     """Run a job's main body: any error (a bad flag, config or input, a Spark job that failed on
     its input, one this code did not foresee) is one line on stderr and exit 1, and with `verbose`
-    the stack trace before it. An interruption (Ctrl-C) says what `interrupted` says, exit 130."""
+    the stack trace before it. The line ends with what `failed` says the job left (what it
+    committed before, if anything). An interruption (Ctrl-C) says what `interrupted` says, exit 130."""
     try:
         return job()
     except KeyboardInterrupt:
@@ -67,18 +74,24 @@ def run_job(
     except Exception as e:
         if verbose:
             traceback.print_exc()
-        print(f"{prog}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"{prog}: error: {redact.text(_one_line(e, failed()))}", file=sys.stderr)
     return 1
 
 
-def _one_line(error: Exception) -> str:
+def _one_line(error: Exception, left: str) -> str:
+    """The error in one line, then what the job `left` where that is news: after a Spark job's
+    failure, or once something was committed (a message that says nothing was written says it once)."""
     if isinstance(error, ManifestError):
-        return str(error)
-    if isinstance(error, AnalysisException):
-        return str(error).splitlines()[0]
-    if isinstance(error, Py4JJavaError | PySparkException):
-        return f"{spark_failure(error)}; nothing was written"
-    return f"{one_line(error)} (an unexpected error: --verbose shows where it happened)"
+        said = str(error)
+    elif isinstance(error, AnalysisException):
+        said = str(error).splitlines()[0]
+    elif isinstance(error, Py4JJavaError | PySparkException):
+        said = spark_failure(error)
+    else:
+        return f"{one_line(error)} (an unexpected error: --verbose shows where it happened)"
+    if left == NOTHING_WRITTEN and not isinstance(error, Py4JJavaError | PySparkException):
+        return said
+    return f"{_ALREADY_SAID.sub('', said)}; {left}"
 
 
 def last_words(text: str) -> str:
@@ -109,6 +122,21 @@ def executors_environment(text: str) -> str | None:
     return None
 
 
+_NO_COLON = re.compile(r"Relative path in absolute URI: \.?(\S*?:\S*?)(?:\.crc)?(?=$|\s)", re.MULTILINE)
+
+
+def unreadable_name(text: str) -> str | None:
+    """What a failure says about an input file's name Hadoop cannot take as a path, if it is one:
+    a ':' (an ISO timestamp), which Hadoop's paths read as a scheme."""
+    if match := _NO_COLON.search(text):
+        name = match.group(1)
+        return (
+            f"input file [{name}] has ':' in its name, which Hadoop's paths cannot hold: rename it without ':' "
+            f"(such as {name.replace(':', '-')})"
+        )
+    return None
+
+
 def spark_failure(error: Exception) -> str:
     """What a failed Spark job says in one line: the file it was reading, if any, and the root
     cause of the JVM's chain of exceptions."""
@@ -119,9 +147,9 @@ def spark_failure(error: Exception) -> str:
         java = java.getCause()
     if not texts:  # a Python worker's failure on 3.5 has no JVM chain: its message holds the traceback
         texts = [str(error).strip() or type(error).__name__]
-    environment = executors_environment("\n".join(texts))
-    if environment is not None:
-        return environment
+    said = executors_environment("\n".join(texts)) or unreadable_name("\n".join(texts))
+    if said is not None:
+        return said
     reading = next((text for text in texts if "reading file" in text), None)
     root = last_words(texts[-1])
     if reading is None:

@@ -30,18 +30,19 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError
+from events_manifest import _redact as redact
 from events_manifest._jobs import steps
 from events_manifest._jobs.folders import Folder, beat, claim, quiet, silent_for
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.storage import Listing, inside, join
 from events_manifest._manifest.factory import manifest_files
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
-from events_manifest._transformer.commit import inspect
+from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource
-from events_manifest._transformer.windows import Window, WindowBook
+from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
 from events_manifest.iglu import ResolverConfig
-from spark_integration._cli_flags import add_common_flags, last_words, run_job
+from spark_integration._cli_flags import add_common_flags, last_words, run_job, unreadable_name
 from spark_integration._spark_api import package_advice
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
@@ -103,7 +104,8 @@ class StreamTransformer:
         report: Callable[[str], None] = print,
     ) -> None:
         check_supported(config.run, manifest, iglu)
-        self.spark, self.config, self.clock, self.report = spark, config, clock, report
+        self.spark, self.config, self.report = spark, config, report
+        self.clock = ForwardClock(clock)  # the wall clock (`clock`) only taken forward
         self.storage = storage = HadoopStorage(spark)
         self.checkpoint = storage.qualify(checkpoint or join(config.output, CHECKPOINT))
         self.app_id = str(uuid.uuid4())
@@ -155,6 +157,7 @@ class StreamTransformer:
                     claim(storage, qualified, path, f"stream transformer's {role}", run_id, dead_elsewhere=judge)
                 )
             self.beat()
+            self._check_new_checkpoint()
             with self._lock:
                 self._reconcile()
                 self._commit(self.book.due(self.clock()))
@@ -172,6 +175,34 @@ class StreamTransformer:
             self._release()
             raise
         return self.query
+
+    def _check_new_checkpoint(self) -> None:
+        """A new checkpoint reads the input from its start: over an output that holds committed
+        windows (a checkpoint deleted without its output), their events would be committed again.
+        Refused, unless a manifest drops them (then said)."""
+        storage, output = self.storage, self.storage.qualify(self.config.output)
+        started = storage.exists(join(self.checkpoint, SPARK, "offsets")) or storage.exists(self.book.root)
+        if started or not storage.is_folder(output):
+            return
+        windows = sorted(
+            name
+            for name in storage.children(output)
+            if name.startswith("run=") and storage.exists(join(output, name, COMPLETE))
+        )
+        if not windows:
+            return
+        held = f"output [{self.config.output}] holds {len(windows)} committed windows ({windows[0]}, ...)"
+        if self.job.handle is not None:
+            self.report(
+                f"The checkpoint is new and {held}: the input is read from its start, and the manifest drops the "
+                "events they hold as cross-batch duplicates"
+            )
+            return
+        raise TransformerConfigError(
+            f"checkpoint [{self.checkpoint}] is new but {held}: a new checkpoint reads the input from its start "
+            "and would commit their events again. Give a new output.path, or start with a manifest (--manifest), "
+            "which drops what they hold; nothing was written"
+        )
 
     def beat(self) -> None:
         """A sign of life in the claimed folders, at most once a minute (for a job on another host
@@ -207,7 +238,7 @@ class StreamTransformer:
         finally:
             self._release()
         if failure is not None:
-            said = last_words(str(failure).split(QUERY_STATE)[0])
+            said = unreadable_name(str(failure)) or last_words(str(failure).split(QUERY_STATE)[0])
             raise StreamFailedError(
                 f"the stream stopped: {said}. The windows whose batches were all staged are committed; start it "
                 "again on the same checkpoint to go on from the batch that failed"
@@ -341,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config, iglu, named = _configs(args)
     except ManifestConfigError as e:
-        print(str(e), file=sys.stderr)
+        print(redact.text(str(e)), file=sys.stderr)
         return 2
     stop = threading.Event()
 
@@ -356,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             stream = StreamTransformer(spark, config, iglu=iglu, manifest=manifest, checkpoint=args.checkpoint)
         except ManifestConfigError as e:
-            print(str(e), file=sys.stderr)
+            print(redact.text(str(e)), file=sys.stderr)
             return 2
         signal.signal(signal.SIGTERM, stopping)
         signal.signal(signal.SIGINT, stopping)  # Spark's own would cancel the batch being staged

@@ -33,12 +33,13 @@ class Place:
 
 
 def _real(storage: Storage, place: Place) -> str:
-    """Where a place is, qualified, links of its local path resolved (a glob: its literal root)."""
+    """Where a place is, qualified, links of its local path resolved; an input glob: its literal
+    root (what it can match). Only an input is read as a glob: the rest are written where named."""
     qualified = storage.qualify(place.shown)
     local = local_path(qualified)
     if local is not None:
         qualified = storage.qualify(os.path.realpath(local))
-    return literal_root(qualified)
+    return literal_root(qualified) if place.role == INPUT else qualified
 
 
 def check_places(storage: Storage, outputs: Sequence[Place], protected: Sequence[Place]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
+from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb import ClientOptions, DynamoDbManifest, check_table, create_table
 from events_manifest._backends.dynamodb.client import (
     DEFAULT_CONCURRENCY,
@@ -33,6 +34,12 @@ _DURATION = re.compile(r"(\d+)\s*(s|m|h|d|w)?")
 _UNITS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
+def _named(url: str) -> str:
+    """A manifest URL as a message names it: the user information of any URL in it hidden (an
+    endpoint's password)."""
+    return f"manifest URL [{redact.text(url)}]"
+
+
 def parse_duration(text: str, what: str = "duration") -> timedelta:
     """`90`, `90s`, `15m`, `12h`, `180d` or `2w` as a timedelta."""
     match = _DURATION.fullmatch(text.strip())
@@ -54,7 +61,7 @@ def manifest_from_url(url: str, *, read_only: bool = False) -> DuplicateStorage:
     """
     scheme = urlsplit(url).scheme
     if not scheme:
-        raise ManifestConfigError(f"manifest URL [{url}] has no scheme: use {', '.join(known_schemes())}")
+        raise ManifestConfigError(f"{_named(url)} has no scheme: use {', '.join(known_schemes())}")
     if scheme in _BUILTIN:
         return _BUILTIN[scheme](url, read_only)
     return _plugin(scheme)(url)
@@ -109,7 +116,7 @@ class _Query:
         unknown = sorted(set(self.params) - allowed - {"ttl"})
         if unknown:
             raise ManifestConfigError(
-                f"manifest URL [{url}]: unknown parameter(s) {', '.join(unknown)}; "
+                f"{_named(url)}: unknown parameter(s) {', '.join(unknown)}; "
                 f"allowed: {', '.join(sorted(allowed | {'ttl'}))}"
             )
 
@@ -121,13 +128,13 @@ class _Query:
         if value is None:
             return default
         if not value.isdigit() or int(value) < 1:
-            raise ManifestConfigError(f"manifest URL [{self.url}]: {name} [{value}] must be a positive integer")
+            raise ManifestConfigError(f"{_named(self.url)}: {name} [{value}] must be a positive integer")
         return int(value)
 
     def flag(self, name: str) -> bool:
         value = self.params.get(name, "false").lower()
         if value not in {"true", "false", "1", "0", "yes", "no"}:
-            raise ManifestConfigError(f"manifest URL [{self.url}]: {name} [{value}] must be true or false")
+            raise ManifestConfigError(f"{_named(self.url)}: {name} [{value}] must be true or false")
         return value in {"true", "1", "yes"}
 
 
@@ -139,7 +146,7 @@ def _sqlite_path(url: str) -> str:
     parts = urlsplit(url)
     path = parts.netloc + parts.path
     if not path:
-        raise ManifestConfigError(f"manifest URL [{url}] names no file: use sqlite:///abs/path.db")
+        raise ManifestConfigError(f"{_named(url)} names no file: use sqlite:///abs/path.db")
     return "/" + path.lstrip("/") if path.startswith("//") else path  # sqlite:////abs: the file /abs
 
 
@@ -196,11 +203,11 @@ def dynamodb_url_parts(url: str) -> tuple[str, ClientOptions, bool, timedelta, i
     """The table, client options, create flag, ttl and concurrency a dynamodb:// URL names."""
     parts = urlsplit(url)
     query = _Query(url, {"region", "endpoint", "create", "concurrency", "max_attempts"})
-    table = check_table_name(parts.netloc + parts.path.rstrip("/"), f"manifest URL [{url}]: table")
+    table = check_table_name(parts.netloc + parts.path.rstrip("/"), f"{_named(url)}: table")
     region = query.params.get("region")
     endpoint = query.params.get("endpoint")
     if endpoint is not None and urlsplit(endpoint).scheme not in {"http", "https"}:
-        raise ManifestConfigError(f"manifest URL [{url}]: endpoint [{endpoint}] must be an http(s) URL")
+        raise ManifestConfigError(f"{_named(url)}: endpoint [{redact.text(endpoint)}] must be an http(s) URL")
     concurrency = query.integer("concurrency", DEFAULT_CONCURRENCY)
     options = ClientOptions(
         region=check_region(region) if region else None,

@@ -70,5 +70,5 @@ def _command(pid: str) -> str:
             words = file.read().split(b"\0")
     except OSError:
         return "?"
-    text = " ".join(word.decode("utf-8", "replace") for word in words if word)
+    text = " ".join(" ".join(word.decode("utf-8", "replace").split()) for word in words if word)  # one line
     return text if len(text) <= 120 else text[:117] + "..."

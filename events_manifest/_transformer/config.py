@@ -206,6 +206,8 @@ def duration(value: object, key: str) -> timedelta:
     if isinstance(value, relativedelta | timedelta):  # pyhocon reads an unquoted duration as one
         if isinstance(value, relativedelta) and (value.years or value.months):
             raise _error(f"DecodingFailure at .{key}: {_brief(value)} is not a finite duration, such as 14 days")
+        if _seconds(value) > MAX_DURATION.total_seconds():  # before a timedelta overflows
+            raise _limit(key, value)
         found = _timedelta(value)
     else:
         match = _DURATION.fullmatch(str(value))
@@ -218,6 +220,12 @@ def duration(value: object, key: str) -> timedelta:
     if found > MAX_DURATION:
         raise _limit(key, value)
     return found
+
+
+def _seconds(value: relativedelta | timedelta) -> float:
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return value.days * 86_400 + value.hours * 3_600 + value.minutes * 60 + value.seconds + value.microseconds / 1e6
 
 
 def _timedelta(value: relativedelta | timedelta) -> timedelta:
@@ -239,11 +247,9 @@ def _brief(value: object) -> str:
     """A config value as a message shows it: secrets hidden (`redact`)."""
     if isinstance(value, relativedelta) and (value.years or value.months):
         return f"{value.years * 12 + value.months} months"
-    if isinstance(value, relativedelta | timedelta):
-        found = _timedelta(value)
-        if not found.microseconds and not found.seconds:
-            return f"{found.days} days"
-        return f"{found.total_seconds():g} seconds"
+    if isinstance(value, relativedelta | timedelta):  # as seconds: a huge one is no timedelta
+        seconds = _seconds(value)
+        return f"{seconds / 86_400:.0f} days" if seconds % 86_400 == 0 else f"{seconds:g} seconds"
     return redact.brief(value, 200)
 
 

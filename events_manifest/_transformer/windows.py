@@ -15,12 +15,18 @@ whole, on object storage too:
 
 A window belongs to the job start that opened it (its app id): a later start assigns new batches
 to windows of its own, so it never writes into a window an earlier start committed.
+
+Within a start, batches are assigned and windows found due on one `ForwardClock`: a wall clock
+that steps back (an NTP step, a resumed VM) never sends a batch to a window that is committed, and
+one that steps ahead and back does not hold a window open until the wall clock catches up.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
 
 import attrs
 
@@ -29,6 +35,25 @@ from events_manifest._jobs.storage import Storage, join
 BOOK = "book"
 LINES = "lines"
 """The checkpoint's sub-folders: the book, and the windows' staged lines."""
+
+
+@attrs.define
+class ForwardClock:
+    """A wall clock that only moves forward: each reading is the last plus how far the `wall`
+    clock moved forward since it was read; a step back is not taken, and the time after it goes on
+    from where the clock stood (thread-safe: the query's batches and the driver's loop read it)."""
+
+    wall: Callable[[], float]
+    _last_wall: float | None = attrs.field(default=None, init=False)
+    _now: float = attrs.field(default=0.0, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def __call__(self) -> float:
+        with self._lock:
+            wall = self.wall()
+            self._now = wall if self._last_wall is None else self._now + max(0.0, wall - self._last_wall)
+            self._last_wall = wall
+            return self._now
 
 
 @attrs.frozen(order=True)

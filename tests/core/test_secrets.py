@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import socket
 import uuid
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from events_manifest import ManifestError, init_storage, parse_config
 from events_manifest.testing import FaultProxy, LocalServer
 from tests.backends import unique_table
+from tests.commands import process
 from tests.core.backends.test_dynamodb_config import SECRET, V2_CONFIG, with_data
 
 
@@ -39,3 +42,20 @@ def test_secret_absent_from_debug_logs_reprs_and_errors(
     assert "Retry needed, retrying request after delay" in caplog.text, "botocore's retry log was captured"
     seen.append(caplog.text)
     assert all(SECRET not in text for text in seen)
+
+
+PLANTED = "Pl4nted-S3cret"
+
+
+def test_an_endpoint_s_password_is_never_shown_by_the_command_line(tmp_path: Path) -> None:
+    """`events-manifest runs` as a user types it: the SDK's own message names the endpoint URL, the
+    table-name refusal the manifest URL; neither shows the password."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    endpoint = f"http://user:{PLANTED}@127.0.0.1:{port}"
+    for table, said in [("probe-t", "is unreachable"), ("t", "is not a valid DynamoDB table name")]:
+        url = f"dynamodb://{table}?region=us-east-1&endpoint={endpoint}"
+        done = process("events_manifest", tmp_path, "runs", "--manifest", url, timeout=120)
+        assert done.returncode != 0 and said in done.stderr, done.stderr
+        assert PLANTED not in done.stdout + done.stderr and f"user:***@127.0.0.1:{port}" in done.stderr

@@ -18,7 +18,7 @@ def _failure(spark: Any, error: Exception) -> Exception:
         raise error
         yield from batches
 
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(Exception, match=type(error).__name__) as caught:
         spark.range(3).mapInArrow(fail, "id long").collect()
     assert isinstance(caught.value, Exception)
     return caught.value

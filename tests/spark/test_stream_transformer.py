@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,34 @@ def test_windows_commit_in_order_with_duplicates_dropped_across_them(stream: Any
     assert all(row[duplicate] == [{"originalEventId": C}] for row in renamed)
     assert message["data"]["count"] == {"good": 3, "bad": 0}
     assert not (out / "_checkpoint/lines" / first.name).exists(), "a committed window's staged lines are dropped"
+
+
+def test_a_wall_clock_stepping_back_and_ahead_loses_no_event(stream: Any, clock: Clock, tmp_path: Path) -> None:
+    """a in W1; past W1's end, b (W1 committed); 2 s back into W1, c; a day ahead for one batch,
+    d; corrected, e: every event in one committed window, each window committed while the job runs."""
+    inp, out = tmp_path / "in", tmp_path / "out"
+    query = stream.start()
+    ids = {name: str(uuid.UUID(int=n + 1, version=4)) for n, name in enumerate("abcde")}
+
+    def feed(name: str) -> None:
+        write(inp, f"{name}.tsv.gz", [event(ids[name])])
+        query.processAllAvailable()
+
+    feed("a")
+    clock.now += 601
+    feed("b")
+    assert len(committed(out)) == 1
+    clock.now -= 2
+    feed("c")
+    clock.now += 86_400
+    feed("d")
+    assert len(committed(out)) == 2, "the window of b and c is over once the clock stepped ahead"
+    clock.now -= 86_400
+    feed("e")
+    clock.now += 600
+    stream.commit_due()
+    windows = [sorted(row["event_id"] for row in outputs(run)[0]) for run in committed(out)]
+    assert windows == [[ids["a"]], sorted([ids["b"], ids["c"]]), sorted([ids["d"], ids["e"]])]
 
 
 def test_stopping_commits_the_open_window_and_releases_the_claims(stream: Any, tmp_path: Path) -> None:
@@ -264,6 +293,37 @@ def test_one_window_is_what_the_batch_job_writes_for_one_run(
         assert tree(ours / "output=bad") == tree(theirs / "output=bad")
     else:
         assert tree(ours) == tree(theirs)
+
+
+def test_a_new_checkpoint_over_committed_windows_is_refused_without_a_manifest(
+    spark: Any, tmp_path: Path, iglu: ResolverConfig
+) -> None:
+    """The checkpoint deleted, the output kept: no window is committed twice. Without a manifest the
+    start is refused in one line; its advice followed (a manifest), the start goes on and says why
+    reading the input again is harmless."""
+    from spark_integration.stream_transformer import StreamTransformer
+
+    write(tmp_path / "in", "a.tsv.gz", [event(A), event(B)])
+    with StreamTransformer(spark, stream_config(tmp_path), iglu=iglu, manifest=f"sqlite://{tmp_path}/m.db") as first:
+        first.start(available_now=True).awaitTermination()
+    [window] = committed(tmp_path / "out")
+    shutil.rmtree(tmp_path / "out/_checkpoint")
+    write(tmp_path / "in", "b.tsv.gz", [event(C)])
+    refused = StreamTransformer(spark, stream_config(tmp_path), iglu=iglu)
+    with pytest.raises(ManifestConfigError) as caught:
+        refused.start()
+    said = str(caught.value)
+    assert f"holds 1 committed windows ({window.name}, ...)" in said and "start with a manifest" in said
+    assert "\n" not in said and not (tmp_path / "out/_claim.json").exists()
+    reports: list[str] = []
+    with StreamTransformer(
+        spark, stream_config(tmp_path), iglu=iglu, manifest=f"sqlite://{tmp_path}/m.db", report=reports.append
+    ) as second:
+        second.start(available_now=True).awaitTermination()
+        [later] = second.stop()
+    assert any("the manifest drops the events they hold" in line for line in reports), reports
+    assert later.counts.cross_batch == 2 and later.counts.good == 1
+    assert [run.name for run in committed(tmp_path / "out")] == sorted([window.name, Path(later.base).name])
 
 
 def test_the_checkpoint_and_the_output_stay_apart_from_the_input(

@@ -23,6 +23,7 @@ from events_manifest._jobs import steps
 from events_manifest._transformer import queue as queues
 from events_manifest.testing._servers import LocalServer
 from tests.commands import events_manifest
+from tests.shred_helpers import contexts, sdj
 from tests.spark.test_crash_rerun import killed_at
 from tests.spark.test_transformer import A, B, C, D, aws, outputs, queue_config, read_lines, run, transformer, write_run
 from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event
@@ -193,7 +194,7 @@ def test_an_interruption_after_a_commit_says_what_was_committed(
         stopped = transformer(tmp_path, *command)
     assert stopped.returncode == 130 and "run=1: 1 lines, 1 good" in stopped.stdout
     assert stopped.stderr.strip() == (
-        "transformer: interrupted during run=2: 1 runs committed before (run=1); its rows are sealed, and the "
+        "transformer: interrupted during run=2: 1 run committed before (run=1); its rows are sealed, and the "
         "next invocation finishes it"
     )
     done = transformer(tmp_path, *command)
@@ -325,6 +326,11 @@ def test_an_unreachable_or_locked_manifest_is_one_line(tmp_path: Path) -> None:
             "(ca. 292 years), got 999999 days",
         ),
         (
+            '"runInterval": {"sinceAge": 99999999999 days}, "windowing": 99999999999 days',
+            "Cannot resolve config: DecodingFailure at .runInterval.sinceAge: Duration is limited to +-(2^63-1)ns "
+            "(ca. 292 years), got 99999999999 days",
+        ),
+        (
             '"deduplication": {"synthetic": {"type": "broadcast", "cardinality": 0}}',
             "Cannot resolve config: DecodingFailure at .deduplication.synthetic.cardinality: 0 is out of range, it "
             "must be at least 1",
@@ -432,6 +438,79 @@ def test_no_refusal_shows_a_secret(tmp_path: Path, spark: Any) -> None:
     assert (
         said.returncode == 2 and SECRET not in said.stderr and "decodes as Base64 but is not valid HOCON" in said.stderr
     )
+
+
+def test_a_failure_says_once_what_was_written_and_what_was_committed(tmp_path: Path, spark: Any) -> None:
+    """An Iglu repository unreachable in shred mode: `nothing was written` once when nothing was;
+    after a committed run, the runs committed before and the state of the failed one instead."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    remote = {"name": "remote", "priority": 0, "connection": {"http": {"uri": f"http://127.0.0.1:{port}/"}}}
+    resolver = {**RESOLVER, "data": {**RESOLVER["data"], "repositories": [*RESOLVER["data"]["repositories"], remote]}}
+    gone = contexts(sdj("iglu:com.acme/gone/jsonschema/1-0-0", "{}"))
+    said = {}
+    for case, runs in {"nothing": ["run=2"], "one": ["run=1", "run=2"]}.items():
+        for name in runs:
+            write_run(tmp_path / case, name, [event(A, contexts=gone) if name == "run=2" else event(B)])
+        text = json.dumps({"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "shred"}})
+        done = transformer(tmp_path / case, "--iglu-config", b64(json.dumps(resolver)), "--config", b64(text))
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        said[case] = done.stderr.strip()
+    assert "remote" in said["nothing"] and said["nothing"].endswith("; nothing was written"), said["nothing"]
+    assert said["nothing"].count("nothing was written") == 1, said["nothing"]
+    assert "nothing was written" not in said["one"] and said["one"].endswith(
+        "; 1 run committed before (run=1); run=2: nothing of it was committed, and the next invocation finishes it"
+    ), said["one"]
+    assert (tmp_path / "one/out/run=1/shredding_complete.json").exists()
+    assert not (tmp_path / "one/out/run=2/shredding_complete.json").exists()
+
+
+def test_an_output_folder_named_like_a_glob_beside_an_input_with_a_space(tmp_path: Path, spark: Any) -> None:
+    """`out[x]` beside `my input`: written where it is named, committed as any output."""
+    folder = tmp_path / "my input" / "run=1"
+    folder.mkdir(parents=True)
+    (folder / "part-0.tsv").write_text(event(A) + "\n")
+    (tmp_path / "c.hocon").write_text(config("my input", "out[x]"))
+    done = transformer(tmp_path, "--iglu-config", b64(json.dumps(RESOLVER)), "--config", "c.hocon")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out[x]/run=1/shredding_complete.json").exists()
+    assert len(read_lines(tmp_path / "out[x]/run=1/output=good")) == 1
+
+
+def test_an_input_file_with_a_colon_is_named_and_the_advice_works(tmp_path: Path, spark: Any) -> None:
+    """An ISO timestamp as a file name: Hadoop's local paths cannot hold ':'. One line that names
+    the file and a name to give it; renamed so, the next invocation commits the run."""
+    folder = write_run(tmp_path, "run=1", [event(A)], gz=True)
+    (folder / "part-0.tsv.gz").rename(folder / "2026-11-01T06:00:00.tsv.gz")
+    (tmp_path / "c.hocon").write_text(config("in", "out"))
+    flags = ["--iglu-config", b64(json.dumps(RESOLVER)), "--config", "c.hocon"]
+    done = transformer(tmp_path, *flags)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.strip() == (
+        "transformer: error: input file [2026-11-01T06:00:00.tsv.gz] has ':' in its name, which Hadoop's paths "
+        "cannot hold: rename it without ':' (such as 2026-11-01T06-00-00.tsv.gz); nothing was written"
+    )
+    (folder / "2026-11-01T06:00:00.tsv.gz").rename(folder / "2026-11-01T06-00-00.tsv.gz")
+    again = transformer(tmp_path, *flags)
+    assert again.returncode == 0, again.stderr
+    assert len(read_lines(tmp_path / "out/run=1/output=good")) == 1
+
+
+def test_a_dynamodb_endpoint_s_password_is_not_shown(tmp_path: Path, spark: Any) -> None:
+    """`--dynamodb-endpoint` with user information: the SDK's message of an unreachable endpoint
+    names the URL, without its password; one line, nothing written."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    write_run(tmp_path, "run=1", [event(A)])
+    (tmp_path / "c.hocon").write_text(config("in", "out"))
+    storage = b64(json.dumps(dynamodb_config("probe-t")))
+    flags = ["--duplicate-storage-config", storage, "--dynamodb-endpoint", f"http://user:{SECRET}@127.0.0.1:{port}"]
+    done = transformer(tmp_path, "--iglu-config", b64(json.dumps(RESOLVER)), "--config", "c.hocon", *flags)
+    assert done.returncode == 1 and "DynamoDB table [probe-t] is unreachable" in done.stderr, done.stderr
+    assert SECRET not in done.stdout + done.stderr and f"user:***@127.0.0.1:{port}" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis(

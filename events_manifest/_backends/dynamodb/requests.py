@@ -16,6 +16,7 @@ from botocore.exceptions import (
     SSLError,
 )
 
+from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb.config import no_region
 from events_manifest._manifest.ledger import Run
 from events_manifest.errors import (
@@ -243,15 +244,16 @@ def manifest_error(error: Exception, table: str) -> ManifestError:
         )
     if isinstance(error, NoRegionError):
         return no_region()
+    said = redact.text(str(error))  # the SDK's message names the endpoint URL, its password too
     if isinstance(error, SSLError):
         return ManifestUnavailableError(
-            f"DynamoDB table [{table}]: the endpoint's TLS certificate is not trusted ({error}): if it is signed by "
+            f"DynamoDB table [{table}]: the endpoint's TLS certificate is not trusted ({said}): if it is signed by "
             "a private CA, point AWS_CA_BUNDLE (or ca_bundle in the AWS profile) at that CA's certificate"
         )
     if isinstance(error, ProxyConnectionError):
         return ManifestUnavailableError(
-            f"DynamoDB table [{table}]: the proxy is unreachable ({error}): check HTTPS_PROXY / HTTP_PROXY and NO_PROXY"
+            f"DynamoDB table [{table}]: the proxy is unreachable ({said}): check HTTPS_PROXY / HTTP_PROXY and NO_PROXY"
         )
     if isinstance(error, BotoCoreError):
-        return ManifestUnavailableError(f"DynamoDB table [{table}] is unreachable: {error}")
-    return ManifestUnavailableError(f"DynamoDB table [{table}]: {type(error).__name__}: {error}")
+        return ManifestUnavailableError(f"DynamoDB table [{table}] is unreachable: {said}")
+    return ManifestUnavailableError(f"DynamoDB table [{table}]: {type(error).__name__}: {said}")

@@ -82,3 +82,19 @@ def test_a_link_to_the_input_is_the_input(work: Path) -> None:
 def test_a_manifest_inside_the_input_is_refused(work: Path) -> None:
     message = refusal([], [Place(INPUT, str(work / "in"), folder=True), Place(MANIFEST, str(work / "in" / "m.db"))])
     assert "its files would be read as input lines. Keep the manifest apart from the input" in message
+
+
+@pytest.mark.parametrize("name", ["out[x]", "out*", "out{a,b}", "out?"])
+def test_an_output_named_like_a_glob_is_the_folder_it_names(work: Path, name: str) -> None:
+    """An output is written where it is named: its glob characters match nothing, so a sibling of
+    the input is not taken for its parent; an input glob still covers what it can match."""
+    (work / "my input").mkdir()
+    check_places(
+        LocalStorage(),
+        [Place("output folder", str(work / name), folder=True)],
+        [Place(INPUT, str(work / "my input"), folder=True)],
+    )
+    message = refusal(
+        [Place("output folder", str(work / "in" / name), folder=True)], [Place(INPUT, str(work / "i*"), folder=True)]
+    )
+    assert "is inside the input" in message

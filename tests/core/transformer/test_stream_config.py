@@ -59,3 +59,12 @@ def test_the_defaults_are_ten_minute_windows_of_wide_rows_and_the_batch_job_s_ke
     assert run.truncate_atomic_fields and run.compression == "GZIP"
     with pytest.raises(TransformerConfigError, match="Unknown Compression"):
         StreamConfig.parse('input { type = file, dir = "in" }\noutput { path = "out", compression = ZSTD }')
+
+
+@pytest.mark.parametrize("written", ["99999999999 days", '"99999999999 days"', "99999999999999 hours", "9223372037 s"])
+def test_a_duration_past_scala_s_limit_is_refused_quoted_or_not(written: str) -> None:
+    """HOCON reads an unquoted duration itself: past what a timedelta holds too, it is the same refusal."""
+    text = '{"input": {"type": "file", "dir": "in"}, "output": {"path": "out"}, "windowing": ' + written + "}"
+    refusal = r"^Cannot resolve config: DecodingFailure at \.windowing: Duration is limited"
+    with pytest.raises(TransformerConfigError, match=refusal):
+        StreamConfig.parse(text)

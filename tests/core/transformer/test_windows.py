@@ -3,13 +3,14 @@ windows are due, and what the book forgets."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from events_manifest._jobs.storage import LocalStorage
-from events_manifest._transformer.windows import Window, WindowBook
+from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
 
 START = 1_794_997_800  # 2026-11-18 10:30:00 UTC
 
@@ -77,3 +78,30 @@ def test_the_book_forgets_committed_windows_only_once_spark_committed_their_batc
     ours.close(second.window)
     ours.prune(2)
     assert ours.batches() == [] and list((tmp_path / "checkpoint/book").iterdir()) == []
+
+
+@given(st.lists(st.integers(-(10**6), 10**6), min_size=1, max_size=40))
+def test_the_forward_clock_moves_as_the_wall_clock_forward_only(steps: list[int]) -> None:
+    """Each reading: the last, plus how far the wall clock moved forward since; never back."""
+    walls = [START + sum(steps[: n + 1]) for n in range(len(steps))]
+    readings = iter(walls)
+    clock = ForwardClock(lambda: next(readings))
+    seen = [clock() for _ in walls]
+    assert seen[0] == walls[0] and all(later >= earlier for earlier, later in itertools.pairwise(seen))
+    for n in range(1, len(walls)):
+        assert seen[n] - seen[n - 1] == max(0.0, walls[n] - walls[n - 1])
+
+
+def test_a_step_back_never_sends_a_batch_to_a_committed_window(tmp_path: Path) -> None:
+    """The wall clock past W1's end (W1 committed), then 2 s back into W1: the next batch goes to W2."""
+    wall = [START + 10.0]
+    clock, found = ForwardClock(lambda: wall[0]), book(tmp_path)
+    first = found.assign(0, clock())
+    found.staged(first)
+    wall[0] = START + 601
+    second = found.assign(1, clock())
+    assert found.due(clock()) == [first.window]
+    found.close(first.window)
+    wall[0] = START + 599
+    third = found.assign(2, clock())
+    assert third.window == second.window != first.window and not third.closed
