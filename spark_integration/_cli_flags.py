@@ -54,6 +54,13 @@ NOTHING_WRITTEN = "nothing was written"
 _ALREADY_SAID = re.compile(r"[;:,]? ?nothing was written\.?$")
 
 
+def refused(error: ManifestConfigError) -> int:
+    """A config refused before anything was read or written: its one line (secrets hidden) on
+    stderr, exit 2, as the reference's config errors."""
+    print(redact.text(str(error)), file=sys.stderr)
+    return 2
+
+
 def run_job(
     prog: str,
     job: Callable[[], int],

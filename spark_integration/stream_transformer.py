@@ -30,7 +30,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError
-from events_manifest import _redact as redact
 from events_manifest._jobs import steps
 from events_manifest._jobs.folders import Folder, beat, claim, quiet, silent_for
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
@@ -42,7 +41,7 @@ from events_manifest._transformer.config import TransformerConfigError, decode_v
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource
 from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
 from events_manifest.iglu import ResolverConfig
-from spark_integration._cli_flags import add_common_flags, last_words, run_job, unreadable_name
+from spark_integration._cli_flags import add_common_flags, last_words, refused, run_job, unreadable_name
 from spark_integration._spark_api import package_advice
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
@@ -372,8 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config, iglu, named = _configs(args)
     except ManifestConfigError as e:
-        print(redact.text(str(e)), file=sys.stderr)
-        return 2
+        return refused(e)
     stop = threading.Event()
 
     def stopping(signum: int, frame: FrameType | None) -> None:
@@ -387,8 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             stream = StreamTransformer(spark, config, iglu=iglu, manifest=manifest, checkpoint=args.checkpoint)
         except ManifestConfigError as e:
-            print(redact.text(str(e)), file=sys.stderr)
-            return 2
+            return refused(e)
         signal.signal(signal.SIGTERM, stopping)
         signal.signal(signal.SIGINT, stopping)  # Spark's own would cancel the batch being staged
         print(f"Stream Transformer: reading {config.source.describe()}, {config.window_seconds}-second windows")

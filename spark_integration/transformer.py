@@ -31,7 +31,6 @@ from events_manifest import (
     init_storage,
     parse_config,
 )
-from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb.config import DynamoDbConfig
 from events_manifest._jobs import steps
 from events_manifest._jobs.folders import STAGING_PREFIX, FolderClaimedError, Judge, claim, owner
@@ -62,7 +61,7 @@ from events_manifest._transformer.message import shredding_complete
 from events_manifest._transformer.shredded import Routing, Shredder
 from events_manifest.errors import RunConflictError
 from events_manifest.iglu import ResolverConfig
-from spark_integration._cli_flags import NOTHING_WRITTEN, add_common_flags, run_job
+from spark_integration._cli_flags import NOTHING_WRITTEN, add_common_flags, refused, run_job
 from spark_integration._storage import HadoopStorage
 from spark_integration._transform_run import write_run
 from spark_integration.session import local_session
@@ -109,7 +108,7 @@ class RunHeldError(ManifestError):
 
 @attrs.define
 class Progress:
-    """Where a `transform` call is, for what an interruption says."""
+    """Where a `transform` call is, for what an interruption or a failure says."""
 
     committed: list[str] = attrs.field(factory=list)
     current: str | None = None
@@ -117,27 +116,26 @@ class Progress:
     started: bool = False
     """Whether a run began: a refusal before that read and wrote nothing."""
 
-    def _done(self) -> str:
-        if not self.committed:
-            return ""
+    def _committed(self) -> str:
         count = len(self.committed)
-        return f"{count} run{'' if count == 1 else 's'} committed before ({', '.join(self.committed[-3:])}); "
+        return f"{count} run{'' if count == 1 else 's'} committed before ({', '.join(self.committed[-3:])})"
 
     def _state(self) -> str:
-        return "its rows are sealed" if self.sealed else "nothing of it was committed"
+        """The current run's state, and who finishes it."""
+        done = "its rows are sealed" if self.sealed else "nothing of it was committed"
+        return f"{done}, and the next invocation finishes it"
 
     def interrupted(self) -> str:
+        since = f"{self._committed()}; " if self.committed else ""
         if self.current is None:
-            return f"interrupted between runs: {self._done()}the next invocation goes on with the runs after them"
-        return f"interrupted during {self.current}: {self._done()}{self._state()}, and the next invocation finishes it"
+            return f"interrupted between runs: {since}the next invocation goes on with the runs after them"
+        return f"interrupted during {self.current}: {since}{self._state()}"
 
     def failed(self) -> str:
         """What a failure left: nothing, or the runs committed before it and the state of its run."""
         if not self.committed:
             return NOTHING_WRITTEN
-        if self.current is None:
-            return self._done().removesuffix("; ")
-        return f"{self._done()}{self.current}: {self._state()}, and the next invocation finishes it"
+        return self._committed() if self.current is None else f"{self._committed()}; {self.current}: {self._state()}"
 
 
 def transform(
@@ -541,8 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config, iglu, named = _configs(args)
     except ManifestConfigError as e:  # the transformer's config, or the manifest's
-        print(redact.text(str(e)), file=sys.stderr)
-        return 2
+        return refused(e)
     progress = Progress()
 
     def job() -> int:
@@ -561,8 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ManifestConfigError as e:
             if progress.started:
                 raise
-            print(redact.text(str(e)), file=sys.stderr)  # refused before anything was read or written
-            return 2
+            return refused(e)  # refused before anything was read or written
         return 0
 
     return run_job("transformer", job, verbose=args.verbose, interrupted=progress.interrupted, failed=progress.failed)

@@ -229,12 +229,7 @@ def _seconds(value: relativedelta | timedelta) -> float:
 
 
 def _timedelta(value: relativedelta | timedelta) -> timedelta:
-    if isinstance(value, timedelta):
-        return value
-    return timedelta(
-        days=value.days, hours=value.hours, minutes=value.minutes, seconds=value.seconds,
-        microseconds=value.microseconds,
-    )  # fmt: skip
+    return value if isinstance(value, timedelta) else timedelta(seconds=_seconds(value))
 
 
 def _limit(key: str, value: object) -> TransformerConfigError:
