@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
 import re
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 from py4j.protocol import Py4JJavaError
@@ -68,21 +74,80 @@ def run_job(
     verbose: bool = False,
     interrupted: Callable[[], str] = lambda: f"interrupted; {NOTHING_WRITTEN}",
     failed: Callable[[], str] = lambda: NOTHING_WRITTEN,
+    on_interrupt: Callable[[], None] | None = None,
+    at_once: str = "stopped at once: run it again to finish what it was doing",
 ) -> int:
     """Run a job's main body: any error (a bad flag, config or input, a Spark job that failed on
     its input, one this code did not foresee) is one line on stderr and exit 1, and with `verbose`
     the stack trace before it. The line ends with what `failed` says the job left (what it
-    committed before, if anything). An interruption (Ctrl-C) says what `interrupted` says, exit 130."""
+    committed before, if anything). An interruption (Ctrl-C) says what `interrupted` says, exit 130;
+    see `_interruptions` for a second one."""
+    with _interruptions(prog, verbose, on_interrupt, at_once) as seen:
+        try:
+            return job()
+        except KeyboardInterrupt:
+            print(f"{prog}: {interrupted()}", file=sys.stderr)
+            return 130
+        except Exception as e:
+            if verbose:
+                traceback.print_exc()
+            if seen and on_interrupt is None:  # a call into the JVM the interruption cut, failing after it
+                print(f"{prog}: {interrupted()}", file=sys.stderr)
+                return 130
+            print(f"{prog}: error: {redact.text(_one_line(e, failed()))}", file=sys.stderr)
+        return 1
+
+
+@contextlib.contextmanager
+def _interruptions(
+    prog: str, verbose: bool, on_interrupt: Callable[[], None] | None, at_once: str
+) -> Iterator[list[int]]:
+    """Ctrl-C during a command: the first calls `on_interrupt` (a graceful stop), or raises
+    KeyboardInterrupt in Python while Spark's jobs are cancelled from a thread of their own (Spark's
+    own handler cancels them from inside the signal handler: a reentrant call that breaks py4j's
+    connection). A second ends the process at once, exit 130, saying `at_once`. py4j's report of a
+    call it interrupted (a traceback) is shown with `verbose` only. Yields the interruptions seen."""
+    seen: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if seen:
+            print(f"{prog}: {at_once}", file=sys.stderr, flush=True)
+            os._exit(130)  # a KeyboardInterrupt now would land inside a call to the JVM and break it
+        seen.append(signum)
+        if on_interrupt is not None:
+            on_interrupt()
+            return
+        threading.Thread(target=_cancel_spark_jobs, daemon=True).start()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    root = logging.getLogger()
+    if not verbose:
+        root.addFilter(_not_py4j_interrupted)
     try:
-        return job()
-    except KeyboardInterrupt:
-        print(f"{prog}: {interrupted()}", file=sys.stderr)
-        return 130
-    except Exception as e:
-        if verbose:
-            traceback.print_exc()
-        print(f"{prog}: error: {redact.text(_one_line(e, failed()))}", file=sys.stderr)
-    return 1
+        yield seen
+    finally:
+        if not seen:  # once interrupted, one more Ctrl-C while the process ends ends it at once too
+            signal.signal(signal.SIGINT, previous)
+        root.removeFilter(_not_py4j_interrupted)
+
+
+def _not_py4j_interrupted(record: logging.LogRecord) -> bool:
+    """py4j logs a call cut by an interruption on the root logger, with its traceback."""
+    return record.getMessage() not in {"KeyboardInterrupt while sending command.", "Exception while sending command."}
+
+
+def _cancel_spark_jobs() -> None:
+    """Cancel the jobs running: at best, as the process ends, on a connection py4j may be closing."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    with contextlib.suppress(Exception):
+        if context is not None:
+            context.cancelAllJobs()
 
 
 def _one_line(error: Exception, left: str) -> str:
@@ -157,9 +222,22 @@ def spark_failure(error: Exception) -> str:
     said = executors_environment("\n".join(texts)) or unreadable_name("\n".join(texts))
     if said is not None:
         return said
-    reading = next((text for text in texts if "reading file" in text), None)
+    reading = next((match for text in texts if (match := _READING.search(text))), None)
     root = last_words(texts[-1])
     if reading is None:
         return f"a Spark job failed: {root}"
-    match = re.search(r"reading file (\S+?)\.?( |$)", reading)
-    return f"input file {match.group(1) if match else '?'} could not be read ({root})"
+    return f"input file {reading.group(1)} could not be read ({root})"
+
+
+_READING = re.compile(r"reading file (\S+?)\.?(?= |$)", re.MULTILINE)
+_CAUSE = re.compile(r"^\s*Caused by: (?:[\w$]+\.)*([\w$]+: \S.*)$", re.MULTILINE)
+
+
+def unreadable_file(text: str) -> tuple[str, str] | None:
+    """The input file a failed query could not read and the root cause, from its failure's text
+    (a stream's failure is text, without the JVM chain a job's has)."""
+    reading = _READING.search(text)
+    if reading is None:
+        return None
+    causes = _CAUSE.findall(text)
+    return reading.group(1), causes[-1].strip() if causes else "see --verbose"

@@ -21,6 +21,12 @@ imported by the daemon so that every worker it forks starts with them: about 0.3
 worker otherwise, for the 0.4 the daemon spends once."""
 
 
+QUIET = "EVENTS_MANIFEST_QUIET_WORKERS"
+"""Set (by `local_session`, unless verbose) in the daemon's environment: its stderr and its workers'
+go nowhere. A task cancelled (Ctrl-C) leaves each of its workers a broken pipe whose traceback Spark's
+daemon prints after the job's own line; a worker's failure reaches the job through Spark anyway."""
+
+
 def without_threads(environ: MutableMapping[str, str]) -> None:
     """Set what keeps those imports from starting threads: numpy's OpenBLAS pool (Spark itself
     holds a worker to its task's cores) and the background thread of pyarrow's jemalloc, which
@@ -48,6 +54,8 @@ def _zipped_in_installed_pyspark(entry: str) -> bool:
 
 
 if __name__ == "__main__":
+    if os.environ.get(QUIET) == "1":
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
     sys.path.sort(key=_zipped_in_installed_pyspark)  # stable: the zips last, the rest in order
     without_threads(os.environ)
     preload(PRELOADED)

@@ -92,6 +92,29 @@ class HadoopStorage(Storage):
         ]
         return Listing(tuple(sorted(files)))
 
+    def modified_times(self, path: str) -> dict[str, int]:
+        """Each file directly in a folder, by its qualified path: its modification time in
+        milliseconds since the epoch (none when the folder does not exist)."""
+        local = local_path(self.qualify(path))
+        if local is not None:  # the OS lists a folder of thousands in a blink, py4j a file at a time
+            try:
+                entries = list(os.scandir(local))
+            except (FileNotFoundError, NotADirectoryError):
+                return {}
+            return {
+                no_slash(f"file:{entry.path}"): entry.stat().st_mtime_ns // 1_000_000
+                for entry in entries
+                if entry.is_file()
+            }
+        fs, p = self._fs(path)
+        if not fs.exists(p):
+            return {}
+        return {
+            no_slash(str(status.getPath().toString())): int(status.getModificationTime())
+            for status in fs.listStatus(p)
+            if status.isFile()
+        }
+
     def working_folders(self) -> list[str]:
         fs, p = self._fs(self.absolute("."))
         folders, at = [], fs.makeQualified(p)

@@ -3,16 +3,20 @@ Arrow batches), or the one spark-submit brings, with the user's settings standin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pyspark
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from spark_integration._daemon import QUIET
 from spark_integration._spark_api import check_line
 
 __all__ = [
@@ -119,7 +123,8 @@ def local_session(
         settings = {key: value for key, value in wanted.items() if not given.contains(key)}
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        settings = {**DEFAULTS, **(LOCAL_DAEMON if master.startswith("local") else {}), **conf}
+        daemon = {**LOCAL_DAEMON, **({} if verbose else {f"spark.executorEnv.{QUIET}": "1"})}
+        settings = {**DEFAULTS, **(daemon if master.startswith("local") else {}), **conf}
         if "spark.driver.extraJavaOptions" not in settings:  # the user's stand whole
             settings["spark.driver.extraJavaOptions"] = driver_java_options(verbose, settings)
         builder = builder.master(master)
@@ -127,10 +132,30 @@ def local_session(
             os.environ["PYSPARK_PYTHON"] = sys.executable  # read by the SparkContext for its workers
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _signals_kept():
+        spark = builder.getOrCreate()
     if verbose:
         spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+@contextlib.contextmanager
+def _signals_kept() -> Iterator[None]:
+    """While a session starts: the JVM it launches ignores SIGTERM, as pyspark has it ignore SIGINT,
+    so that a stop sent to the whole process group (systemd, a terminal) reaches the driver alone,
+    which stops gracefully and takes the JVM with it when it exits (the JVM ends when its stdin
+    does); otherwise the JVM dies under the graceful stop. A SIGTERM in those seconds is lost.
+    This process's SIGINT handler is kept: Spark's own cancels the jobs from inside the handler, a
+    reentrant call that breaks py4j (the commands cancel them from a thread: `_cli_flags.run_job`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupt, terminate = signal.getsignal(signal.SIGINT), signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, terminate)
+        signal.signal(signal.SIGINT, interrupt)
 
 
 S3A_TIMES = {

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from types import FrameType, TracebackType
+from types import TracebackType
 
 import attrs
 from pyspark.errors import AnalysisException
@@ -38,10 +38,18 @@ from events_manifest._manifest.factory import manifest_files
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
+from events_manifest._transformer.read_files import ReadFiles
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource
 from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
 from events_manifest.iglu import ResolverConfig
-from spark_integration._cli_flags import add_common_flags, last_words, refused, run_job, unreadable_name
+from spark_integration._cli_flags import (
+    add_common_flags,
+    last_words,
+    refused,
+    run_job,
+    unreadable_file,
+    unreadable_name,
+)
 from spark_integration._spark_api import package_advice
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
@@ -60,6 +68,8 @@ CHECKPOINT = "_checkpoint"
 SPARK = "spark"
 """Spark's own checkpoint, inside ours."""
 BEAT_SECONDS = 60
+WATCH_SECONDS = 60
+"""How often the input folder is listed for files changed after they were read (and at start and stop)."""
 EVERY_FILE = "36500d"
 """The file source's `maxFileAge`: Spark's own (a week) ignores a file that appears with a modification
 time more than a week before the newest file's (one copied with its times kept), and loses its events."""
@@ -101,9 +111,10 @@ class StreamTransformer:
         checkpoint: str | None = None,
         clock: Callable[[], float] = time.time,
         report: Callable[[str], None] = print,
+        warn: Callable[[str], None] = lambda line: print(f"stream transformer: warning: {line}", file=sys.stderr),
     ) -> None:
         check_supported(config.run, manifest, iglu)
-        self.spark, self.config, self.report = spark, config, report
+        self.spark, self.config, self.report, self.warn = spark, config, report, warn
         self.clock = ForwardClock(clock)  # the wall clock (`clock`) only taken forward
         self.storage = storage = HadoopStorage(spark)
         self.checkpoint = storage.qualify(checkpoint or join(config.output, CHECKPOINT))
@@ -135,6 +146,8 @@ class StreamTransformer:
         self._lock = threading.Lock()
         self._claims: list[Folder] = []
         self._last_beat = 0.0
+        self._read_files: ReadFiles | None = ReadFiles(storage, join(self.checkpoint, SPARK, "sources", "0"))
+        self._last_watch = 0.0
 
     def __enter__(self) -> StreamTransformer:
         return self
@@ -156,12 +169,13 @@ class StreamTransformer:
                     claim(storage, qualified, path, f"stream transformer's {role}", run_id, dead_elsewhere=judge)
                 )
             self.beat()
+            self.watch_files(now=True)
             self._check_new_checkpoint()
             with self._lock:
                 self._reconcile()
                 self._commit(self.book.due(self.clock()))
             writer = (
-                _lines(self.spark, self.config.source)
+                _lines(self.spark, self.config.source, self.storage)
                 .writeStream.queryName(f"stream transformer {self.app_id}")
                 .option("checkpointLocation", join(self.checkpoint, SPARK))
                 .foreachBatch(self._stage)
@@ -213,6 +227,25 @@ class StreamTransformer:
             beat(self.storage, folder.path, now)
         self._last_beat = now
 
+    def watch_files(self, *, now: bool = False) -> None:
+        """Warn, a line a file, of every input file that changed after the file source read it (one
+        still being written, or replaced under its name): the file source does not read it again.
+        Every `WATCH_SECONDS` (each listing costs a listing of the input), or `now`."""
+        if self.config.source.type != "file" or (not now and time.monotonic() - self._last_watch < WATCH_SECONDS):
+            return
+        self._last_watch = time.monotonic()
+        if self._read_files is None:
+            return
+        try:
+            self._read_files.update()
+        except ValueError as e:  # a Spark whose log this version does not know
+            self.warn(f"{e}: files changed after they were read are not told")
+            self._read_files = None
+            return
+        for folder in sorted(self._read_files.folders()):
+            for line in self._read_files.changed(self.storage.modified_times(folder)):
+                self.warn(line)
+
     def commit_due(self) -> list[RunResult]:
         """Commit every window whose time is over (and the windows an earlier start left)."""
         with self._lock:
@@ -228,6 +261,8 @@ class StreamTransformer:
             if self.query is not None:
                 self.query.stop()
                 failure = self.query.exception()
+            if self._claims:
+                self.watch_files(now=True)
             if commit and self._claims:
                 with self._lock:
                     committed = self._commit(self.book.due(self.clock(), ending=True))
@@ -237,11 +272,7 @@ class StreamTransformer:
         finally:
             self._release()
         if failure is not None:
-            said = unreadable_name(str(failure)) or last_words(str(failure).split(QUERY_STATE)[0])
-            raise StreamFailedError(
-                f"the stream stopped: {said}. The windows whose batches were all staged are committed; start it "
-                "again on the same checkpoint to go on from the batch that failed"
-            )
+            raise StreamFailedError(f"the stream stopped: {_failure(str(failure))}")
         return committed
 
     def run(self, *, available_now: bool = False, poll: float = 1.0, stop: threading.Event | None = None) -> int:
@@ -253,6 +284,7 @@ class StreamTransformer:
             while query.isActive and not stop.is_set():
                 query.awaitTermination(poll)  # type: ignore[arg-type]  # seconds, fractions too
                 self.beat()
+                self.watch_files()
                 self.commit_due()
         except KeyboardInterrupt:
             pass  # a stop asked for: what is staged is committed below
@@ -314,11 +346,32 @@ class StreamTransformer:
         return committed
 
 
-def _lines(spark: SparkSession, source: StreamSource) -> DataFrame:
+def _failure(text: str) -> str:
+    """What a failed query says, and what to do so that the next start goes on: a file that cannot
+    be read is moved away (the replayed batch goes on without it) and put back under a new name."""
+    committed = "the windows whose batches were all staged are committed"
+    replayed = "start again on the same checkpoint: the batch that failed is read again without it"
+    if said := unreadable_name(text):
+        return f"{said}, then {replayed}, the renamed file after it; {committed}"
+    if found := unreadable_file(text):
+        file, cause = found
+        return (
+            f"input file {file} could not be read ({cause}): move it out of input.dir, then {replayed}; to read "
+            f"it, put it back whole under a new name; {committed}"
+        )
+    said = last_words(text.split(QUERY_STATE)[0])
+    return f"{said}. The {committed[4:]}; start it again on the same checkpoint to go on from the batch that failed"
+
+
+def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) -> DataFrame:
     """The stream of enriched lines, a column `value`."""
     if source.type == "file":
-        reader = spark.readStream.format("text").option("maxFileAge", EVERY_FILE)
-        return reader.load(source.path).select("value")
+        reader = (
+            spark.readStream.format("text")
+            .option("maxFileAge", EVERY_FILE)
+            .option("ignoreMissingFiles", "true")  # a replayed batch goes on without a file moved away (see `stop`)
+        )
+        return reader.load(storage.qualify(source.path)).select("value")  # relative to this process's folder
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", source.bootstrap_servers)
@@ -374,11 +427,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return refused(e)
     stop = threading.Event()
 
-    def stopping(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # a second Ctrl-C: stop now, what is not committed waits for the next start
-        stop.set()
-
     def job() -> int:
         manifest = named.open()
         spark = local_session(args.master, verbose=args.verbose)
@@ -386,13 +434,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream = StreamTransformer(spark, config, iglu=iglu, manifest=manifest, checkpoint=args.checkpoint)
         except ManifestConfigError as e:
             return refused(e)
-        signal.signal(signal.SIGTERM, stopping)
-        signal.signal(signal.SIGINT, stopping)  # Spark's own would cancel the batch being staged
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
         print(f"Stream Transformer: reading {config.source.describe()}, {config.window_seconds}-second windows")
         stream.run(available_now=args.available_now, stop=stop)
         return 0
 
-    return run_job("stream transformer", job, verbose=args.verbose, interrupted=_interrupted)
+    return run_job(
+        "stream transformer",
+        job,
+        verbose=args.verbose,
+        interrupted=_interrupted,
+        on_interrupt=stop.set,  # Ctrl-C as SIGTERM: a graceful stop (a second one stops at once)
+        at_once="stopped at once: the next start on the same checkpoint commits what was left",
+    )
 
 
 def _interrupted() -> str:

@@ -96,15 +96,43 @@ def killed(
     """`command` run in `cwd` with the environment `child`, stopped at `step` (it signals through a
     file), `meanwhile()` done while it runs, then its whole process group killed (SIGKILL): the JVM
     and its Python workers too."""
-    signal_file = cwd / f"reached-{step}"
-    child = {**child, steps.STOP_AT: step, steps.SIGNAL: str(signal_file), **scratch(cwd)}
+    signalled(command, cwd, child, [signal.SIGKILL], step=step, meanwhile=meanwhile)
+
+
+def signalled(
+    command: list[str],
+    cwd: Path,
+    child: dict[str, str],
+    signals: Sequence[int],
+    *,
+    step: str | None = None,
+    ready: Callable[[], bool] = lambda: True,
+    meanwhile: Callable[[], None] = lambda: None,
+    apart: float = 0.5,
+) -> subprocess.CompletedProcess[str]:
+    """`command` run in `cwd` with the environment `child` until `ready()` (or stopped at `step`,
+    which it signals through a file), `meanwhile()` done while it runs; then sent `signals`, `apart`
+    seconds from one another, as a terminal sends Ctrl-C: to its whole process group. What it printed
+    and its exit status once it ends (SIGKILL, if it has not within three minutes)."""
+    child = {**child, **scratch(cwd)}
+    if step is not None:
+        signal_file = cwd / f"reached-{step}"
+        child.update({steps.STOP_AT: step, steps.SIGNAL: str(signal_file)})
+        ready = signal_file.exists  # there, it waits for the signals
     process = subprocess.Popen(
-        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command, cwd=cwd, env=child, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         meanwhile()
-        wait_for(signal_file.exists, f"the run reaching {step}", process)  # there, it waits to be killed
-        os.killpg(process.pid, signal.SIGKILL)
+        wait_for(ready, f"the run reaching {step or 'the point of the test'}", process)
+        for n, number in enumerate(signals):
+            if n:
+                time.sleep(apart)
+            with contextlib.suppress(ProcessLookupError):  # it may have ended already
+                os.killpg(process.pid, number)
+        out, err = process.communicate(timeout=180)
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the JVM and the workers, whatever happened
         process.wait()
-        process.stderr.close()  # type: ignore[union-attr]
+    return subprocess.CompletedProcess(command, process.returncode, out, err)

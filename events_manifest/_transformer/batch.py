@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from events_manifest._collector import paused
 from events_manifest._iglu.keys import SchemaKey
+from events_manifest._jobs import steps
 from events_manifest._manifest.handle import Opener
 from events_manifest._snowplow import dedup
 from events_manifest._snowplow.fields import INDEX
@@ -429,6 +430,7 @@ class Decide:
         etl = from_epoch_seconds(self.etl_seconds)
         items = [(row["key"], row["fingerprint"] or filled_fingerprint(row["key"], lines[row]), etl) for row in rows]
         outcomes = self.manifest.open().try_put_many(items)
+        steps.reached("puts")
         for outcome in outcomes:
             if isinstance(outcome, ManifestThrottledError):
                 raise outcome

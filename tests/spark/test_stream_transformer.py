@@ -372,3 +372,92 @@ def test_kafka_without_its_connector_is_one_line(tmp_path: Path, spark: Any) -> 
     scala = "2.12" if spark.version.startswith("3.") else "2.13"  # the running Spark's (test_spark_api)
     assert "needs Spark's Kafka connector" in line and f"spark-sql-kafka-0-10_{scala}:{spark.version} " in line
     assert not (tmp_path / "out/_claim.json").exists()
+
+
+def committed_ids(out: Path) -> list[str]:
+    """Every good event id of every committed window, repeats kept."""
+    return sorted(row["event_id"] for run in committed(out) for row in outputs(run)[0])
+
+
+def test_a_file_changed_after_it_was_read_is_named_once_and_again_at_the_next_start(
+    spark: Any, tmp_path: Path, iglu: ResolverConfig
+) -> None:
+    """A file still being written (grown after it was read) and one replaced under its name are not
+    read again by the file source: each is named in one warning line, never skipped silently."""
+    from spark_integration.stream_transformer import StreamTransformer
+
+    inp, warned = tmp_path / "in", []
+    (inp / "slow.tsv").parent.mkdir(parents=True, exist_ok=True)
+    (inp / "slow.tsv").write_text(event(A) + "\n")
+    write(inp, "part-00000.tsv.gz", [event(B)])
+    with StreamTransformer(spark, stream_config(tmp_path), iglu=iglu, warn=warned.append) as stream:
+        query = stream.start()
+        query.processAllAvailable()
+        stream.watch_files(now=True)
+        assert warned == [], "the files as they were read"
+        with (inp / "slow.tsv").open("a") as slow:
+            slow.write(event(C) + "\n")
+        later = time.time() + 5
+        os.utime(inp / "slow.tsv", (later, later))
+        stream.watch_files(now=True)
+        stream.watch_files(now=True)
+    [grown] = warned
+    assert grown.startswith(f"input file [file:{inp}/slow.tsv] changed after it was read (modified ")
+    assert "what changed is not read. To read it, put what was not read into input.dir under a new name" in grown
+    write(inp, "part-00000.tsv.gz", [event(D)])  # another file under the same name
+    os.utime(inp / "part-00000.tsv.gz", (later + 5, later + 5))
+    warned.clear()
+    with StreamTransformer(spark, stream_config(tmp_path), iglu=iglu, warn=warned.append) as again:
+        again.start(available_now=True).awaitTermination()
+    assert sorted(line.split("]")[0] for line in warned) == [
+        f"input file [file:{inp}/part-00000.tsv.gz",
+        f"input file [file:{inp}/slow.tsv",
+    ], warned
+    (inp / "slow.tsv.rest").write_text(event(C) + "\n")  # the advice: what was not read, under a new name
+    (inp / "part-00000-again.tsv.gz").write_bytes((inp / "part-00000.tsv.gz").read_bytes())
+    with StreamTransformer(spark, stream_config(tmp_path), iglu=iglu, warn=warned.append) as third:
+        third.start(available_now=True).awaitTermination()
+    assert committed_ids(tmp_path / "out") == sorted([A, B, C, D])
+
+
+@pytest.mark.parametrize(
+    ("name", "advice", "renamed"),
+    [
+        (
+            "half.tsv.gz",
+            r"input file file:.*half\.tsv\.gz could not be read \(EOFException: .*\): move it out of input\.dir, "
+            "then start again on the same checkpoint: the batch that failed is read again without it",
+            "half-again.tsv.gz",
+        ),
+        (
+            "2026-11-27T10:00:00.tsv.gz",
+            r"input file \[2026-11-27T10:00:00.tsv.gz\] has ':' in its name, .*such as 2026-11-27T10-00-00\.tsv\.gz\), "
+            "then start again on the same checkpoint",
+            "2026-11-27T10-00-00.tsv.gz",
+        ),
+    ],
+)
+def test_a_file_that_cannot_be_read_is_named_and_the_advice_followed_goes_on(
+    tmp_path: Path, spark: Any, name: str, advice: str, renamed: str
+) -> None:
+    """A corrupt gzip, a name Hadoop cannot hold: the stream stops naming the file (exit 1); moved
+    away or renamed as it says, the next start goes on and every event is in one window."""
+    from spark_integration.stream_transformer import main
+
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    config = json.dumps({"input": {"type": "file", "dir": "in"}, "output": {"path": "out"}})
+    inp = tmp_path / "in"
+    write(inp, "a.tsv.gz", [event(A)])
+    whole = gzip.compress((event(B) + "\n").encode())
+    (inp / name).write_bytes(whole[: len(whole) // 2] if name == "half.tsv.gz" else whole)
+    flags = ("--iglu-config", "iglu.json", "--config", b64(config), "--available-now")
+    stopped = in_process(main, tmp_path, *flags)
+    assert stopped.returncode == 1, stopped.stderr[-3000:]
+    [line] = [x for x in stopped.stderr.splitlines() if x.startswith("stream transformer: error: the stream stopped: ")]
+    assert re.search(advice, line) and "Traceback" not in stopped.stderr, line
+    (inp / name).rename(tmp_path / name)  # out of input.dir (or renamed): the failed batch goes on without it
+    assert in_process(main, tmp_path, *flags).returncode == 0
+    (tmp_path / name).write_bytes(whole)
+    (tmp_path / name).rename(inp / renamed)  # put back whole, under a new name
+    assert in_process(main, tmp_path, *flags).returncode == 0
+    assert committed_ids(tmp_path / "out") == sorted([A, B])

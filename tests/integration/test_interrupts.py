@@ -1,0 +1,87 @@
+"""Ctrl-C as a terminal sends it (SIGINT to the command's whole process group), once or twice half
+a second apart, while a job is inside a Spark job or a stream is staging a micro-batch: one line of
+the command's own, no traceback, the exit status the docs give; and the next run commits what
+was left, once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from events_manifest.snowplow import sample_batches
+from tests.commands import env, process, signalled
+from tests.transformer_helpers import RESOLVER
+
+JVM_NOTICE = "WARNING: Using incubator modules"
+"""What the JVM of Spark 4 prints at its start, before any line of ours."""
+
+
+def ours(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if not line.startswith(JVM_NOTICE)]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    return tmp_path
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presses: int) -> None:
+    for n, batch in enumerate(sample_batches(), start=1):
+        shutil.copytree(batch, folder / "in" / f"run={n}")
+    config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
+    (folder / "config.json").write_text(json.dumps(config))
+    flags = ["--iglu-config", "iglu.json", "--config", "config.json", "--manifest", "sqlite://m.db"]
+    command = [sys.executable, "-m", "spark_integration.transformer", *flags]
+    done = signalled(command, folder, env(), [signal.SIGINT] * presses, step="puts")  # a task storing its puts
+    assert done.returncode == 130, done.stderr[-3000:]
+    lines = ours(done.stderr)
+    assert (
+        lines[0]
+        == "transformer: interrupted during run=1: nothing of it was committed, and the next invocation finishes it"
+    )
+    assert lines[1:] in ([], ["transformer: stopped at once: run it again to finish what it was doing"]), lines
+    again = process("spark_integration.transformer", folder, *flags)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(p.parent.name for p in (folder / "out").glob("run=*/shredding_complete.json")) == ["run=1", "run=2"]
+
+
+def test_the_stream_stops_gracefully_on_sigterm_or_ctrl_c_to_its_group_and_at_once_on_a_second(folder: Path) -> None:
+    """A second Ctrl-C while a micro-batch is being staged (the graceful stop waits for it): out at
+    once, exit 130. SIGTERM to the whole group (systemd, `kill -- -PGID`) or one Ctrl-C: the JVM
+    outlives the graceful stop, which commits what was staged and the window left before, exit 0."""
+    (folder / "stream").mkdir()
+    config = {"input": {"type": "file", "dir": "stream"}, "output": {"path": "out"}, "trigger": "1 second"}
+    (folder / "stream.hocon").write_text(json.dumps(config))
+    flags = ["--iglu-config", "iglu.json", "--config", "stream.hocon", "--manifest", "sqlite://m.db"]
+    command = [sys.executable, "-m", "spark_integration.stream_transformer", *flags]
+    part = sorted(next(iter(sample_batches())).glob("part-*"))[0]
+
+    def arrive(name: str) -> None:
+        (folder / "stream" / name).write_bytes(part.read_bytes())
+
+    twice = signalled(
+        command, folder, env(), [signal.SIGINT] * 2, step="batch-written", meanwhile=lambda: arrive("a.tsv.gz")
+    )
+    assert twice.returncode == 130, twice.stderr[-3000:]
+    assert ours(twice.stderr) == [
+        "stream transformer: stopped at once: the next start on the same checkpoint commits what was left"
+    ]
+    assert not list((folder / "out").glob("run=*/shredding_complete.json"))
+    for n, stop in enumerate((signal.SIGTERM, signal.SIGINT), start=1):
+        arrive(f"{'bc'[n - 1]}.tsv.gz")
+        staged = folder / f"out/_checkpoint/book/batch-{n}.staged"  # each file in a batch of its own
+        done = signalled(command, folder, env(), [stop], ready=staged.exists)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert ours(done.stderr) == [], done.stderr
+        assert all(": 1174 lines, " in line for line in done.stdout.splitlines() if line.startswith("run=")), (
+            done.stdout
+        )
+    committed = [p.parent.name for p in (folder / "out").glob("run=*/shredding_complete.json")]
+    assert len(committed) == 3, "a (left by the first start), b and c: each file in one window"
