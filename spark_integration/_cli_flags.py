@@ -76,12 +76,13 @@ def run_job(
     failed: Callable[[], str] = lambda: NOTHING_WRITTEN,
     on_interrupt: Callable[[], None] | None = None,
     at_once: str = "stopped at once: run it again to finish what it was doing",
+    on_error: Callable[[BaseException], None] | None = None,
 ) -> int:
     """Run a job's main body: any error (a bad flag, config or input, a Spark job that failed on
     its input, one this code did not foresee) is one line on stderr and exit 1, and with `verbose`
     the stack trace before it. The line ends with what `failed` says the job left (what it
-    committed before, if anything). An interruption (Ctrl-C) says what `interrupted` says, exit 130;
-    see `_interruptions` for a second one."""
+    committed before, if anything); `on_error` is told the error first (Sentry). An interruption
+    (Ctrl-C) says what `interrupted` says, exit 130; see `_interruptions` for a second one."""
     with _interruptions(prog, verbose, on_interrupt, at_once) as seen:
         try:
             return job()
@@ -91,6 +92,8 @@ def run_job(
         except Exception as e:
             if verbose:
                 traceback.print_exc()
+            if on_error is not None and not seen:
+                on_error(e)  # Sentry's, before the job's line (the reference's order)
             if seen and on_interrupt is None:  # a call into the JVM the interruption cut, failing after it
                 print(f"{prog}: {interrupted()}", file=sys.stderr)
                 return 130

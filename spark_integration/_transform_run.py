@@ -307,6 +307,8 @@ def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mod
         F.count_if(F.col("output") == BAD).alias("bad"),
         F.count_if(F.col("output") == "duplicate").alias("duplicates"),
         F.coalesce(F.sum("natural"), F.lit(0)).alias("natural"),
+        F.coalesce(F.sum("synthetic"), F.lit(0)).alias("synthetic"),
+        F.coalesce(F.sum("puts"), F.lit(0)).alias("puts"),
         json_metric(F.min(F.when(good, collector))).alias("earliest"),
         json_metric(F.max(F.when(good, collector))).alias("latest"),
         json_metric(F.array_distinct(F.flatten(F.collect_list(F.when(F.col("output") == META, F.col("types")))))).alias(
@@ -345,4 +347,6 @@ def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, shred_mod
         earliest=None if earliest is None else earliest["collector"] * NANOS + earliest["collector_nanos"],
         latest=None if latest is None else latest["collector"] * NANOS + latest["collector_nanos"],
         types=tuple(sorted(EntityType.parse(text) for text in metric_value(found["types"]) or [])),
+        synthetic=int(found["synthetic"]),
+        puts=int(found["puts"]),
     )

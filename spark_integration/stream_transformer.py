@@ -38,7 +38,9 @@ from events_manifest._manifest.factory import manifest_files
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
+from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.read_files import ReadFiles
+from events_manifest._transformer.sentry import Sentry
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource
 from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
 from events_manifest.iglu import ResolverConfig
@@ -148,6 +150,9 @@ class StreamTransformer:
         self._last_beat = 0.0
         self._read_files: ReadFiles | None = ReadFiles(storage, join(self.checkpoint, SPARK, "sources", "0"))
         self._last_watch = 0.0
+        self.metrics = Reporter(config.run.monitoring, lag=self._lag, out=report, err=warn)
+        self._waiting_since: float | None = None
+        """The start of the oldest window holding staged lines not committed yet."""
 
     def __enter__(self) -> StreamTransformer:
         return self
@@ -171,6 +176,7 @@ class StreamTransformer:
             self.beat()
             self.watch_files(now=True)
             self._check_new_checkpoint()
+            self.metrics.open()
             with self._lock:
                 self._reconcile()
                 self._commit(self.book.due(self.clock()))
@@ -185,6 +191,7 @@ class StreamTransformer:
             else:
                 self.query = writer.trigger(processingTime=f"{self.config.trigger_seconds} seconds").start()
         except BaseException:
+            self.metrics.close()
             self._release()
             raise
         return self.query
@@ -270,6 +277,7 @@ class StreamTransformer:
             if failure is None:
                 raise  # else the query's own failure, below, is the one to tell
         finally:
+            self.metrics.close()
             self._release()
         if failure is not None:
             raise StreamFailedError(f"the stream stopped: {_failure(str(failure))}")
@@ -294,6 +302,12 @@ class StreamTransformer:
         self.stop()
         return sum(result.lines for result in self.results)
 
+    def _lag(self) -> float:
+        """The stream's gauge: how long the oldest window with uncommitted lines has been open (an
+        upper bound on the age of its oldest line); 0 when every staged line is committed."""
+        since = self._waiting_since
+        return 0.0 if since is None else max(0.0, round(self.clock() - since, 3))
+
     def _release(self) -> None:
         for folder in reversed(self._claims):
             quiet(self.storage, folder.path)
@@ -312,6 +326,8 @@ class StreamTransformer:
                 lines.write.mode("overwrite").option("compression", "gzip").text(self.book.batch_lines(found))
                 steps.reached("batch-written")
                 self.book.staged(found)
+                if self._waiting_since is None or found.window.start < self._waiting_since:
+                    self._waiting_since = found.window.start
             if self._commit(self.book.due(self.clock())):
                 steps.reached("window-committed")
 
@@ -337,11 +353,15 @@ class StreamTransformer:
         for window in windows:
             name = window.name
             if self._listing(name).bytes:
+                began = time.monotonic()
                 result = self.job.run(name, Progress())  # None when its folder holds a commit already
                 if result is not None:
                     self.report(result.line())
                     committed.append(result)
+                    self.metrics.committed(result.counts, round((time.monotonic() - began) * 1000))
             self.book.close(window)
+        if windows:
+            self._waiting_since = min((window.start for window in self.book.open_windows()), default=None)
         self.results.extend(committed)
         return committed
 
@@ -423,6 +443,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config, iglu, named = _configs(args)
+        dsn = config.run.monitoring.sentry_dsn
+        sentry = Sentry(dsn) if dsn else None
     except ManifestConfigError as e:
         return refused(e)
     stop = threading.Event()
@@ -446,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupted=_interrupted,
         on_interrupt=stop.set,  # Ctrl-C as SIGTERM: a graceful stop (a second one stops at once)
         at_once="stopped at once: the next start on the same checkpoint commits what was left",
+        on_error=None if sentry is None else sentry.report,
     )
 
 

@@ -58,6 +58,8 @@ from events_manifest._transformer.config import TransformerConfig, TransformerCo
 from events_manifest._transformer.discovery import discover, folder_uri
 from events_manifest._transformer.event import atomic_limits
 from events_manifest._transformer.message import shredding_complete
+from events_manifest._transformer.metrics import Reporter
+from events_manifest._transformer.sentry import Sentry
 from events_manifest._transformer.shredded import Routing, Shredder
 from events_manifest.errors import RunConflictError
 from events_manifest.iglu import ResolverConfig
@@ -160,6 +162,7 @@ def transform(
         raise TransformerConfigError(f"input [{config.input}] is not a folder: nothing was written")
     protected = [Place(INPUT, config.input), *(Place(MANIFEST, path) for path in manifest_files(manifest))]
     check_places(storage, [Place("output folder", config.output, folder=True)], protected)
+    metrics = Reporter(config.monitoring, out=report, err=warn)  # a refusal (no region) before anything is written
     job = Job.create(spark, storage, config, iglu, manifest, random_ids=random_synthetic_ids, rerun=rerun)
     inputs = storage.subfolders(config.input)
     outputs = storage.children(config.output) if storage.exists(config.output) else []
@@ -171,15 +174,18 @@ def transform(
     first = sorted({*started, *(name for name in dead if name in waiting)})
     runs = [*first, *(name for name in sorted(found.to_process) if name not in first)]
     results = []
-    for name in runs:
-        report(f"Batch Transformer: processing {folder_uri(storage.qualify(join(config.input, name)))}")
-        progress.current, progress.sealed, progress.started = name, False, True
-        result = job.run(name, progress)
-        progress.current = None
-        if result is not None:
-            progress.committed.append(name)
-            report(result.line())
-            results.append(result)
+    with metrics:
+        for name in runs:
+            report(f"Batch Transformer: processing {folder_uri(storage.qualify(join(config.input, name)))}")
+            progress.current, progress.sealed, progress.started = name, False, True
+            began = time.monotonic()
+            result = job.run(name, progress)
+            progress.current = None
+            if result is not None:
+                progress.committed.append(name)
+                report(result.line())
+                results.append(result)
+                metrics.committed(result.counts, round((time.monotonic() - began) * 1000))
     incomplete = [name for name in found.done if folders[name].state is State.INCOMPLETE]
     for name in incomplete:
         warn(f"{folder_uri(storage.qualify(join(config.input, name)))} was not successfully shredded")
@@ -538,6 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config, iglu, named = _configs(args)
+        sentry = Sentry(config.monitoring.sentry_dsn) if config.monitoring.sentry_dsn else None
     except ManifestConfigError as e:  # the transformer's config, or the manifest's
         return refused(e)
     progress = Progress()
@@ -561,7 +568,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return refused(e)  # refused before anything was read or written
         return 0
 
-    return run_job("transformer", job, verbose=args.verbose, interrupted=progress.interrupted, failed=progress.failed)
+    return run_job(
+        "transformer",
+        job,
+        verbose=args.verbose,
+        interrupted=progress.interrupted,
+        failed=progress.failed,
+        on_error=None if sentry is None else sentry.report,
+    )
 
 
 if __name__ == "__main__":

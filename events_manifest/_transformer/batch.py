@@ -74,6 +74,8 @@ DECIDED = pa.schema(
         ("types", pa.list_(pa.string())),
         ("natural", pa.int64()),
         ("lines", pa.int64()),
+        ("synthetic", pa.int64()),
+        ("puts", pa.int64()),
     ]
 )
 """What `Decide` returns: lines for `output=good/` and `output=bad/` (in shred mode with their
@@ -326,17 +328,20 @@ class Decide:
             else:
                 out.emit(BAD, bad_rows.runtime_error(self._event(row, lines), outcome))
         written: Kept = []
+        synthetic = 0
         for group in _groups(kept_rows):
             renamed = self.threshold is not None and len(group) > self.threshold
             if renamed:
                 _rank(group, lines)
+                synthetic += len(group)
             written.extend((row, self._new_id(row, lines) if renamed else None) for row in group)
         write = self._writer()
         if write == self._shredded and self.limits is None:
             lines.decode(kept_rows, tsv=True)  # every kept event is written from its decoded event
         types = write(written, lines, out)
         kept_types = sorted(t for t in types if not any(c.matches(EntityType.parse(t).schema_key) for c in self.skip))
-        return out.batch(kept_types, natural, batch.num_rows)
+        puts = len(survivors) if self.manifest is not None else 0
+        return out.batch(kept_types, natural, batch.num_rows, synthetic=synthetic, puts=puts)
 
     def _writer(self) -> Writer:
         """How the kept events are written in this mode: shredded, as Parquet rows, or as wide-row lines."""
@@ -474,14 +479,16 @@ class _Out:
         self.columns["event"][-1], self.columns["collector"][-1] = 1, row["collector"]
         self.columns["collector_nanos"][-1] = row["collector_nanos"]
 
-    def batch(self, types: list[str], natural: int, lines: int) -> pa.Table:
-        """The rows, and last the batch's `META` row: its entity types, natural duplicates and
-        lines. With Parquet, in two batches: the rows of `parquet` (they are its rows, in its
-        order: not copied), then the others."""
+    def batch(self, types: list[str], natural: int, lines: int, *, synthetic: int = 0, puts: int = 0) -> pa.Table:
+        """The rows, and last the batch's `META` row: its entity types, natural duplicates, lines,
+        synthetic duplicates (kept under new ids) and manifest puts. With Parquet, in two batches:
+        the rows of `parquet` (they are its rows, in its order: not copied), then the others."""
         self.emit(META, None)
         self.columns["types"][-1] = types
         self.columns["natural"][-1] = natural
         self.columns["lines"][-1] = lines
+        self.columns["synthetic"][-1] = synthetic
+        self.columns["puts"][-1] = puts
         made: list[str | int | None] = self.columns.pop("value")
         at = DECIDED.get_field_index("value")
         decided = _record_batch(self.columns, DECIDED.remove(at))

@@ -42,7 +42,8 @@ COUNTS = "counts.json"
 class RunCounts:
     """What a run wrote and dropped: the lines it read, its good and bad rows, the natural and
     cross-batch duplicates it dropped, the earliest and latest collector_tstamp of its good
-    events (nanoseconds since the epoch) and their entity types."""
+    events (nanoseconds since the epoch) and their entity types; for monitoring, its synthetic
+    duplicates and manifest puts."""
 
     lines: int = 0
     good: int = 0
@@ -52,6 +53,10 @@ class RunCounts:
     earliest: int | None = None
     latest: int | None = None
     types: tuple[EntityType, ...] = ()
+    synthetic: int = 0
+    """Events kept under new ids: synthetic duplicates (among the good rows)."""
+    puts: int = 0
+    """Manifest puts: the events that passed natural dedup, put to the manifest (`cross_batch` were refused)."""
 
     def check(self) -> None:
         """Every line is a good row, a bad row or a dropped duplicate: else nothing is committed."""

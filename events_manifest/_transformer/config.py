@@ -24,6 +24,14 @@ from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb.config import known_regions
 from events_manifest._iglu.keys import NAME, VENDOR
 from events_manifest._transformer.event import parse_instant
+from events_manifest._transformer.monitoring import (
+    DEFAULT_PERIOD,
+    DEFAULT_PREFIX,
+    DURATION_METRIC,
+    CloudWatch,
+    Monitoring,
+    Periodic,
+)
 from events_manifest.errors import ManifestConfigError
 
 
@@ -383,6 +391,7 @@ class TransformerConfig:
     spark_cache: bool | None = None
     queue: Queue | None = None
     bad: BadSink = BadSink()
+    monitoring: Monitoring = attrs.field(factory=Monitoring)
 
     @property
     def bad_type(self) -> str:
@@ -501,7 +510,51 @@ class TransformerConfig:
             spark_cache=None if cache is None else _bool(cache, "featureFlags.sparkCacheEnabled"),
             queue=queue,
             bad=bad,
+            monitoring=_monitoring(get),
         )
+
+
+def _monitoring(get: Any) -> Monitoring:
+    """The `monitoring` section, as the reference reads it (`monitoring.Monitoring`)."""
+
+    def pairs(path: str) -> tuple[tuple[str, str], ...]:
+        found = get(path)
+        if found is None:
+            return ()
+        if not isinstance(found, dict):
+            raise _wrong_type(path, found, "object")
+        return tuple(sorted((str(key).strip('"'), _string(value, f"{path}.{key}")) for key, value in found.items()))
+
+    def periodic(path: str, **given: Any) -> Periodic:
+        prefix = get(f"{path}.prefix")
+        return Periodic(
+            period=duration(get(f"{path}.period") or DEFAULT_PERIOD, f"{path}.period").total_seconds(),
+            prefix=DEFAULT_PREFIX if prefix is None else _string(prefix, f"{path}.prefix"),
+            **given,
+        )
+
+    dsn, cloudwatch, statsd, stdout = get("monitoring.sentry.dsn"), None, None, None
+    if isinstance(get("monitoring.metrics.cloudwatch"), dict):  # the stream reference's is a flag of KCL's
+        path = "monitoring.metrics.cloudwatch"
+        metric = get(f"{path}.transformDuration")
+        cloudwatch = CloudWatch(
+            _string(get(f"{path}.namespace", True), f"{path}.namespace"),
+            DURATION_METRIC if metric is None else _string(metric, f"{path}.transformDuration"),
+            pairs(f"{path}.dimensions"),
+        )
+    if get("monitoring.metrics.statsd") is not None:
+        path = "monitoring.metrics.statsd"
+        port = _int(get(f"{path}.port", True), f"{path}.port", least=1, most=65535)
+        host = _string(get(f"{path}.hostname", True), f"{path}.hostname")
+        statsd = periodic(path, hostname=host, port=port, tags=pairs(f"{path}.tags"))
+    if get("monitoring.metrics.stdout") is not None:
+        stdout = periodic("monitoring.metrics.stdout")
+    return Monitoring(
+        sentry_dsn=None if dsn is None else _string(dsn, "monitoring.sentry.dsn"),
+        cloudwatch=cloudwatch,
+        statsd=statsd,
+        stdout=stdout,
+    )
 
 
 def merged(text: str, defaults: str) -> dict[str, Any]:

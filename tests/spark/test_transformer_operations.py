@@ -23,7 +23,8 @@ from events_manifest._jobs import steps
 from events_manifest._transformer import queue as queues
 from events_manifest.testing._servers import LocalServer
 from tests.commands import events_manifest
-from tests.shred_helpers import contexts, sdj
+from tests.monitors import SentryServer
+from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.test_crash_rerun import killed_at
 from tests.spark.test_transformer import A, B, C, D, aws, outputs, queue_config, read_lines, run, transformer, write_run
 from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event
@@ -513,12 +514,13 @@ def test_a_dynamodb_endpoint_s_password_is_not_shown(tmp_path: Path, spark: Any)
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
-def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis(
+def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis_and_its_metric_to_cloudwatch(
     tmp_path: Path, moto_server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every section of the reference's extended example, its Kinesis bad-row sink included: the
     bad rows (more than one `PutRecords` call of them) reach the stream whole though it throttles,
-    and no `output=bad/` is written."""
+    and no `output=bad/` is written; its `monitoring` section sends the run's duration datum to
+    CloudWatch (moto's) with its dimensions, said on stdout, and nothing to Sentry (nothing failed)."""
     from events_manifest.testing import FaultProxy
 
     region: dict[str, Any] = {"region_name": "eu-west-1", "endpoint_url": moto_server.endpoint}
@@ -535,9 +537,14 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis(
     for key, value in {"INPUT": "in", "OUTPUT": "out", "QUEUE_URL": url, "STREAM": stream,
                        "SINCE": "2020-01-01-00-00-00", "UNTIL": "2099-01-01-00-00-00"}.items():  # fmt: skip
         text = text.replace(f'"{key}"', json.dumps(value))
+    sentry = SentryServer()
+    text = text.replace("https://public-key@sentry.acme.com/1", sentry.dsn())
+    namespace = f"snowplow/transformer_batch_{time.time_ns()}"
+    text = text.replace('"snowplow/transformer_batch"', json.dumps(namespace))
     (tmp_path / "extended.hocon").write_text(text)
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
     monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_server.endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_server.endpoint)
     with FaultProxy(moto_server.endpoint, throttle_rate=0.5, operations=frozenset({"PutRecords"}), seed=1) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL_KINESIS", proxy.endpoint)
         done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "extended.hocon")
@@ -555,6 +562,37 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis(
     assert sorted(r["data"]["payload"] for r in records) == sorted(bad), "each bad row once, none lost"
     message = json.loads((base / "shredding_complete.json").read_text())
     assert message["data"]["count"] == {"good": 2, "bad": len(bad)}
+    [sent] = [line for line in done.stdout.splitlines() if line.startswith("transform_duration with value ")]
+    assert sent.endswith(f" successfully sent to namespace {namespace}")
+    cloudwatch = boto3.client("cloudwatch", endpoint_url=moto_server.endpoint)  # the default region, as the job
+    found = {m["MetricName"]: m["Dimensions"] for m in cloudwatch.list_metrics(Namespace=namespace)["Metrics"]}
+    assert (
+        found["transform_duration"] == [{"Name": "app", "Value": "transformer"}] and "cross_batch_duplicates" in found
+    )
+    sentry.close()
+    assert sentry.events == []
+
+
+def test_a_failed_run_s_exception_goes_to_sentry_and_the_run_fails_as_before(tmp_path: Path) -> None:
+    """`monitoring.sentry.dsn` (a loopback server taking the SDK's envelopes): the error that ends
+    the job is sent, then the job fails with its one line, exit 1; the DSN's key is never shown."""
+    from spark_integration.demo import EMPTY_RESOLVER
+
+    sentry = SentryServer()
+    click = sdj("iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1", '{"targetUrl":"https://x/"}')
+    write_run(tmp_path, "run=1", [event(A, unstruct_event=unstruct(click))])
+    parquet = '"formats": {"transformationType": "widerow", "fileFormat": "parquet"}'
+    monitoring = json.dumps({"sentry": {"dsn": sentry.dsn("SECRETKEY")}})
+    text = json.dumps({"input": "in", "output": {"path": "out"}})[:-1] + f', {parquet}, "monitoring": {monitoring}}}'
+    (tmp_path / "c.hocon").write_text(text)
+    done = transformer(tmp_path, "--iglu-config", b64(json.dumps(EMPTY_RESOLVER)), "--config", "c.hocon")
+    sentry.close()
+    assert done.returncode == 1, done.stderr[-3000:]
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("transformer: error: ")]
+    assert "link_click" in line and "SECRETKEY" not in done.stdout + done.stderr
+    [reported] = sentry.events
+    [exception] = reported["exception"]["values"]
+    assert "link_click" in exception["value"]
 
 
 def test_a_claim_from_another_host_is_judged_by_the_ledger(tmp_path: Path) -> None:
