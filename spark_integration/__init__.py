@@ -20,13 +20,12 @@ if TYPE_CHECKING:
     from spark_integration._streaming import deduplicate_stream
     from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
-    from spark_integration.shredder import EtlMismatchError, shred
+    from spark_integration.shredder import shred
     from spark_integration.stream_transformer import StreamTransformer
     from spark_integration.transformer import RunResult, transform
 
 _EXPORTS = {
     "DedupResult": "spark_integration._generic_dedup",
-    "EtlMismatchError": "spark_integration.shredder",
     "FolderClaimedError": "events_manifest._jobs.folders",
     "InputMissingError": "events_manifest._jobs.folders",
     "OutputExistsError": "events_manifest._jobs.folders",
@@ -44,7 +43,6 @@ _EXPORTS = {
 }
 __all__ = [
     "DedupResult",
-    "EtlMismatchError",
     "FolderClaimedError",
     "InputMissingError",
     "OutputExistsError",

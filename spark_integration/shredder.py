@@ -26,7 +26,6 @@ from events_manifest._snowplow import bad_rows, shred_output
 from events_manifest._snowplow.dedup import check_options
 from events_manifest._snowplow.report import render_report
 from events_manifest._snowplow.summary import ShredSummary
-from events_manifest.errors import RunConflictError
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched
@@ -163,10 +162,6 @@ def shred(
         if report:
             storage.write_text(report, render_report(summary))
     return summary
-
-
-EtlMismatchError = RunConflictError
-"""The name earlier versions gave the refusal of a rerun that would lose a failed run's events."""
 
 
 def _manifest_file(path: str) -> Place:

@@ -1,6 +1,6 @@
 """Where a job reads and writes: the few file operations its checks, claims, markers and commits
-need, behind one interface. `LocalStorage` is this machine's file system; the Spark glue adds
-Hadoop's (`spark_integration._output.HadoopStorage`: local, HDFS, S3A, ...).
+need, behind one interface. `LocalStorage` is this machine's file system; another layer may add
+one over another file system (the Spark glue's: Hadoop's, for local, HDFS, S3A, ...).
 
 Paths are qualified before they are compared: `file:/abs/path` locally, `scheme://host/path`
 elsewhere, never with a trailing slash.

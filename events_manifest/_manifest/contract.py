@@ -198,6 +198,3 @@ def raise_first(outcomes: list[bool | ManifestRequestError]) -> list[bool]:
         if isinstance(outcome, ManifestRequestError):
             raise outcome
     return outcomes  # type: ignore[return-value]
-
-
-"""The Scala library's name for the same contract."""

@@ -55,9 +55,9 @@ def manifest_from_url(url: str, *, read_only: bool = False) -> DuplicateStorage:
     - `sqlite:///abs/path.db` (or `sqlite://relative/path.db`)
     - `dynamodb://TABLE?region=R&endpoint=http://127.0.0.1:PORT&create=true&concurrency=32`
 
-    Every scheme takes `ttl=180d`. Other schemes come from the `events_manifest._backends`
-    entry-point group. `read_only` opens it to look, never to create: a SQLite file that is not
-    there, or a DynamoDB table, is an error rather than made.
+    Every scheme takes `ttl=180d`. Other schemes come from the `ENTRY_POINT_GROUP`
+    (`events_manifest.backends`) entry-point group. `read_only` opens it to look, never to
+    create: a SQLite file that is not there, or a DynamoDB table, is an error rather than made.
     """
     scheme = urlsplit(url).scheme
     if not scheme:

@@ -118,8 +118,8 @@ class Dedup:
         check_options(self.manifest, self.cross_batch_synthetic)
 
     def decide(self, checked: Mapping[str, pa.Array]) -> dict[str, pa.Array]:
-        """`lines.DECIDED_COLUMNS` of checked lines (`udfs.LINE_TYPE` and `line`), in input order,
-        every line of an id among them."""
+        """The columns `shred_output.output_lines` reads, of checked lines (`batch.CHECKED` and
+        `line`), in input order, every line of an id among them."""
         rows = len(checked["line"])
         valid = bad_rows.without_messages(checked["errors"])
         event_ids = checked["event_id"]

@@ -172,4 +172,3 @@ ATOMIC_FIELDS: Final = tuple(i for i in range(FIELDS) if i not in JSON_FIELDS)
 ATOMIC_BEFORE: Final = tuple(range(EVENT_ID))
 ATOMIC_AFTER: Final = tuple(i for i in range(EVENT_ID + 1, FIELDS) if i not in JSON_FIELDS)
 """The atomic-events line's fields before and after event_id: 6 + 1 + 121 = 128."""
-TIMESTAMP_FIELDS: Final = tuple(name for name, kind in _TABLE if kind in "tT")

@@ -2,8 +2,8 @@
 atomic line, each entity's line with its hierarchy, the `duplicate` context of a re-identified
 event, the bad rows (worded by `bad_rows`) and the counts of the summary.
 
-Pure pyarrow, no Spark: called by `udfs.Shred` on both paths of the job, in the trip to Python
-that checks and decides the lines.
+Pure pyarrow, no Spark: called by `batch.Shred` on each batch of the job's lines, in the trip to
+Python that checks and decides them.
 
 A batch's lines come back to Spark grouped by the place they go (atomic, bad, or one shredded
 type: `PARTITIONS`), in rows of about `CHUNK_BYTES` of lines joined by line breaks, with one row of
@@ -88,31 +88,14 @@ def failed(error: ManifestError) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(row, LINES_SCHEMA)
 
 
-DECIDED_COLUMNS = (
-    "status",
-    "event_id",
-    "new_event_id",
-    "synthetic",
-    "synthetic_across",
-    "id_events",
-    "id_first",
-    "collector_tstamp",
-    "atomic_before",
-    "atomic_after",
-    "entities",
-    "line",
-    "errors",
-)
-"""What `output_lines` reads of each event: its status and final id (`new_event_id`, for kept
-events), whether it was re-identified, for valid events how many valid events share its id
-(`id_events`) and whether it is the first of them (`id_first`), its collector time, the parts of
-its atomic line around the id (see `fields.Fields`), its entities, and for bad rows its input line
-and messages."""
-
-
 def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> list[pa.RecordBatch]:
-    """Batches of `LINES_SCHEMA` rows for a batch of decided events (`DECIDED_COLUMNS`): its atomic
-    lines, its bad rows, its entities' lines by type, and last a row of its counts."""
+    """Batches of `LINES_SCHEMA` rows for a batch of decided events: its atomic
+    lines, its bad rows, its entities' lines by type, and last a row of its counts. It reads of
+    each event its `status` and final id (`new_event_id`, for kept events), whether it was
+    re-identified (`synthetic`, `synthetic_across`), for valid events how many valid events share
+    its id (`id_events`) and whether it is the first of them (`id_first`), its `collector_tstamp`,
+    the parts of its atomic line around the id (`atomic_before`, `atomic_after`: see
+    `fields.Fields`), its `entities`, and for bad rows its input `line` and `errors`."""
     status = events["status"]
     kept = pc.fill_null(pc.equal(status, KEPT), False)
     bad = pc.fill_null(pc.is_in(status, pa.array([BAD, MANIFEST_ERROR])), False)

@@ -1,4 +1,4 @@
-"""The transformer's steps on Arrow batches, called by the Spark job (`spark_integration.transformer`):
+"""The transformer's steps on Arrow batches, called by the jobs that read and write them (Spark's glue):
 
 1. `Parse.batch`: each line decoded (`event`), checked against the minimum timestamp, and rendered
    as its wide-row line, or made a bad row;

@@ -394,10 +394,6 @@ class TransformerConfig:
     monitoring: Monitoring = attrs.field(factory=Monitoring)
 
     @property
-    def bad_type(self) -> str:
-        return self.bad.type
-
-    @property
     def synthetic_threshold(self) -> int | None:
         """Events sharing an id more often than this are synthetic duplicates; None: no synthetic dedup."""
         return {"none": None, "join": 1, "broadcast": self.cardinality}[self.synthetic]

@@ -21,7 +21,7 @@ from events_manifest import (
 from events_manifest.model import PutBatch
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing._servers import free_port
-from spark_integration import EtlMismatchError, OutputExistsError, demo, shred
+from spark_integration import OutputExistsError, demo, shred
 from spark_integration.shredder import main
 from tests.backends import unique_table
 from tests.core.backends.test_dynamodb_config import SECRET, V2_CONFIG, with_data
@@ -275,7 +275,7 @@ def test_a_failed_run_is_not_finished_by_a_changed_input(spark: Any, tmp_path: P
     changed = str(write_input(tmp_path / "in", [*first, line(B, "FP", etl="2026-11-01 05:00:00.000")]))
     out, bad = str(tmp_path / "o2"), str(tmp_path / "b2")
     with pytest.raises(
-        EtlMismatchError, match=r"Finish it with --etl-time '2026-11-01 06:00:00', not 2026-11-01 05:00"
+        RunConflictError, match=r"Finish it with --etl-time '2026-11-01 06:00:00', not 2026-11-01 05:00"
     ):
         shred(spark, changed, out, bad, manifest=f"sqlite://{store}", etl_time=datetime(2026, 11, 1, 5))
     with pytest.raises(

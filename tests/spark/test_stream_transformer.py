@@ -23,7 +23,7 @@ from events_manifest._jobs.folders import FolderClaimedError
 from events_manifest._transformer.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from tests.commands import in_process
-from tests.monitors import StatsdServer
+from tests.monitors import SentryServer, StatsdServer
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.test_transformer import outputs, read_lines, transformer, types
 from tests.transformer_helpers import RESOLVER, b64, event
@@ -441,12 +441,15 @@ def test_a_file_changed_after_it_was_read_is_named_once_and_again_at_the_next_st
 def test_a_file_that_cannot_be_read_is_named_and_the_advice_followed_goes_on(
     tmp_path: Path, spark: Any, name: str, advice: str, renamed: str
 ) -> None:
-    """A corrupt gzip, a name Hadoop cannot hold: the stream stops naming the file (exit 1); moved
-    away or renamed as it says, the next start goes on and every event is in one window."""
+    """A corrupt gzip, a name Hadoop cannot hold: the stream stops naming the file (exit 1, the error
+    sent to Sentry); moved away or renamed as it says, the next start goes on and every event is in
+    one window."""
     from spark_integration.stream_transformer import main
 
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
-    config = json.dumps({"input": {"type": "file", "dir": "in"}, "output": {"path": "out"}})
+    sentry = SentryServer()
+    monitoring = {"sentry": {"dsn": sentry.dsn()}}
+    config = json.dumps({"input": {"type": "file", "dir": "in"}, "output": {"path": "out"}, "monitoring": monitoring})
     inp = tmp_path / "in"
     write(inp, "a.tsv.gz", [event(A)])
     whole = gzip.compress((event(B) + "\n").encode())
@@ -456,6 +459,9 @@ def test_a_file_that_cannot_be_read_is_named_and_the_advice_followed_goes_on(
     assert stopped.returncode == 1, stopped.stderr[-3000:]
     [line] = [x for x in stopped.stderr.splitlines() if x.startswith("stream transformer: error: the stream stopped: ")]
     assert re.search(advice, line) and "Traceback" not in stopped.stderr, line
+    sentry.close()
+    [reported] = sentry.events  # the error that stopped it, as the reference's Main sends it
+    assert reported["exception"]["values"][-1]["value"].startswith("the stream stopped: ")
     (inp / name).rename(tmp_path / name)  # out of input.dir (or renamed): the failed batch goes on without it
     assert in_process(main, tmp_path, *flags).returncode == 0
     (tmp_path / name).write_bytes(whole)
