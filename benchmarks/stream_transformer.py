@@ -2,6 +2,7 @@
 interleaved.
 
     python benchmarks/stream_transformer.py --events 300000 --rounds 3 [--mode widerow|parquet|shred]
+    python benchmarks/stream_transformer.py --events 100000 --rounds 3 --kinesis 4
 
 (a) `python -m spark_integration.stream_transformer --available-now` reading the folder of one
     generated run of N events (about 1% of the lines duplicated) as a file stream: one window,
@@ -10,6 +11,10 @@ interleaved.
 Both on `local[2]`. Prints each process's wall time, the medians, the ratio (a)/(b) and (a)'s
 lines per second per core. The stream's extra cost is staging the lines under its checkpoint
 before the window's run reads them again.
+
+With `--kinesis SHARDS`, (a) reads the same lines from a Kinesis stream of that many shards on
+moto's server (one record a line, from `TRIM_HORIZON`, 10,000 records a GetRecords) and (b) is
+the file source of (a) above: what reading Kinesis costs against reading files.
 """
 
 from __future__ import annotations
@@ -42,6 +47,53 @@ def stream(work: Path, n: int, mode: str) -> list[str]:
     return [sys.executable, "-m", module, *flags, "--manifest", f"sqlite:///{work}/s{n}.db"]
 
 
+def kinesis(work: Path, n: int, stream_name: str, endpoint: str) -> list[str]:
+    """The stream transformer's command reading the Kinesis stream, round `n`."""
+    config = {
+        "input": {
+            "type": "kinesis",
+            "streamName": stream_name,
+            "region": "us-east-1",
+            "position": "TRIM_HORIZON",
+            "customEndpoint": endpoint,
+        },
+        "output": {"path": str(work / f"kinesis-{n}")},
+        "formats": {"transformationType": "widerow"},
+    }
+    (work / f"k{n}.json").write_text(json.dumps(config))
+    flags = ["--iglu-config", str(work / "iglu.json"), "--config", str(work / f"k{n}.json"), "--available-now"]
+    module = "spark_integration.stream_transformer"
+    return [sys.executable, "-m", module, *flags, "--manifest", f"sqlite:///{work}/k{n}.db"]
+
+
+def fill(work: Path, shards: int, endpoint: str) -> str:
+    """A stream of `shards` shards holding every generated line, one record each; its name."""
+    import gzip
+    import os
+    import time
+
+    import boto3
+    from transformer import RUN
+
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    client = boto3.client("kinesis", endpoint_url=endpoint)
+    name = "enriched"
+    client.create_stream(StreamName=name, ShardCount=shards)
+    lines = [
+        line
+        for part in sorted((work / "in" / RUN).glob("part-*"))
+        for line in (gzip.decompress(part.read_bytes()) if part.suffix == ".gz" else part.read_bytes()).splitlines()
+    ]
+    started = time.monotonic()
+    for at in range(0, len(lines), 500):
+        chunk = lines[at : at + 500]
+        client.put_records(
+            StreamName=name, Records=[{"Data": line, "PartitionKey": str(at + i)} for i, line in enumerate(chunk)]
+        )
+    print(f"{len(lines):,} records put in {shards} shards in {time.monotonic() - started:.1f} s")
+    return name
+
+
 def main() -> int:
     from shred_job import compared, interleaved
     from transformer import prepare, transformer
@@ -50,10 +102,21 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=("widerow", "parquet", "shred"), default="widerow")
+    parser.add_argument("--kinesis", type=int, metavar="SHARDS", help="compare Kinesis (moto) with the file source")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="stream-bench-"))
     try:
         lines = prepare(work, args.events, args.mode)
+        if args.kinesis:
+            from events_manifest.testing import start_moto
+
+            with start_moto() as moto:
+                name = fill(work, args.kinesis, moto.endpoint)
+                commands = {
+                    "kinesis": lambda n: kinesis(work, n, name, moto.endpoint),
+                    "files": lambda n: stream(work, n, "widerow"),
+                }
+                return compared(interleaved(commands, args.rounds), lines)
         commands = {
             "stream": lambda n: stream(work, n, args.mode),
             "batch": lambda n: transformer(work, n, args.mode),

@@ -15,6 +15,8 @@ transformed again the same etl time, hence the manifest's same answers.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import signal
 import sys
 import threading
@@ -38,6 +40,7 @@ from events_manifest._manifest.factory import manifest_files
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
+from events_manifest._transformer.kinesis_input import KinesisInputError, ShardReader
 from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.read_files import ReadFiles
 from events_manifest._transformer.sentry import Sentry
@@ -52,7 +55,7 @@ from spark_integration._cli_flags import (
     unreadable_file,
     unreadable_name,
 )
-from spark_integration._spark_api import package_advice
+from spark_integration._spark_api import check_python_streams, package_advice, python_stream_source
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
 from spark_integration.transformer import (  # one window is one run of the batch job
@@ -129,6 +132,9 @@ class StreamTransformer:
                     f"input.dir [{config.source.path}] is not a folder: make it, or correct input.dir"
                 )
             protected.append(Place(INPUT, config.source.path))
+        if config.source.kinesis is not None:
+            check_python_streams(spark, "input.type kinesis")
+            ShardReader(config.source.kinesis).shards()  # a stream that does not exist: one line, before anything
         outputs = [Place("output folder", config.output, folder=True)]
         if not inside(self.checkpoint, storage.qualify(config.output)):
             outputs.append(Place("checkpoint", checkpoint or self.checkpoint, folder=True))
@@ -180,21 +186,23 @@ class StreamTransformer:
             with self._lock:
                 self._reconcile()
                 self._commit(self.book.due(self.clock()))
-            writer = (
-                _lines(self.spark, self.config.source, self.storage)
-                .writeStream.queryName(f"stream transformer {self.app_id}")
-                .option("checkpointLocation", join(self.checkpoint, SPARK))
-                .foreachBatch(self._stage)
-            )
-            if available_now:
-                self.query = writer.trigger(availableNow=True).start()
-            else:
-                self.query = writer.trigger(processingTime=f"{self.config.trigger_seconds} seconds").start()
+            self.query = self._query(available_now)
         except BaseException:
             self.metrics.close()
             self._release()
             raise
         return self.query
+
+    def _query(self, available_now: bool) -> StreamingQuery:
+        writer = (
+            _lines(self.spark, self.config.source, self.storage)
+            .writeStream.queryName(f"stream transformer {self.app_id}")
+            .option("checkpointLocation", join(self.checkpoint, SPARK))
+            .foreachBatch(self._stage)
+        )
+        if available_now:
+            return writer.trigger(availableNow=True).start()
+        return writer.trigger(processingTime=f"{self.config.trigger_seconds} seconds").start()
 
     def _check_new_checkpoint(self) -> None:
         """A new checkpoint reads the input from its start: over an output that holds committed
@@ -289,11 +297,15 @@ class StreamTransformer:
         stop = stop or threading.Event()
         try:
             query = self.start(available_now=available_now)
-            while query.isActive and not stop.is_set():
-                query.awaitTermination(poll)  # type: ignore[arg-type]  # seconds, fractions too
-                self.beat()
-                self.watch_files()
-                self.commit_due()
+            while not stop.is_set():
+                while query.isActive and not stop.is_set():
+                    query.awaitTermination(poll)  # type: ignore[arg-type]  # seconds, fractions too
+                    self.beat()
+                    self.watch_files()
+                    self.commit_due()
+                if stop.is_set() or not self._read_again(query, available_now):
+                    break
+                self.query = query = self._query(available_now)
         except KeyboardInterrupt:
             pass  # a stop asked for: what is staged is committed below
         except BaseException:
@@ -301,6 +313,14 @@ class StreamTransformer:
             raise
         self.stop()
         return sum(result.lines for result in self.results)
+
+    def _read_again(self, query: StreamingQuery, available_now: bool) -> bool:
+        """Whether an `available_now` query over a Python source (Kinesis) ended with more to read:
+        Spark's available-now for such a source stops after a batch it replays (the last start was
+        killed mid-batch). Another query goes on until one reads nothing."""
+        if not available_now or self.config.source.kinesis is None or query.exception() is not None:
+            return False
+        return any(progress.get("numInputRows", 0) for progress in query.recentProgress)
 
     def _lag(self) -> float:
         """The stream's gauge: how long the oldest window with uncommitted lines has been open (an
@@ -371,6 +391,8 @@ def _failure(text: str) -> str:
     be read is moved away (the replayed batch goes on without it) and put back under a new name."""
     committed = "the windows whose batches were all staged are committed"
     replayed = "start again on the same checkpoint: the batch that failed is read again without it"
+    if found_kinesis := _KINESIS.search(text):
+        return f"{found_kinesis.group(1)}; {committed}"
     if said := unreadable_name(text):
         return f"{said}, then {replayed}, the renamed file after it; {committed}"
     if found := unreadable_file(text):
@@ -383,8 +405,22 @@ def _failure(text: str) -> str:
     return f"{said}. The {committed[4:]}; start it again on the same checkpoint to go on from the batch that failed"
 
 
+_KINESIS = re.compile(rf"{KinesisInputError.__name__}: (.+)$", re.MULTILINE)
+"""The Kinesis input's own error, in the text of a query it stopped (the stream deleted while read)."""
+
+
+def _kinesis_source() -> type:
+    from spark_integration._kinesis import KinesisDataSource  # pyspark 4's datasource module: after the check
+
+    return KinesisDataSource
+
+
 def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) -> DataFrame:
     """The stream of enriched lines, a column `value`."""
+    if source.kinesis is not None:
+        stream = python_stream_source(spark, _kinesis_source, "input.type kinesis")
+        settings = json.dumps(source.kinesis.to_dict())
+        return stream.option("source", settings).load().select(F.col("value").cast("string").alias("value"))
     if source.type == "file":
         reader = (
             spark.readStream.format("text")

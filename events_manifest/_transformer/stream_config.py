@@ -11,13 +11,17 @@ from typing import Any
 
 import attrs
 
+from events_manifest._backends.dynamodb.config import default_region
 from events_manifest._transformer.config import (
     DEFAULTS,
     TransformerConfig,
     TransformerConfigError,
+    check_region,
     duration,
     merged,
 )
+from events_manifest._transformer.event import parse_instant
+from events_manifest._transformer.kinesis_input import KinesisInput
 
 STREAM_DEFAULTS = (
     DEFAULTS
@@ -44,8 +48,11 @@ class StreamSource:
     bootstrap_servers: str = ""
     options: tuple[tuple[str, str], ...] = ()
     """Kafka consumer settings (`consumerConf`), passed to Spark's Kafka source as `kafka.*` options."""
+    kinesis: KinesisInput | None = None
 
     def describe(self) -> str:
+        if self.kinesis is not None:
+            return self.kinesis.describe()
         return f"folder {self.path}" if self.type == "file" else f"Kafka topic {self.topic} at {self.bootstrap_servers}"
 
 
@@ -97,13 +104,15 @@ def _source(found: Any) -> StreamSource:
     kind = str(found.get("type", "")).lower()
     if kind not in INPUTS:
         raise TransformerConfigError(
-            f"Input type {found.get('type')} is not supported yet. Supported types: 'file', 'kafka'"
+            f"Input type {found.get('type')} is not supported yet. Supported types: 'file', 'kafka', 'kinesis'"
         )
-    if kind in ("kinesis", "pubsub"):
+    if kind == "pubsub":
         raise TransformerConfigError(
-            f"input.type {kind}: this transformer reads a folder of enriched files or a Kafka topic through Spark's "
-            "own sources; put the stream into Kafka, or its files into a folder (input.type = file)"
+            "input.type pubsub: this transformer reads a folder of enriched files, a Kafka topic or a Kinesis stream; "
+            "put the subscription's messages into one of them"
         )
+    if kind == "kinesis":
+        return StreamSource("kinesis", kinesis=_kinesis(found))
     if kind == "file":
         path = found.get("dir")
         if not isinstance(path, str) or not path:
@@ -118,6 +127,68 @@ def _source(found: Any) -> StreamSource:
     if not isinstance(conf, dict):
         raise TransformerConfigError("DecodingFailure at .input.consumerConf: expecting an object")
     return StreamSource("kafka", topic=topic, bootstrap_servers=servers, options=tuple(sorted(_flat(conf))))
+
+
+def _kinesis(found: dict[str, Any]) -> KinesisInput:
+    """The reference's Kinesis input section (its defaults: `LATEST`, polling of 10000 records)."""
+
+    def text(key: str, default: str | None = None) -> str | None:
+        value = found.get(key, default)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise TransformerConfigError(f"DecodingFailure at .input.{key}: expecting a string")
+        return value
+
+    stream = text("streamName")
+    if stream is None:
+        raise TransformerConfigError("DecodingFailure at .input.streamName: Missing required field")
+    region = text("region") or default_region()
+    if not region:
+        raise TransformerConfigError("Region cannot be resolved, needs to be passed explicitly (input.region)")
+    position, timestamp = found.get("position", "LATEST"), None
+    if isinstance(position, dict):  # { type = AT_TIMESTAMP, timestamp = "2026-11-27T10:00:00Z" }
+        moment = position.get("timestamp")
+        instant = parse_instant(moment) if isinstance(moment, str) else None
+        if str(position.get("type", "")).upper() != "AT_TIMESTAMP" or instant is None:
+            raise TransformerConfigError(
+                "DecodingFailure at .input.position: expecting LATEST, TRIM_HORIZON or "
+                '{ type = AT_TIMESTAMP, timestamp = "2026-11-27T10:00:00Z" }'
+            )
+        position, timestamp = "AT_TIMESTAMP", instant // 1_000_000
+    elif str(position).upper() in ("LATEST", "TRIM_HORIZON"):
+        position = str(position).upper()
+    else:
+        raise TransformerConfigError(
+            f"DecodingFailure at .input.position: {position} is not LATEST, TRIM_HORIZON or an AT_TIMESTAMP object"
+        )
+    retrieval = found.get("retrievalMode") or {"type": "Polling"}
+    kind = str(retrieval.get("type", "")).lower() if isinstance(retrieval, dict) else ""
+    if kind not in ("polling", "fanout"):
+        raise TransformerConfigError(
+            "DecodingFailure at .input.retrievalMode: expecting { type = Polling, maxRecords = 10000 } or "
+            "{ type = FanOut }"
+        )
+    records = retrieval.get("maxRecords", 10000)
+    if isinstance(records, bool) or not isinstance(records, int) or not 1 <= records <= 10000:
+        raise TransformerConfigError(
+            f"DecodingFailure at .input.retrievalMode.maxRecords: {records!r} is out of range, "
+            "it must be from 1 to 10000"
+        )
+    buffer = found.get("bufferSize", 3)
+    if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
+        raise TransformerConfigError(f"DecodingFailure at .input.bufferSize: {buffer!r} is not a positive integer")
+    return KinesisInput(
+        stream=stream,
+        region=check_region(region, "input.region"),
+        endpoint=text("customEndpoint"),
+        position=position,
+        timestamp_ms=timestamp,
+        max_records=records,
+        app_name=text("appName", "snowplow-transformer-kinesis") or "",
+        buffer_size=buffer,
+        fan_out=kind == "fanout",
+        dynamodb_endpoint=text("dynamodbCustomEndpoint"),
+        cloudwatch_endpoint=text("cloudwatchCustomEndpoint"),
+    )
 
 
 def _flat(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:

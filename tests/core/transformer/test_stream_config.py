@@ -18,7 +18,14 @@ def test_the_config_s_refusals_name_the_key(tmp_path: Path) -> None:
             StreamConfig.parse(json.dumps({"output": {"path": str(tmp_path / "out")}, **document}))
         return str(caught.value)
 
-    assert "input.type kinesis" in refused({"input": {"type": "kinesis", "streamName": "enriched"}})
+    assert "input.type pubsub" in refused({"input": {"type": "pubsub", "subscription": "enriched"}})
+    kinesis = {"type": "kinesis", "streamName": "enriched", "region": "eu-west-1"}
+    assert ".input.streamName: Missing required field" in refused({"input": {"type": "kinesis"}})
+    assert ".input.position: NOW is not LATEST" in refused({"input": {**kinesis, "position": "NOW"}})
+    assert ".input.retrievalMode.maxRecords: 20000 is out of range" in refused(
+        {"input": {**kinesis, "retrievalMode": {"type": "Polling", "maxRecords": 20000}}}
+    )
+    assert "Region mars-1 is unknown" in refused({"input": {**kinesis, "region": "mars-1"}})
     assert "Input type sqs is not supported" in refused({"input": {"type": "sqs"}})
     assert ".input.dir: Missing required field" in refused({"input": {"type": "file"}})
     assert ".input.topicName" in refused({"input": {"type": "kafka", "bootstrapServers": "localhost:9092"}})
@@ -68,3 +75,25 @@ def test_a_duration_past_scala_s_limit_is_refused_quoted_or_not(written: str) ->
     refusal = r"^Cannot resolve config: DecodingFailure at \.windowing: Duration is limited"
     with pytest.raises(TransformerConfigError, match=refusal):
         StreamConfig.parse(text)
+
+
+def test_the_reference_s_kinesis_input_reads_with_its_defaults() -> None:
+    """The reference's section: KCL's keys (appName, bufferSize, FanOut, the DynamoDB and CloudWatch
+    endpoints) read, and kept only to be said; `position` LATEST by default, or AT_TIMESTAMP."""
+    from events_manifest._transformer.kinesis_input import KinesisInput
+
+    def source(section: dict[str, Any]) -> KinesisInput | None:
+        document = {"input": {"type": "kinesis", "streamName": "enriched", "region": "us-east-1", **section}}
+        return StreamConfig.parse(json.dumps({"output": {"path": "out"}, **document})).source.kinesis
+
+    assert source({}) == KinesisInput("enriched", "us-east-1")
+    given = source(
+        {
+            "appName": "acme",
+            "position": {"type": "AT_TIMESTAMP", "timestamp": "2026-11-27T10:00:00.250Z"},
+            "retrievalMode": {"type": "FanOut"},
+            "customEndpoint": "http://localhost:4566",
+        }
+    )
+    assert given is not None and (given.position, given.timestamp_ms) == ("AT_TIMESTAMP", 1_795_773_600_250)
+    assert (given.app_name, given.fan_out, given.endpoint) == ("acme", True, "http://localhost:4566")

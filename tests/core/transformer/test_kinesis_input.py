@@ -1,0 +1,124 @@
+"""The Kinesis input's reads, against moto's server: every shard read from its offsets, a batch
+read again the same (a replay), `LATEST` pinned, records the KPL aggregated split, a child shard read
+after its parents, throttling survived with nothing lost or doubled, a missing stream in one line."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from aws_kinesis_agg.aggregator import RecordAggregator
+
+from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader
+from events_manifest.testing import FaultProxy, LocalServer
+
+
+@pytest.fixture
+def stream(moto_server: LocalServer) -> Iterator[tuple[Any, KinesisInput]]:
+    client = boto3.client("kinesis", endpoint_url=moto_server.endpoint)
+    name = f"enriched-{time.time_ns()}"
+    client.create_stream(StreamName=name, ShardCount=2)
+    yield client, KinesisInput(name, "us-east-1", moto_server.endpoint, position="TRIM_HORIZON", max_records=7)
+    client.delete_stream(StreamName=name)
+
+
+def put(client: Any, source: KinesisInput, lines: list[str]) -> None:
+    for n, line in enumerate(lines):
+        client.put_record(StreamName=source.stream, Data=line.encode(), PartitionKey=f"key-{n}")
+
+
+def drain(reader: ShardReader, offsets: dict[str, Any]) -> tuple[list[bytes], dict[str, Any]]:
+    """Every record after `offsets`, micro-batch by micro-batch, as Spark would ask."""
+    records: list[bytes] = []
+    while True:
+        batch, after = reader.read(offsets)
+        if after == offsets:
+            return records, offsets
+        records, offsets = records + batch, after
+
+
+def test_every_shard_is_read_once_and_a_replay_reads_the_same(stream: tuple[Any, KinesisInput]) -> None:
+    client, source = stream
+    lines = [f"line {n}" for n in range(100)]
+    put(client, source, lines)
+    reader = ShardReader(source)
+    start = reader.initial()
+    first, after = reader.read(start)
+    assert 0 < len(first) < 100, "at most CALLS_PER_TRIGGER reads of max_records a shard"
+    assert ShardReader(source).between(start, after) == first, "a batch replayed after a crash: the same records"
+    rest, end = drain(reader, after)
+    assert sorted(record.decode() for record in first + rest) == sorted(lines)
+    put(client, source, ["line 100"])
+    assert reader.read(end)[0] == [b"line 100"]
+
+
+def test_latest_reads_what_arrives_after_the_first_start_and_is_pinned(stream: tuple[Any, KinesisInput]) -> None:
+    client, source = stream
+    put(client, source, ["before"])
+    time.sleep(0.2)
+    latest = ShardReader(KinesisInput(source.stream, source.region, source.endpoint, position="LATEST"))
+    start = latest.initial()
+    time.sleep(0.2)
+    put(client, source, ["after 1", "after 2"])
+    records, end = drain(latest, start)
+    assert sorted(records) == [b"after 1", b"after 2"]
+    assert sorted(latest.between(start, end)) == [b"after 1", b"after 2"], "a replay of the first batch: the same"
+
+
+def test_records_the_kpl_aggregated_are_split(stream: tuple[Any, KinesisInput]) -> None:
+    client, source = stream
+    aggregator = RecordAggregator()
+    for n in range(5):
+        aggregator.add_user_record(f"key-{n}", f"user record {n}".encode())
+    key, _, data = aggregator.clear_and_get().get_contents()
+    client.put_record(StreamName=source.stream, Data=data, PartitionKey=key)
+    put(client, source, ["plain"])
+    records, _ = drain(ShardReader(source), ShardReader(source).initial())
+    assert sorted(records) == [b"plain", *(f"user record {n}".encode() for n in range(5))]
+
+
+def test_a_child_shard_is_read_after_its_parents_end(stream: tuple[Any, KinesisInput]) -> None:
+    client, source = stream
+    reader = ShardReader(source)
+    start = reader.initial()
+    [parent, _] = sorted(start["shards"])
+    shard = client.describe_stream(StreamName=source.stream)["StreamDescription"]["Shards"][0]
+    middle = (int(shard["HashKeyRange"]["StartingHashKey"]) + int(shard["HashKeyRange"]["EndingHashKey"])) // 2
+    client.split_shard(StreamName=source.stream, ShardToSplit=parent, NewStartingHashKey=str(middle))
+    put(client, source, [f"after the split {n}" for n in range(10)])
+    first, after = reader.read(start)
+    assert after["shards"][parent]["done"], "the closed parent is read to its end"
+    children = [shard for shard in after["shards"] if shard not in start["shards"]]
+    assert len(children) == 2 and all(after["shards"][child]["after"] is None for child in children), "not yet"
+    rest, _ = drain(reader, after)
+    assert sorted(first + rest) == sorted(f"after the split {n}".encode() for n in range(10))
+
+
+def test_a_throttled_stream_loses_nothing_and_doubles_nothing(
+    stream: tuple[Any, KinesisInput], moto_server: LocalServer
+) -> None:
+    client, source = stream
+    lines = [f"line {n}" for n in range(60)]
+    put(client, source, lines)
+    with FaultProxy(moto_server.endpoint, throttle_rate=0.6, operations=frozenset({"GetRecords"}), seed=3) as proxy:
+        through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=7)
+        reader = ShardReader(through)
+        start = reader.initial()
+        records, end = drain(reader, start)
+        again = reader.between(start, end)
+    assert proxy.throttled > 0
+    assert sorted(records) == sorted(again) == sorted(line.encode() for line in lines)
+
+
+def test_a_stream_that_does_not_exist_is_one_line(moto_server: LocalServer) -> None:
+    reader = ShardReader(KinesisInput("nowhere", "us-east-1", moto_server.endpoint))
+    with pytest.raises(KinesisInputError) as caught:
+        reader.initial()
+    said = str(caught.value)
+    assert said == (
+        "Kinesis stream nowhere in us-east-1 does not exist (deleted, or never created): create it, or correct "
+        "input.streamName and input.region"
+    )
