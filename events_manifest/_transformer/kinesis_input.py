@@ -27,6 +27,10 @@ from events_manifest.errors import ManifestError
 CALLS_PER_TRIGGER = 5
 """GetRecords calls a shard gets at most a micro-batch (Kinesis serves 5 a second a shard)."""
 THROTTLED = {"ProvisionedThroughputExceededException", "ThrottlingException", "LimitExceededException"}
+PASSING = THROTTLED | {"InternalFailure", "ServiceUnavailable", "InternalServerError", "KMSThrottlingException"}
+"""Refusals that pass: a live read keeps what it read and the next trigger goes on; a replay waits and
+tries again. Anything else stops the job in one line. The SDK tries a call twice before that."""
+EXPIRED = "ExpiredIteratorException"
 BACKOFF = (0.2, 5.0)
 """The pauses between reads of a throttled shard, doubling from the first to the last."""
 
@@ -36,6 +40,10 @@ Offsets = dict[str, Any]
 
 class KinesisInputError(ManifestError):
     """The stream cannot be read: it does not exist (deleted, or never created), or refuses us."""
+
+
+class _Passing(KinesisInputError):
+    """A refusal that passes (`PASSING`), or no answer: a live read waits for the next trigger."""
 
 
 @attrs.frozen
@@ -75,11 +83,14 @@ class ShardReader:
     source: KinesisInput
     clock: Callable[[], float] = time.time
     _client: Any = attrs.field(default=None, init=False)
+    _listed: list[dict[str, Any]] = attrs.field(factory=list, init=False)
+    """The last listing of the shards: a trigger whose listing did not pass reads the shards it knew."""
 
     @property
     def client(self) -> Any:
         if self._client is None:
-            config = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "total_max_attempts": 5})
+            config = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "total_max_attempts": 2})
+            # two attempts: a refusal that passes is waited out a trigger at a time (`PASSING`)
             self._client = boto3_session().client(
                 "kinesis", region_name=self.source.region, endpoint_url=self.source.endpoint, config=config
             )
@@ -102,9 +113,10 @@ class ShardReader:
                     f"{self.source.describe()} does not exist (deleted, or never created): create it, or correct "
                     "input.streamName and input.region"
                 ) from None
-            raise KinesisInputError(f"{self.source.describe()} cannot be listed: {_said(e)}") from None
+            kind = _Passing if _code(e) in PASSING else KinesisInputError
+            raise kind(f"{self.source.describe()} cannot be listed: {_said(e)}") from None
         except botocore.exceptions.BotoCoreError as e:
-            raise KinesisInputError(f"{self.source.describe()} cannot be reached: {_said(e)}") from None
+            raise _Passing(f"{self.source.describe()} cannot be reached: {_said(e)}") from None
 
     def initial(self) -> Offsets:
         """Where a first start reads each shard: `LATEST` pinned to now (a batch replayed reads the same)."""
@@ -115,7 +127,10 @@ class ShardReader:
         """The records after `start`, every readable shard at once (a thread a shard), at most
         `CALLS_PER_TRIGGER` reads of `max_records` a shard; and the offsets after them."""
         known: dict[str, dict[str, Any]] = {key: dict(value) for key, value in start["shards"].items()}
-        listed = self.shards()
+        try:
+            self._listed = listed = self.shards()
+        except _Passing:
+            listed = self._listed
         for shard in listed:
             known.setdefault(shard["ShardId"], _start(None))  # a child of a split or a merge: from its start
         parents = {shard["ShardId"]: _parents(shard) for shard in listed}
@@ -144,48 +159,51 @@ class ShardReader:
 
     def _fetch(self, shard: str, state: dict[str, Any], closed: bool) -> tuple[list[bytes], dict[str, Any]]:
         """Read on from `state`; a closed shard read to its end (no next iterator, or nothing left
-        to read) is `done`."""
-        iterator = self._iterator(shard, state)
+        to read) is `done`. A refusal that passes keeps what was read: the next trigger goes on."""
         records: list[bytes] = []
-        for _ in range(CALLS_PER_TRIGGER):
-            try:
-                answer = self.client.get_records(ShardIterator=iterator, Limit=self.source.max_records)
-            except botocore.exceptions.ClientError as e:
-                code = e.response.get("Error", {}).get("Code")
-                if code in THROTTLED:
-                    break  # what was read is kept; the next micro-batch goes on from there
-                if code == "ExpiredIteratorException":
+        try:
+            iterator = self._iterator(shard, state)
+            for _ in range(CALLS_PER_TRIGGER):
+                try:
+                    answer = self.client.get_records(ShardIterator=iterator, Limit=self.source.max_records)
+                except botocore.exceptions.ClientError as e:
+                    if _code(e) != EXPIRED:
+                        raise
                     iterator = self._iterator(shard, state)
                     continue
+                for record in answer["Records"]:
+                    if _arrived(record, state):
+                        records += user_records(record)
+                    state = {"after": record["SequenceNumber"], "at": None, "done": False}
+                iterator = answer.get("NextShardIterator")
+                caught_up = not answer["Records"] and answer.get("MillisBehindLatest", 0) == 0
+                if iterator is None or (closed and caught_up):
+                    return records, {**state, "done": True}
+                if caught_up:
+                    break
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+            if _code(e) not in (*PASSING, None):
                 raise KinesisInputError(f"{self.source.describe()}: shard {shard} cannot be read: {_said(e)}") from None
-            for record in answer["Records"]:
-                if _arrived(record, state):
-                    records += user_records(record)
-                state = {"after": record["SequenceNumber"], "at": None, "done": False}
-            iterator = answer.get("NextShardIterator")
-            caught_up = not answer["Records"] and answer.get("MillisBehindLatest", 0) == 0
-            if iterator is None or (closed and caught_up):
-                return records, {**state, "done": True}
-            if caught_up:
-                break
         return records, state
 
     def _until(self, shard: str, state: dict[str, Any], last: int) -> list[bytes]:
-        """A shard's records from `state` to the sequence number `last`, however long it takes."""
+        """A shard's records from `state` to the sequence number `last`, however long it takes (a
+        refusal that passes is waited out)."""
         records: list[bytes] = []
-        iterator, pause = self._iterator(shard, state), BACKOFF[0]
-        while iterator is not None:
+        iterator: Any = None
+        pause = BACKOFF[0]
+        while True:
             try:
+                if iterator is None:
+                    iterator = self._iterator(shard, state)
                 answer = self.client.get_records(ShardIterator=iterator, Limit=self.source.max_records)
-            except botocore.exceptions.ClientError as e:
-                code = e.response.get("Error", {}).get("Code")
-                if code not in THROTTLED and code != "ExpiredIteratorException":
+            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+                if _code(e) not in (*PASSING, EXPIRED, None):
                     raise KinesisInputError(
                         f"{self.source.describe()}: shard {shard} cannot be read again: {_said(e)}"
                     ) from None
                 time.sleep(pause)
-                pause = min(pause * 2, BACKOFF[1])
-                iterator = self._iterator(shard, state)
+                pause, iterator = min(pause * 2, BACKOFF[1]), None
                 continue
             for record in answer["Records"]:
                 if int(record["SequenceNumber"]) > last:
@@ -196,7 +214,8 @@ class ShardReader:
                 if int(record["SequenceNumber"]) == last:
                     return records
             iterator = answer.get("NextShardIterator")
-        return records
+            if iterator is None:
+                return records
 
     def _iterator(self, shard: str, state: Mapping[str, Any]) -> Any:
         arguments: dict[str, Any] = {"StreamName": self.source.stream, "ShardId": shard}
@@ -238,6 +257,13 @@ def _start(at: int | None) -> dict[str, Any]:
 
 def _parents(shard: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(shard[key] for key in ("ParentShardId", "AdjacentParentShardId") if shard.get(key))
+
+
+def _code(error: Exception) -> str | None:
+    """A refusal's code; None for a call that got no answer (a connection that failed), which passes."""
+    if isinstance(error, botocore.exceptions.ClientError):
+        return str(error.response.get("Error", {}).get("Code"))
+    return None
 
 
 def _said(error: Exception) -> str:
