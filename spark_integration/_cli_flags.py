@@ -133,8 +133,9 @@ def _interruptions(
     try:
         yield seen
     finally:
-        if not seen:  # once interrupted, one more Ctrl-C while the process ends ends it at once too
-            signal.signal(signal.SIGINT, previous)
+        # Once interrupted, the process is ending: a press during its last steps (the interpreter gives
+        # SIGINT back its default as it finalizes) must not end it by the signal, with another status.
+        signal.signal(signal.SIGINT, signal.SIG_IGN if seen else previous)
         root.removeFilter(_not_py4j_interrupted)
 
 
