@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 from pyspark.sql.types import StructType
 
@@ -15,7 +17,15 @@ from events_manifest._transformer.kinesis_input import KinesisInput, ShardReader
 
 NAME = "events_manifest_kinesis"
 SOURCE = "source"
-"""The option holding the input's settings, as JSON (`stream_transformer._lines` sets it)."""
+"""The option holding the input's settings, as JSON."""
+
+
+def kinesis_lines(spark: SparkSession, source: KinesisInput) -> DataFrame:
+    """The stream of the input's user records, a column `value` (their bytes as text, unchecked:
+    a record that is not UTF-8 becomes a bad row downstream, as a file's line does)."""
+    spark.dataSource.register(KinesisDataSource)
+    reader = spark.readStream.format(NAME).option(SOURCE, json.dumps(source.to_dict()))
+    return reader.load().select(F.col("value").cast("string").alias("value"))
 
 
 class KinesisDataSource(DataSource):

@@ -20,7 +20,7 @@ else:
   caller's local properties (job group, pool) and, from 4.0, its session's tags;
 - `scala_suffix`, `package_advice`: the Maven coordinates of a Spark package (Kafka's connector)
   for the Spark that is running, read from its JVM;
-- `python_stream_source`: a streaming source written in Python (the Kinesis input), through the
+- `check_python_streams`: a streaming source written in Python (the Kinesis input) needs the
   Python data source API's stream reader, which 4.0 and newer have; refused on 3.5 in one line.
 """
 
@@ -39,7 +39,6 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
-from pyspark.sql.streaming.readwriter import DataStreamReader
 
 from events_manifest.errors import ManifestConfigError
 from spark_integration._conf import settings_during
@@ -208,12 +207,3 @@ def check_python_streams(spark: SparkSession, what: str) -> None:
             f"{what} needs Spark 4.0 or newer (the Python data source API reads streams from 4.0); this is Spark "
             f'{spark.version}: run on pyspark 4.x (pip install "pyspark>=4.0,<5")'
         )
-
-
-def python_stream_source(spark: SparkSession, source: Any, what: str) -> DataStreamReader:
-    """The stream of a Python data source class (a `pyspark.sql.datasource.DataSource`, made by
-    `source()`), registered in the session (see `check_python_streams`)."""
-    check_python_streams(spark, what)
-    made = source()
-    spark.dataSource.register(made)
-    return spark.readStream.format(made.name())

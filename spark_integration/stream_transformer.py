@@ -15,7 +15,6 @@ transformed again the same etl time, hence the manifest's same answers.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import signal
 import sys
@@ -55,7 +54,7 @@ from spark_integration._cli_flags import (
     unreadable_file,
     unreadable_name,
 )
-from spark_integration._spark_api import check_python_streams, package_advice, python_stream_source
+from spark_integration._spark_api import check_python_streams, package_advice
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
 from spark_integration.transformer import (  # one window is one run of the batch job
@@ -409,18 +408,13 @@ _KINESIS = re.compile(rf"{KinesisInputError.__name__}: (.+)$", re.MULTILINE)
 """The Kinesis input's own error, in the text of a query it stopped (the stream deleted while read)."""
 
 
-def _kinesis_source() -> type:
-    from spark_integration._kinesis import KinesisDataSource  # pyspark 4's datasource module: after the check
-
-    return KinesisDataSource
-
-
 def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) -> DataFrame:
     """The stream of enriched lines, a column `value`."""
     if source.kinesis is not None:
-        stream = python_stream_source(spark, _kinesis_source, "input.type kinesis")
-        settings = json.dumps(source.kinesis.to_dict())
-        return stream.option("source", settings).load().select(F.col("value").cast("string").alias("value"))
+        check_python_streams(spark, "input.type kinesis")
+        from spark_integration._kinesis import kinesis_lines  # pyspark 4's datasource module: after the check
+
+        return kinesis_lines(spark, source.kinesis)
     if source.type == "file":
         reader = (
             spark.readStream.format("text")

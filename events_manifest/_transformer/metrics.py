@@ -9,7 +9,7 @@ import logging
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import botocore.exceptions
@@ -19,7 +19,15 @@ from events_manifest._aws import boto3_session
 from events_manifest._backends.dynamodb.config import default_region
 from events_manifest._transformer.commit import RunCounts
 from events_manifest._transformer.config import TransformerConfigError
-from events_manifest._transformer.monitoring import LAG, CloudWatch, Monitoring, Periodic, figures, metric_name
+from events_manifest._transformer.monitoring import (
+    FIGURES,
+    LAG,
+    CloudWatch,
+    Monitoring,
+    Periodic,
+    figures,
+    metric_name,
+)
 
 LOGGER = "transformer.metrics"
 """The stdout metrics' logger, as the reference names it."""
@@ -125,9 +133,10 @@ class Reporter:
 
     def committed(self, counts: RunCounts, duration_ms: int) -> None:
         """A run or window committed in `duration_ms`."""
+        added = figures(counts)
         with self._lock:
             for counters in self._counters:
-                for name, value in figures(counts).items():
+                for name, value in added.items():
                     counters[name] = counters.get(name, 0) + value
         cloudwatch = self.monitoring.cloudwatch
         if cloudwatch is None:
@@ -149,7 +158,7 @@ class Reporter:
 
     def _report(self, n: int, sink: Periodic) -> None:
         with self._lock:
-            counters = {name: self._counters[n].get(name, 0) for name in _names()}
+            counters = {name: self._counters[n].get(name, 0) for name in FIGURES}
             self._counters[n] = {}
         lag = self.lag()
         gauges = {} if lag is None else {LAG: lag}
@@ -161,10 +170,6 @@ class Reporter:
             send_statsd(sink, statsd_datagrams(sink, counters, gauges))
         except OSError as e:  # a name that does not resolve, a network down
             self.err(f"Couldn't send metrics to StatsD at {sink.hostname}:{sink.port}. Error: {e}")
-
-
-def _names() -> Iterator[str]:
-    yield from figures(RunCounts())
 
 
 def logger() -> logging.Logger:

@@ -16,20 +16,16 @@ GOOD, BAD = "good", "bad"
 """The reference's two counters."""
 DEDUP = ("natural_duplicates", "synthetic_duplicates", "cross_batch_duplicates", "manifest_puts")
 """Ours, beside them: what dedup did (cross-batch duplicates are the manifest's refused puts)."""
+FIGURES = (GOOD, BAD, *DEDUP)
+"""Every counter a run reports, in the order it is sent."""
 LAG = "lag_seconds"
 """Ours, the stream's gauge: the age of its oldest staged line not committed yet."""
 
 
 def figures(counts: RunCounts) -> dict[str, int]:
     """What a committed run or window adds to the counters, by metric name."""
-    return {
-        GOOD: counts.good,
-        BAD: counts.bad,
-        "natural_duplicates": counts.natural,
-        "synthetic_duplicates": counts.synthetic,
-        "cross_batch_duplicates": counts.cross_batch,
-        "manifest_puts": counts.puts,
-    }
+    values = (counts.good, counts.bad, counts.natural, counts.synthetic, counts.cross_batch, counts.puts)
+    return dict(zip(FIGURES, values, strict=True))
 
 
 def metric_name(prefix: str, key: str) -> str:
