@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import re
@@ -15,13 +16,17 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
+import attrs
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
 from events_manifest import _redact as redact
+from events_manifest._backends.dynamodb.config import DynamoDbConfig
 from events_manifest._jobs.run import one_line
 from events_manifest._manifest.factory import with_dynamodb_flags
+from events_manifest._transformer.config import TransformerConfigError, decode_value, hocon_to_json
+from events_manifest.iglu import ResolverConfig
 
 
 def add_manifest_flags(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -33,19 +38,75 @@ def add_manifest_flags(parser: argparse.ArgumentParser, *, required: bool) -> No
     parser.add_argument("--create-table", action="store_true", help="create the DynamoDB table if missing")
 
 
-def manifest_of(args: argparse.Namespace) -> str | DuplicateStorage | None:
-    """The manifest the flags name, or None when neither flag was given."""
-    if args.duplicate_storage_config:
-        config = parse_config(args.duplicate_storage_config)
-        return init_storage(config, endpoint_url=args.dynamodb_endpoint, create_if_missing=args.create_table)
-    if args.manifest is None:
-        if args.dynamodb_endpoint or args.create_table:
-            raise ManifestConfigError(
-                "--dynamodb-endpoint and --create-table go with a DynamoDB manifest: --duplicate-storage-config "
-                "or --manifest dynamodb://TABLE"
+@attrs.frozen
+class ManifestFlags:
+    """The manifest the command line names: a URL, or a DynamoDB config, opened when the job runs
+    (an unreachable table is then one line, exit 1); nothing when no flag names one."""
+
+    url: str | None = None
+    config: DynamoDbConfig | None = None
+    endpoint: str | None = None
+    create: bool = False
+
+    def open(self) -> str | DuplicateStorage | None:
+        if self.config is not None:
+            return init_storage(self.config, endpoint_url=self.endpoint, create_if_missing=self.create)
+        return self.url
+
+    @property
+    def named(self) -> object | None:
+        """What names the manifest, before it is opened (None: no manifest)."""
+        return self.url or self.config
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, read_config: Callable[[str], DynamoDbConfig] = parse_config) -> ManifestFlags:
+        """The flags of `add_manifest_flags` (or the transformer's), `--duplicate-storage-config`
+        read as the command reads it."""
+        create = bool(getattr(args, "create_table", False))
+        if args.duplicate_storage_config:
+            return cls(
+                config=read_config(args.duplicate_storage_config), endpoint=args.dynamodb_endpoint, create=create
             )
-        return None
-    return with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint, create=args.create_table)
+        if args.manifest:
+            return cls(with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint, create=create))
+        if args.dynamodb_endpoint or create:
+            both = hasattr(args, "create_table")
+            raise ManifestConfigError(
+                f"{'--dynamodb-endpoint and --create-table go' if both else '--dynamodb-endpoint goes'} with a "
+                "DynamoDB manifest: --duplicate-storage-config or --manifest dynamodb://TABLE"
+            )
+        return cls()
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the transformer's three values: its config, Iglu's, and the manifest's."""
+    parser.add_argument("--iglu-config", required=True, metavar="VALUE", help="Iglu resolver config: base64 or a file")
+    parser.add_argument("-c", "--config", required=True, metavar="VALUE", help="HOCON config: base64 or a file")
+    store = parser.add_mutually_exclusive_group()
+    store.add_argument(
+        "--duplicate-storage-config",
+        metavar="VALUE",
+        help="DynamoDB manifest config for cross-batch dedup: base64 or a file",
+    )
+    store.add_argument(
+        "--manifest", metavar="URL", help="manifest URL for cross-batch dedup (sqlite:///abs/path.db, ...)"
+    )
+    parser.add_argument("--dynamodb-endpoint", metavar="URL", help="endpoint of a DynamoDB-compatible server")
+
+
+def read_iglu(value: str) -> ResolverConfig:
+    """`--iglu-config` decoded as the reference decodes it; any problem is a config error."""
+    try:
+        return ResolverConfig.parse(hocon_to_json(decode_value(value, "--iglu-config")), flag="--iglu-config")
+    except TransformerConfigError:
+        raise
+    except ManifestConfigError as e:
+        raise TransformerConfigError(f"Could not parse iglu resolver config: {e}") from None
+
+
+def read_dynamodb_config(value: str) -> DynamoDbConfig:
+    """`--duplicate-storage-config` as the transformer reads it: base64 or a file, of HOCON."""
+    return parse_config(json.loads(hocon_to_json(decode_value(value, "--duplicate-storage-config"))))
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ from events_manifest._manifest.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched
-from spark_integration._cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
+from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags, run_job
 from spark_integration._storage import HadoopStorage
 from spark_integration._udfs import manifest_put
 from spark_integration.session import local_session
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def job() -> int:
-        manifest = manifest_of(args)
+        manifest = ManifestFlags.of(args).open()
         assert manifest is not None  # the flags are required
         since = parse_timestamp(args.since) if args.since else None
         iglu = ResolverConfig.parse(args.iglu_config, flag="--iglu-config") if args.iglu_config else None

@@ -30,7 +30,7 @@ from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched
 from spark_integration import _output as output
-from spark_integration._cli_flags import add_common_flags, add_manifest_flags, manifest_of, run_job
+from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags, run_job
 from spark_integration._plan import line_plan, write_lines
 from spark_integration._scan import scan_batch
 from spark_integration._storage import HadoopStorage
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.input_folder,
             args.output_folder,
             args.bad_folder,
-            manifest=manifest_of(args),
+            manifest=ManifestFlags.of(args).open(),
             etl_time=etl_time,
             item_id=args.item_id,
             processing_table=args.processing_manifest_table,

@@ -47,8 +47,12 @@ from events_manifest._transformer.stream_config import StreamConfig, StreamSourc
 from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
 from events_manifest.iglu import ResolverConfig
 from spark_integration._cli_flags import (
+    ManifestFlags,
     add_common_flags,
+    add_config_flags,
     last_words,
+    read_dynamodb_config,
+    read_iglu,
     refused,
     run_job,
     unreadable_file,
@@ -56,16 +60,9 @@ from spark_integration._cli_flags import (
 )
 from spark_integration._spark_api import check_python_streams, package_advice
 from spark_integration._storage import HadoopStorage
+from spark_integration._transform_job import Job  # one window is one run of the batch job
+from spark_integration._transform_run import Progress, RunResult, run
 from spark_integration.session import local_session
-from spark_integration.transformer import (  # one window is one run of the batch job
-    Job,
-    ManifestFlags,
-    Progress,
-    RunResult,
-    add_config_flags,
-    check_supported,
-    read_iglu,
-)
 
 CHECKPOINT = "_checkpoint"
 """The checkpoint's folder under `output.path` when `--checkpoint` does not name one."""
@@ -117,7 +114,7 @@ class StreamTransformer:
         report: Callable[[str], None] = print,
         warn: Callable[[str], None] = lambda line: print(f"stream transformer: warning: {line}", file=sys.stderr),
     ) -> None:
-        check_supported(config.run, manifest, iglu)
+        config.run.check_supported(manifest=manifest is not None, iglu=iglu is not None)
         self.spark, self.config, self.report, self.warn = spark, config, report, warn
         self.clock = ForwardClock(clock)  # the wall clock (`clock`) only taken forward
         self.storage = storage = HadoopStorage(spark)
@@ -373,7 +370,7 @@ class StreamTransformer:
             name = window.name
             if self._listing(name).bytes:
                 began = time.monotonic()
-                result = self.job.run(name, Progress())  # None when its folder holds a commit already
+                result = run(self.job, name, Progress())  # None when its folder holds a commit already
                 if result is not None:
                     self.report(result.line())
                     committed.append(result)
@@ -464,8 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configs(args: argparse.Namespace) -> tuple[StreamConfig, ResolverConfig, ManifestFlags]:
     config = StreamConfig.parse(decode_value(args.config, "--config"))
-    iglu, manifest = read_iglu(args.iglu_config), ManifestFlags.of(args)
-    check_supported(config.run, manifest.url or manifest.config, iglu)
+    iglu, manifest = read_iglu(args.iglu_config), ManifestFlags.of(args, read_dynamodb_config)
+    config.run.check_supported(manifest=manifest.named is not None, iglu=True)
     return config, iglu, manifest
 
 

@@ -30,12 +30,12 @@ from events_manifest._manifest.handle import Opener
 from events_manifest._snowplow import dedup
 from events_manifest._snowplow.fields import INDEX
 from events_manifest._transformer import bad_rows, columnar, widerow
-from events_manifest._transformer.config import Criterion
 from events_manifest._transformer.entity_types import EntityType, type_text
 from events_manifest._transformer.event import Entity, Event, decode
+from events_manifest._transformer.formats import JSON, Criterion
 from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.parquet import ParquetColumns, atomic_values, entities_of, string_array
-from events_manifest._transformer.shredded import JSON, PARTITIONS, IgluFailure, Shredder, partition
+from events_manifest._transformer.shredded import PARTITIONS, IgluFailure, Shredder, partition
 from events_manifest.errors import ManifestThrottledError
 from events_manifest.model import from_epoch_seconds
 

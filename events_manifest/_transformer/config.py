@@ -22,8 +22,8 @@ from pyparsing import ParseBaseException
 
 from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb.config import known_regions
-from events_manifest._iglu.keys import NAME, VENDOR
 from events_manifest._transformer.event import parse_instant
+from events_manifest._transformer.formats import Criterion, Formats, Routing, Shred, WideRowJson, WideRowParquet
 from events_manifest._transformer.monitoring import (
     DEFAULT_PERIOD,
     DEFAULT_PREFIX,
@@ -130,47 +130,6 @@ def hocon_to_json(text: str) -> str:
 
 def _line(error: BaseException) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
-
-
-_CRITERION = re.compile(
-    rf"iglu:({VENDOR})/({NAME})/({NAME})/([1-9][0-9]*|\*)-([0-9]+|\*)-([0-9]+|\*)",
-)
-
-
-@attrs.frozen
-class Criterion:
-    """`iglu:VENDOR/NAME/FORMAT/M-R-A` where each of M, R, A is a number or `*`."""
-
-    vendor: str
-    name: str
-    format: str
-    version: tuple[int | None, int | None, int | None]
-
-    @classmethod
-    def parse(cls, text: object) -> Criterion:
-        match = _CRITERION.fullmatch(text) if isinstance(text, str) else None
-        if match is None:
-            raise _error(f"{text} is invalid Iglu schema criterion")
-        vendor, name, fmt, *parts = match.groups()
-        m, r, a = (None if part == "*" else int(part) for part in parts)
-        return cls(vendor, name, fmt, (m, r, a))
-
-    def matches(self, uri: str) -> bool:
-        """Whether a schema key (`iglu:...`) falls under the criterion."""
-        parts = uri.removeprefix("iglu:").split("/")
-        if parts[:3] != [self.vendor, self.name, self.format]:
-            return False
-        version = [int(part) for part in parts[3].split("-")]
-        return all(want is None or want == got for want, got in zip(self.version, version, strict=True))
-
-    def overlaps(self, other: Criterion) -> bool:
-        return (self.vendor, self.name) == (other.vendor, other.name) and all(
-            a is None or b is None or a == b for a, b in zip(self.version, other.version, strict=True)
-        )
-
-    def __str__(self) -> str:
-        version = "-".join("*" if part is None else str(part) for part in self.version)
-        return f"iglu:{self.vendor}/{self.name}/{self.format}/{version}"
 
 
 def _error(message: str) -> TransformerConfigError:
@@ -371,12 +330,7 @@ class TransformerConfig:
     input: str
     output: str
     compression: str = "GZIP"
-    transformation: str = "widerow"
-    file_format: str = "json"
-    default_format: str = "TSV"
-    json: tuple[Criterion, ...] = ()
-    tsv: tuple[Criterion, ...] = ()
-    skip: tuple[Criterion, ...] = ()
+    formats: Formats = attrs.field(factory=WideRowJson)
     skip_schemas: tuple[Criterion, ...] = ()
     synthetic: str = "broadcast"
     cardinality: int = 1
@@ -397,6 +351,20 @@ class TransformerConfig:
     def synthetic_threshold(self) -> int | None:
         """Events sharing an id more often than this are synthetic duplicates; None: no synthetic dedup."""
         return {"none": None, "join": 1, "broadcast": self.cardinality}[self.synthetic]
+
+    def check_supported(self, *, manifest: bool, iglu: bool) -> None:
+        """Refuse the settings the transformer does not run with (with a manifest or not, an Iglu
+        resolver or not), before anything is read."""
+        if not (iglu or isinstance(self.formats, WideRowJson)):
+            raise TransformerConfigError(
+                "shred mode and Parquet need an Iglu resolver config: columns come from schemas"
+            )
+        if manifest and not self.natural:
+            raise TransformerConfigError(
+                "Natural deduplication needs to be enabled when cross batch deduplication is enabled"
+            )
+        if self.legacy_message and not isinstance(self.formats, Shred):
+            raise TransformerConfigError("LegacyShreddingComplete message is only supported when shredding")
 
     @classmethod
     def parse(cls, text: str, environment: Mapping[str, str] | None = None) -> TransformerConfig:
@@ -440,12 +408,11 @@ class TransformerConfig:
             {"tsv": "TSV", "json": "JSON"},
             "{} is unexpected format. TSV and JSON are possible options",
         )
-        groups = {
-            name: tuple(map(Criterion.parse, _strings(get(f"formats.{name}"), f"formats.{name}")))
-            for name in ("json", "tsv", "skip")
-        }
+        groups = {name: _criteria(get(f"formats.{name}"), f"formats.{name}") for name in ("json", "tsv", "skip")}
+        formats: Formats = WideRowParquet() if file_format == "parquet" else WideRowJson()
         if transformation == "shred":
             _check_overlaps(groups)
+            formats = Shred(Routing(default_format, groups["json"], groups["tsv"], groups["skip"]))
         synthetic = _enum(
             get("deduplication.synthetic.type"),
             {"none": "none", "join": "join", "broadcast": "broadcast"},
@@ -483,13 +450,8 @@ class TransformerConfig:
             input=inp,
             output=out,
             compression=compression,
-            transformation=transformation,
-            file_format=file_format,
-            default_format=default_format,
-            json=groups["json"],
-            tsv=groups["tsv"],
-            skip=groups["skip"],
-            skip_schemas=tuple(map(Criterion.parse, _strings(get("skipSchemas"), "skipSchemas"))),
+            formats=formats,
+            skip_schemas=_criteria(get("skipSchemas"), "skipSchemas"),
             synthetic=synthetic,
             cardinality=_int(
                 get("deduplication.synthetic.cardinality"),
@@ -622,6 +584,13 @@ def _instant(value: object) -> int:
     if nanos is None:
         raise _error(f"validations.minimumTimestamp: {value} is not an ISO-8601 instant, such as 2021-11-18T11:00:00Z")
     return nanos
+
+
+def _criteria(value: object, key: str) -> tuple[Criterion, ...]:
+    try:
+        return tuple(map(Criterion.parse, _strings(value, key)))
+    except ValueError as e:
+        raise _error(str(e)) from None
 
 
 def _check_overlaps(groups: Mapping[str, tuple[Criterion, ...]]) -> None:

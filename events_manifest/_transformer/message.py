@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from events_manifest import __version__
 from events_manifest._transformer import sdjson
 from events_manifest._transformer.bad_rows import ARTIFACT
+from events_manifest._transformer.formats import Formats, Shred, WideRowJson, WideRowParquet
 from events_manifest._transformer.jvm import instant_to_string
 
 SCHEMA = "iglu:com.snowplowanalytics.snowplow.storage.rdbloader/shredding_complete/jsonschema/2-0-1"
@@ -20,7 +21,7 @@ def shredding_complete(
     base: str,
     types: Iterable[tuple[str, str, str]],
     *,
-    file_format: str | None,
+    formats: Formats,
     started: int,
     completed: int,
     earliest: int | None,
@@ -30,8 +31,8 @@ def shredding_complete(
     bad: int,
     legacy: bool = False,
 ) -> str:
-    """The run's message (times in nanoseconds since the epoch): wide rows with a `file_format`,
-    shredded output without one (`legacy`: the 1-0-1 message). `types` are (schema key, entity,
+    """The run's message (times in nanoseconds since the epoch), as `formats` says: wide rows of
+    a file format, or shredded output (`legacy`: the 1-0-1 message). `types` are (schema key, entity,
     format) triples, the format empty for wide rows; listed sorted."""
     listed = sorted(set(types))
     timestamps = {
@@ -48,12 +49,16 @@ def shredding_complete(
         ]
         data = {"base": base, "types": legacy_types, "timestamps": timestamps, "compression": compression}
         return sdjson.dumps({"schema": LEGACY_SCHEMA, "data": {**data, "processor": processor, "count": count}})
-    if file_format is None:
-        entries = [{"schemaKey": key, "format": fmt, "snowplowEntity": entity} for key, entity, fmt in listed]
-        types_info: dict[str, object] = {"types": entries, "transformation": "SHREDDED"}
-    else:
-        entries = [{"schemaKey": key, "snowplowEntity": entity} for key, entity, _ in listed]
-        types_info = {"fileFormat": file_format.upper(), "types": entries, "transformation": "WIDEROW"}
+    wide_rows = [{"schemaKey": key, "snowplowEntity": entity} for key, entity, _ in listed]
+    types_info: dict[str, object]
+    match formats:
+        case Shred():
+            entries = [{"schemaKey": key, "format": fmt, "snowplowEntity": entity} for key, entity, fmt in listed]
+            types_info = {"types": entries, "transformation": "SHREDDED"}
+        case WideRowJson():
+            types_info = {"fileFormat": "JSON", "types": wide_rows, "transformation": "WIDEROW"}
+        case WideRowParquet():
+            types_info = {"fileFormat": "PARQUET", "types": wide_rows, "transformation": "WIDEROW"}
     data = {
         "base": base,
         "typesInfo": types_info,

@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer import sdjson
-from events_manifest._transformer.config import Criterion
 from events_manifest._transformer.event import ATOMIC_SCHEMA, Entity, Event
+from events_manifest._transformer.formats import Criterion
 from events_manifest._transformer.jvm import days_from_civil, double_to_string
 from events_manifest._transformer.parquet_types import (
     BOOLEAN,

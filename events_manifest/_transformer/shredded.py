@@ -21,41 +21,17 @@ from events_manifest._iglu.keys import SchemaKey
 from events_manifest._iglu.resolver import resolver_for
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer import sdjson
-from events_manifest._transformer.config import Criterion
 from events_manifest._transformer.event import Entity, Event
+from events_manifest._transformer.formats import JSON, TSV, Routing
 from events_manifest._transformer.jvm import date_time_millis, double_to_string, instant_to_string
 from events_manifest._transformer.schemas import parseable, schema_types
 from events_manifest._transformer.widerow import CONTEXT, SELF_DESCRIBING_EVENT
 from events_manifest.iglu import ResolverConfig
 
-TSV, JSON = "TSV", "JSON"
 PARTITIONS = ("vendor", "name", "format", "model", "revision", "addition")
 """The partition folders of a line under `output=good/` or `output=bad/`."""
 ATOMIC_PARTITION = ("com.snowplowanalytics.snowplow", "atomic", "tsv", "1", "0", "0")
 NULL = "\\N"
-
-
-@attrs.frozen
-class Routing:
-    """Whether an entity is written as TSV or JSON: `default` unless a criterion of the other kind
-    matches (with a TSV default, `skip` criteria route to JSON too: they skip nothing)."""
-
-    default: str = TSV
-    json: tuple[Criterion, ...] = ()
-    tsv: tuple[Criterion, ...] = ()
-    skip: tuple[Criterion, ...] = ()
-    _formats: dict[str, str] = attrs.field(factory=dict, init=False, eq=False, repr=False)
-    """Each schema key's format, once found: a run routes the same few keys again and again."""
-
-    def format_of(self, uri: str) -> str:
-        found = self._formats.get(uri)
-        if found is None:
-            if self.default == TSV:
-                found = JSON if any(c.matches(uri) for c in (*self.json, *self.skip)) else TSV
-            else:
-                found = TSV if any(c.matches(uri) for c in self.tsv) else JSON
-            self._formats[uri] = found
-        return found
 
 
 @functools.lru_cache(maxsize=4096)

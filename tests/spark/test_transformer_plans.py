@@ -14,7 +14,7 @@ import pytest
 
 from events_manifest._manifest.factory import manifest_from_url
 from spark_integration import _enriched as enriched
-from spark_integration import _scan, _transform_run
+from spark_integration import _scan, _transform_rows
 from spark_integration._scan import RunScan
 from tests.shred_helpers import contexts, sdj
 from tests.spark.test_transformer import read_tree, run, write_run
@@ -59,7 +59,7 @@ def _transformed(
     write_run(work, "run=1", *files)
     with monkeypatch.context() as patched:
         if plan != "scanned":
-            patched.setattr(_transform_run, "scan_run", lambda lines: RunScan(None, None))
+            patched.setattr(_transform_rows, "scan_run", lambda lines: RunScan(None, None))
         if plan == "shuffled":
             extra = ", ".join(filter(None, [extra, '"featureFlags": {"sparkCacheEnabled": false}']))
         done = run(work, extra, "--manifest", "sqlite://m.db")

@@ -14,10 +14,11 @@ from events_manifest._iglu.keys import SchemaKey
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_NAMES
 from events_manifest._transformer import bad_rows, jawn, sdjson, widerow
 from events_manifest._transformer.batch import DUPLICATE_KEY, PARSED, Decide, Parse, with_new_id
-from events_manifest._transformer.config import Criterion, TransformerConfig, TransformerConfigError, decode_value
+from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value
 from events_manifest._transformer.discovery import discover, folder_uri
 from events_manifest._transformer.entity_types import EntityType, type_text
 from events_manifest._transformer.event import Event, atomic_limits, decode, java_cut, parse_instant
+from events_manifest._transformer.formats import Criterion, WideRowJson
 from events_manifest._transformer.jvm import double_to_string, hash_map_order, instant_to_string, string_hash
 from events_manifest._transformer.message import shredding_complete
 from events_manifest.errors import ManifestConfigError
@@ -392,7 +393,7 @@ def test_the_message_is_valid_against_its_schema() -> None:
     message = shredding_complete(
         "s3://bucket/out/run=1/",
         [(PRODUCT_1, "CONTEXT", ""), (CLICK, "SELF_DESCRIBING_EVENT", ""), (PRODUCT_1, "CONTEXT", "")],
-        file_format="json",
+        formats=WideRowJson(),
         started=1,
         completed=2_500_000_000,
         earliest=None,

@@ -131,7 +131,7 @@ def test_every_value_a_schema_accepts_fits_its_column(path: str, data: st.DataOb
 
 
 def test_a_runs_columns_from_its_entity_types() -> None:
-    from events_manifest._transformer.config import Criterion
+    from events_manifest._transformer.formats import Criterion
     from events_manifest._transformer.parquet import ATOMIC_COLUMNS, ParquetSchemaError, build_columns
     from events_manifest.iglu import ResolverConfig
     from tests.transformer_helpers import RESOLVER

@@ -11,8 +11,8 @@ import pytest
 
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._transformer import bad_rows, sdjson
-from events_manifest._transformer.config import Criterion
 from events_manifest._transformer.event import Event, decode
+from events_manifest._transformer.formats import Criterion, Shred
 from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.message import shredding_complete
 from events_manifest._transformer.shredded import (
@@ -282,7 +282,7 @@ def test_shredded_and_legacy_messages_are_valid() -> None:
         "compression": "NONE",
         "good": 1,
         "bad": 0,
-        "file_format": None,
+        "formats": Shred(),
     }
     types = [(LINK_CLICK, "SELF_DESCRIBING_EVENT", "TSV"), (WEB_PAGE, "CONTEXT", "JSON")]
     shredded = shredding_complete("s3://b/run=1/", types, **kwargs)

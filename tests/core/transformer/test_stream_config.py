@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from events_manifest._transformer.config import TransformerConfigError
+from events_manifest._transformer.formats import WideRowJson
 from events_manifest._transformer.stream_config import StreamConfig
 
 
@@ -50,7 +51,7 @@ def test_the_config_s_refusals_name_the_key(tmp_path: Path) -> None:
             }
         )
     )
-    assert config.window_seconds == 300 and config.run.transformation == "widerow"
+    assert config.window_seconds == 300 and config.run.formats == WideRowJson()
     assert config.source.options == (("group.id", "x"), ("security.protocol", "SSL"))
 
 
@@ -61,7 +62,7 @@ def test_the_defaults_are_ten_minute_windows_of_wide_rows_and_the_batch_job_s_ke
     )
     assert config.window_seconds == 600 and config.trigger_seconds == 10 and config.source.describe() == "folder in"
     run = config.run
-    assert (run.transformation, run.file_format, run.output) == ("widerow", "json", "out")
+    assert (run.formats, run.output) == (WideRowJson(), "out")
     assert run.synthetic_threshold is None
     assert run.truncate_atomic_fields and run.compression == "GZIP"
     with pytest.raises(TransformerConfigError, match="Unknown Compression"):
