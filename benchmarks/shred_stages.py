@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 import shred_ab  # noqa: E402
 import shred_job  # noqa: E402
 
-from events_manifest._manifest.handle import ManifestHandle  # noqa: E402
+from events_manifest._opening.handle import ManifestHandle  # noqa: E402
 from spark_integration import _plan as plan  # noqa: E402
 from spark_integration import shred  # noqa: E402
 from spark_integration._enriched import load_enriched  # noqa: E402

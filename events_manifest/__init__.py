@@ -22,9 +22,9 @@ from events_manifest._backends.memory import InMemoryManifest
 from events_manifest._backends.sqlite import SqliteManifest
 from events_manifest._dedup.engine import AsyncDeduplicator, Decision, Deduplicator, Expiry, Outcome, Unreadable
 from events_manifest._manifest.contract import DuplicateStorage
-from events_manifest._manifest.factory import init_storage, manifest_from_url, parse_duration
 from events_manifest._manifest.ledger import Run
 from events_manifest._manifest.processing import ItemRecord, ProcessingManifest
+from events_manifest._opening.urls import init_storage, manifest_from_url, parse_duration
 from events_manifest.errors import (
     ItemClaimedError,
     ManifestConfigError,

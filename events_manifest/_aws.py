@@ -1,4 +1,5 @@
-"""Sessions of the AWS SDK (boto3, aioboto3) that read the SDK's data files once a process.
+"""Sessions of the AWS SDK (boto3, aioboto3) that read the SDK's data files once a process; the
+region when none is given, the regions the SDK knows, a region name's shape.
 
 Each client still gets a session of its own (a session is not thread-safe, and each finds its
 credentials and region afresh), but every session shares one loader of the service models and
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -18,7 +20,10 @@ if TYPE_CHECKING:
     from botocore.loaders import Loader
     from botocore.session import Session
 
+from events_manifest.errors import ManifestConfigError
+
 S = TypeVar("S", bound="Session")
+_REGION = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
 
 
 class _Paths(list[str]):
@@ -61,3 +66,31 @@ def _on_shared_loader(core: S) -> S:
     """A new botocore (or aiobotocore) session, given the process's loader."""
     core.register_component("data_loader", _loader())
     return core
+
+
+def default_region() -> str | None:
+    """The AWS region when none is given, found as the AWS SDKs find it: `AWS_REGION` (the Java, Go
+    and JavaScript SDKs read it; EMR, ECS and Lambda set it), then boto's own chain
+    (`AWS_DEFAULT_REGION`, the profile's region in the AWS config file)."""
+    region: str | None = os.environ.get("AWS_REGION") or boto3_session().region_name
+    return region
+
+
+@functools.cache
+def known_regions() -> tuple[str, ...]:
+    """Every region of every AWS partition the SDK knows (botocore's endpoint data), sorted."""
+    import botocore.session
+
+    data = botocore.session.get_session().get_data("endpoints")
+    return tuple(sorted({region for partition in data["partitions"] for region in partition["regions"]}))
+
+
+def no_region() -> ManifestConfigError:
+    """No AWS region anywhere: the one message, wherever the SDK finds none."""
+    return ManifestConfigError("no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION")
+
+
+def check_region(region: str, where: str = "AWS region") -> str:
+    if not _REGION.fullmatch(region):
+        raise ManifestConfigError(f"{where}: [{region}] is not an AWS region name (such as eu-west-1)")
+    return region

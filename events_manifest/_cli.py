@@ -12,7 +12,7 @@ from events_manifest._backends.dynamodb import ClientOptions, OnDemand, Provisio
 from events_manifest._backends.dynamodb.client import admin_options, make_client
 from events_manifest._backends.dynamodb.config import DynamoDbConfig, parse_config
 from events_manifest._manifest import ledger
-from events_manifest._manifest.factory import manifest_from_url, parse_duration
+from events_manifest._opening.urls import manifest_from_url, parse_duration
 from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.iglu import Resolver
 from events_manifest.model import parse_timestamp, to_epoch_seconds

@@ -15,13 +15,13 @@ import functools
 from urllib.parse import urlsplit
 
 from events_manifest._backends.dynamodb.aio import AsyncDynamoDbManifest
-from events_manifest._manifest import factory
 from events_manifest._manifest.async_contract import (
     AsyncEventsManifest,
     AsyncManifestAdapter,
     AsyncManifestBase,
     to_async,
 )
+from events_manifest._opening import urls
 
 __all__ = [
     "AsyncDynamoDbManifest",
@@ -36,7 +36,7 @@ __all__ = [
 async def async_manifest_from_url(url: str) -> AsyncEventsManifest:
     """`manifest_from_url` for asyncio: DynamoDB natively, every other scheme through the adapter."""
     if urlsplit(url).scheme == "dynamodb":
-        table, options, create, ttl, concurrency = factory.dynamodb_url_parts(url)
+        table, options, create, ttl, concurrency = urls.dynamodb_url_parts(url)
         return await AsyncDynamoDbManifest.open(options, table, ttl=ttl, concurrency=concurrency, create=create)
-    opened = await asyncio.to_thread(functools.partial(factory.manifest_from_url, url))
+    opened = await asyncio.to_thread(functools.partial(urls.manifest_from_url, url))
     return to_async(opened)

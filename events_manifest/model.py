@@ -14,6 +14,8 @@ import attrs
 
 from events_manifest.errors import ManifestConfigError
 
+_TABLE_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
+
 __all__ = [
     "DEFAULT_TTL",
     "ManifestEntry",
@@ -116,6 +118,15 @@ def check_fingerprint(fingerprint: str) -> str:
 
 _HEX_AS_X = bytes.maketrans(b"0123456789abcdef", b"x" * 16)
 _CANONICAL = b"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx\n"
+
+
+def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
+    """DynamoDB's rule for table names: 3 to 255 of a-z A-Z 0-9 _ . -"""
+    if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
+        raise ManifestConfigError(
+            f"{where}: [{name}] is not a valid DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ . -)"
+        )
+    return name
 
 
 def all_canonical(event_ids: list[str]) -> bool:

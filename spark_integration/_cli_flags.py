@@ -24,7 +24,7 @@ from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError
 from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb.config import DynamoDbConfig
 from events_manifest._jobs.run import one_line
-from events_manifest._manifest.factory import with_dynamodb_flags
+from events_manifest._opening.urls import with_dynamodb_flags
 from events_manifest._transformer.config import TransformerConfigError, decode_value, hocon_to_json
 from events_manifest.iglu import ResolverConfig
 

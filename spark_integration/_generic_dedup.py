@@ -34,8 +34,8 @@ from events_manifest._dedup.arrow import (
     IdentifyRows,
 )
 from events_manifest._dedup.engine import Expiry, Identify, Outcome, check_specs
-from events_manifest._manifest.handle import ManifestHandle
 from events_manifest._manifest.ledger import Run
+from events_manifest._opening.handle import ManifestHandle
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration._spark_api import spark_schema
 

@@ -16,7 +16,7 @@ import attrs
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._opening.handle import ManifestHandle
 from events_manifest._snowplow import shred_output
 from events_manifest._snowplow.batch import Shred
 from events_manifest._snowplow.dedup import Dedup

@@ -164,8 +164,7 @@ class HadoopStorage(Storage):
         keys), else the AWS default chain (EMRFS's `s3://` on EMR)."""
         from botocore.config import Config
 
-        from events_manifest._aws import boto3_session
-        from events_manifest._backends.dynamodb.config import default_region
+        from events_manifest._aws import boto3_session, default_region
 
         get = self._conf.get
         endpoint = get("fs.s3a.endpoint") or None

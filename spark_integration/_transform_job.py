@@ -14,9 +14,9 @@ from pyspark.sql import SparkSession
 from events_manifest import DuplicateStorage
 from events_manifest._jobs.folders import Judge, owner
 from events_manifest._jobs.storage import Listing, join
-from events_manifest._manifest.handle import ManifestHandle
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._manifest.ledger import now_seconds as runs_now
+from events_manifest._opening.handle import ManifestHandle
 from events_manifest._transformer import kinesis
 from events_manifest._transformer import queue as queues
 from events_manifest._transformer.commit import OUTPUTS, RunFolder, State, tidy

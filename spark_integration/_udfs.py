@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._opening.handle import ManifestHandle
 from events_manifest._snowplow import batch, dedup, shred_output
 from events_manifest._snowplow.batch import Shred
 from events_manifest.iglu import ResolverConfig

@@ -20,8 +20,8 @@ from events_manifest._jobs.folders import InputMissingError
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.run import JobRun
 from events_manifest._jobs.storage import join
-from events_manifest._manifest.factory import manifest_files
-from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._opening.handle import ManifestHandle
+from events_manifest._opening.urls import manifest_files
 from events_manifest._snowplow import bad_rows, shred_output
 from events_manifest._snowplow.dedup import check_options
 from events_manifest._snowplow.report import render_report

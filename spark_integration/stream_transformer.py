@@ -35,8 +35,8 @@ from events_manifest._jobs import steps
 from events_manifest._jobs.folders import Folder, beat, claim, quiet, silent_for
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.storage import Listing, inside, join
-from events_manifest._manifest.factory import manifest_files
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
+from events_manifest._opening.urls import manifest_files
 from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
 from events_manifest._transformer.kinesis_input import KinesisInputError, ShardReader

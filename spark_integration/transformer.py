@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from events_manifest import DuplicateStorage, ManifestConfigError
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.storage import join
-from events_manifest._manifest.factory import manifest_files
+from events_manifest._opening.urls import manifest_files
 from events_manifest._transformer.commit import State, inspect
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value
 from events_manifest._transformer.discovery import discover, folder_uri

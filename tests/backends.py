@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from events_manifest import DEFAULT_TTL, DuplicateStorage, manifest_from_url
-from events_manifest._manifest.factory import dynamodb_url_parts
+from events_manifest._opening.urls import dynamodb_url_parts
 from events_manifest.aio import AsyncDynamoDbManifest, AsyncEventsManifest
 from events_manifest.testing import LocalServer
 from events_manifest.testing._blocking import BlockingManifest

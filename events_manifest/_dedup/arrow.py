@@ -15,7 +15,7 @@ import attrs
 import pyarrow as pa
 
 from events_manifest._dedup.engine import Classifier, Expiry, Identified, Identify, Seen
-from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._opening.handle import ManifestHandle
 from events_manifest.errors import ManifestRequestError
 from events_manifest.model import from_epoch_seconds
 

@@ -32,8 +32,8 @@ import attrs
 
 from events_manifest._manifest.async_contract import AsyncEventsManifest
 from events_manifest._manifest.contract import DuplicateStorage
-from events_manifest._manifest.factory import parse_duration
 from events_manifest._manifest.ledger import Run
+from events_manifest._opening.urls import parse_duration
 from events_manifest.errors import ManifestConfigError, ManifestRequestError
 from events_manifest.model import MAX_FINGERPRINT_BYTES, UUID_TEXT, PutItem
 

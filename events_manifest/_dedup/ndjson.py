@@ -27,7 +27,7 @@ from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.storage import Listing, LocalStorage
 from events_manifest._manifest import ledger, liveness
 from events_manifest._manifest.contract import DuplicateStorage
-from events_manifest._manifest.factory import manifest_files
+from events_manifest._opening.urls import manifest_files
 from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.iglu import Resolver
 

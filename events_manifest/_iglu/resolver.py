@@ -30,7 +30,7 @@ import jsonschema_rs
 import urllib3
 
 from events_manifest import _redact as redact
-from events_manifest._backends.dynamodb.config import load_document
+from events_manifest._documents import load_document
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._redact import brief
 from events_manifest.errors import ManifestConfigError, ManifestUnavailableError

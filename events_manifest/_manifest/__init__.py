@@ -1,2 +1,2 @@
-"""The manifest: its contract, the run ledger and processing table beside it, how a manifest is
-opened (URL, config, plugins) and reached from Spark's workers, and who holds a claim."""
+"""The manifest: its contract, the run ledger and processing table beside it, and who holds a
+claim. Opening one (URL, config, plugins) is `_opening`, above the backends."""

@@ -3,7 +3,9 @@ twins share (as `DuplicateStorage` is the sync ones'), and any sync manifest beh
 
 from __future__ import annotations
 
+import abc
 import asyncio
+import functools
 import logging
 from collections.abc import Iterable
 from datetime import datetime
@@ -53,6 +55,7 @@ class AsyncEventsManifest(Protocol):
         source: str = "",
         output: str = "",
         rerun: bool = False,
+        advice: Advice = COMMAND_LINE,
     ) -> Run: ...
 
     async def finish_run(self, run: Run) -> Run: ...
@@ -64,9 +67,10 @@ class AsyncEventsManifest(Protocol):
     async def close(self) -> None: ...
 
 
-class AsyncManifestBase:
-    """put and put_many in terms of `try_put_many`, `entries_of` in terms of `_entries_of`, and
-    `async with`: shared by the async manifests, as `DuplicateStorage` does for the sync ones."""
+class AsyncManifestBase(abc.ABC):
+    """put and put_many in terms of `try_put_many`, `entries_of` in terms of `_entries_of`, the
+    ledger's flow in terms of `_runs` and `_swap_run`, and `async with`: shared by the async
+    manifests, as `DuplicateStorage` does for the sync ones, with the same abstract methods."""
 
     async def put(self, event_id: EventId, fingerprint: str, etl_time: datetime) -> bool:
         return (await self.put_many([(event_id, fingerprint, etl_time)]))[0]
@@ -74,8 +78,13 @@ class AsyncManifestBase:
     async def put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[bool]:
         return raise_first(await self.try_put_many(items, concurrency=concurrency))
 
+    @abc.abstractmethod
     async def try_put_many(self, items: Iterable[PutItem], *, concurrency: int | None = None) -> list[Outcome]:
-        raise NotImplementedError
+        """`DuplicateStorage.try_put_many`, at most `concurrency` requests at once."""
+
+    @abc.abstractmethod
+    async def lookup(self, event_id: EventId, fingerprint: str) -> ManifestEntry | None:
+        """`DuplicateStorage.lookup`."""
 
     async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
         ids = list(dict.fromkeys(map(normalize_event_id, event_ids)))
@@ -192,14 +201,34 @@ class AsyncManifestAdapter(AsyncManifestBase):
     async def entries_of(self, event_ids: Iterable[EventId]) -> dict[str, list[ManifestEntry]]:
         return await asyncio.to_thread(self.manifest.entries_of, list(event_ids))
 
-    async def _runs(self) -> list[Run]:
+    async def runs(self) -> list[Run]:
         return await asyncio.to_thread(self.manifest.runs)
 
-    async def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
-        return await asyncio.to_thread(self.manifest._swap_run, expected, new)
+    async def start_run(
+        self,
+        item: str | None,
+        etl_time: datetime | None = None,
+        *,
+        explicit: bool = False,
+        source: str = "",
+        output: str = "",
+        rerun: bool = False,
+        advice: Advice = COMMAND_LINE,
+    ) -> Run:
+        """The sync manifest's `start_run`, its heartbeat the sync manifest's own thread."""
+        start = functools.partial(
+            self.manifest.start_run, explicit=explicit, source=source, output=output, rerun=rerun, advice=advice
+        )
+        return await asyncio.to_thread(start, item, etl_time)
 
-    async def _delete_entries(self, etl_seconds: int) -> int:
-        return await asyncio.to_thread(self.manifest._delete_entries, etl_seconds)
+    async def finish_run(self, run: Run) -> Run:
+        return await asyncio.to_thread(self.manifest.finish_run, run)
+
+    async def abandon_run(self, run: Run) -> None:
+        await asyncio.to_thread(self.manifest.abandon_run, run)
+
+    async def clean(self, etl_time: datetime, *, force: bool = False) -> int:
+        return await asyncio.to_thread(functools.partial(self.manifest.clean, force=force), etl_time)
 
     async def close(self) -> None:
         await super().close()

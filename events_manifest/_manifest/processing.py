@@ -17,7 +17,7 @@ import uuid
 
 import attrs
 
-from events_manifest._backends.dynamodb import config
+from events_manifest import model
 from events_manifest._manifest import ledger, liveness
 from events_manifest.errors import ItemClaimedError, ManifestConfigError, ManifestUnavailableError
 
@@ -53,7 +53,7 @@ class ItemRecord:
 
 def check_table_name(name: str) -> str:
     """A DynamoDB table name (SQLite takes the same, quoted), and not one of the manifest's own."""
-    config.check_table_name(name, "processing manifest table")
+    model.check_table_name(name, "processing manifest table")
     if name.lower().startswith("events_manifest"):
         raise ManifestConfigError(
             f"processing manifest table: [{name}] starts with events_manifest, which the manifest's own tables use"

@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from events_manifest import ManifestConfigError, ManifestError
-from events_manifest._manifest.handle import Opener
+from events_manifest._opening.handle import Opener
 from events_manifest._snowplow import bad_rows
+from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.model import from_epoch_seconds
 
 KEPT = "kept"

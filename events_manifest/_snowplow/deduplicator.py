@@ -16,7 +16,7 @@ import attrs
 import pyarrow as pa
 
 from events_manifest._manifest.contract import DuplicateStorage
-from events_manifest._manifest.handle import InProcess
+from events_manifest._opening.handle import InProcess
 from events_manifest._snowplow import bad_rows
 from events_manifest._snowplow.batch import decide
 from events_manifest._snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, Dedup

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from events_manifest._collector import paused
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._jobs import steps
-from events_manifest._manifest.handle import Opener
+from events_manifest._opening.handle import Opener
 from events_manifest._snowplow import dedup
 from events_manifest._snowplow.fields import INDEX
 from events_manifest._transformer import bad_rows, columnar, widerow

@@ -21,7 +21,7 @@ from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
 from events_manifest import _redact as redact
-from events_manifest._backends.dynamodb.config import known_regions
+from events_manifest._aws import known_regions
 from events_manifest._transformer.event import parse_instant
 from events_manifest._transformer.formats import Criterion, Formats, Routing, Shred, WideRowJson, WideRowParquet
 from events_manifest._transformer.monitoring import (

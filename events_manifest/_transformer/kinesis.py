@@ -21,8 +21,7 @@ import attrs
 import botocore.exceptions
 from botocore.config import Config
 
-from events_manifest._aws import boto3_session
-from events_manifest._backends.dynamodb.config import default_region
+from events_manifest._aws import boto3_session, default_region
 from events_manifest._transformer import bad_rows
 from events_manifest._transformer.config import Backoff, BadSink, TransformerConfigError, check_region
 from events_manifest.errors import DeliveryError

@@ -15,8 +15,7 @@ from typing import Any
 import botocore.exceptions
 from botocore.config import Config
 
-from events_manifest._aws import boto3_session
-from events_manifest._backends.dynamodb.config import default_region
+from events_manifest._aws import boto3_session, default_region
 from events_manifest._transformer.commit import RunCounts
 from events_manifest._transformer.config import TransformerConfigError
 from events_manifest._transformer.monitoring import (

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from events_manifest._backends.dynamodb.config import default_region
+from events_manifest._aws import default_region
 from events_manifest._transformer.config import (
     DEFAULTS,
     TransformerConfig,

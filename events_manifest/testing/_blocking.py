@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from events_manifest._manifest.async_contract import AsyncEventsManifest
 from events_manifest._manifest.contract import DuplicateStorage
-from events_manifest._manifest.ledger import Run
+from events_manifest._manifest.ledger import COMMAND_LINE, Advice, Run
 from events_manifest.errors import ManifestRequestError
 from events_manifest.model import EventId, ManifestEntry, PutBatch, from_epoch_seconds
 
@@ -54,14 +54,34 @@ class BlockingManifest(DuplicateStorage):
     def _entries_of(self, event_ids: list[str]) -> list[ManifestEntry]:
         return [e for entries in self._run(self.inner.entries_of(event_ids)).values() for e in entries]
 
-    def _runs(self) -> list[Run]:
+    def runs(self) -> list[Run]:
         return self._run(self.inner.runs())
 
-    def _swap_run(self, expected: Run | None, new: Run | None) -> bool:
-        return self._run(self.inner._swap_run(expected, new))  # type: ignore[attr-defined, no-any-return]
+    def start_run(
+        self,
+        item: str | None,
+        etl_time: datetime | None = None,
+        *,
+        explicit: bool = False,
+        source: str = "",
+        output: str = "",
+        rerun: bool = False,
+        advice: Advice = COMMAND_LINE,
+    ) -> Run:
+        """The async manifest's own ledger flow and heartbeat, on its loop."""
+        start = self.inner.start_run(
+            item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun, advice=advice
+        )
+        return self._run(start)
 
-    def _delete_entries(self, etl_seconds: int) -> int:
-        return self._run(self.inner._delete_entries(etl_seconds))  # type: ignore[attr-defined, no-any-return]
+    def finish_run(self, run: Run) -> Run:
+        return self._run(self.inner.finish_run(run))
+
+    def abandon_run(self, run: Run) -> None:
+        self._run(self.inner.abandon_run(run))
+
+    def clean(self, etl_time: datetime, *, force: bool = False) -> int:
+        return self._run(self.inner.clean(etl_time, force=force))
 
     def close(self) -> None:
         super().close()

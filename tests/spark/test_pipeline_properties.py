@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from events_manifest._backends.sqlite import SqliteManifest
-from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._opening.handle import ManifestHandle
 from events_manifest._snowplow.shred_output import COUNTS
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
 from spark_integration import shred

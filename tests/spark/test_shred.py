@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from events_manifest import RunConflictError, SqliteManifest
-from events_manifest._manifest.handle import ManifestHandle
+from events_manifest._opening.handle import ManifestHandle
 from events_manifest._snowplow import dedup, shred_output
 from events_manifest._snowplow.bad_rows import INVALID_UTF8
 from events_manifest._snowplow.summary import ShredSummary

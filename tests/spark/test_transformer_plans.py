@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from events_manifest._manifest.factory import manifest_from_url
+from events_manifest._opening.urls import manifest_from_url
 from spark_integration import _enriched as enriched
 from spark_integration import _scan, _transform_rows
 from spark_integration._scan import RunScan

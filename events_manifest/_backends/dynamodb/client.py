@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from botocore.config import Config
 
-from events_manifest._aws import boto3_session
-from events_manifest._backends.dynamodb.config import Credentials, default_region, no_region
+from events_manifest._aws import boto3_session, default_region, no_region
+from events_manifest._backends.dynamodb.config import Credentials
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

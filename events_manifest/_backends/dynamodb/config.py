@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import re
@@ -11,22 +9,20 @@ import uuid
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import attrs
 import jsonschema
 
+from events_manifest._aws import check_region
+from events_manifest._documents import load_document
 from events_manifest.errors import ManifestConfigError
+from events_manifest.model import check_table_name
 
 SCHEMA_PREFIX = "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/"
 SUPPORTED_SCHEMAS = (SCHEMA_PREFIX + "2-0-0", SCHEMA_PREFIX + "1-0-0")
 """The schemas a config is read as; a later addition (`M-0-A`) is read as its `M-0-0`."""
 _SCHEMA = re.compile(re.escape(SCHEMA_PREFIX) + r"(?P<model>[12])-0-(?:0|[1-9][0-9]*)")
-_BASE64_SPACE = re.compile(r"\s+")
-
-_TABLE_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
-_REGION = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
 
 
 @attrs.frozen
@@ -38,30 +34,6 @@ class Credentials:
 
     def __str__(self) -> str:
         return repr(self)
-
-
-def default_region() -> str | None:
-    """The AWS region when none is given, found as the AWS SDKs find it: `AWS_REGION` (the Java, Go
-    and JavaScript SDKs read it; EMR, ECS and Lambda set it), then boto's own chain
-    (`AWS_DEFAULT_REGION`, the profile's region in the AWS config file)."""
-    from events_manifest._aws import boto3_session
-
-    region: str | None = os.environ.get("AWS_REGION") or boto3_session().region_name
-    return region
-
-
-@cache
-def known_regions() -> tuple[str, ...]:
-    """Every region of every AWS partition the SDK knows (botocore's endpoint data), sorted."""
-    import botocore.session
-
-    data = botocore.session.get_session().get_data("endpoints")
-    return tuple(sorted({region for partition in data["partitions"] for region in partition["regions"]}))
-
-
-def no_region() -> ManifestConfigError:
-    """No AWS region anywhere: the one message, wherever the SDK finds none."""
-    return ManifestConfigError("no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION")
 
 
 @attrs.frozen
@@ -123,72 +95,6 @@ def _supported(schema: object) -> str:
         supported = ", ".join(s.replace("-0-0", "-0-*") for s in SUPPORTED_SCHEMAS)
         raise ManifestConfigError(f"unsupported config schema [{schema}]: supported are {supported}")
     return f"{SCHEMA_PREFIX}{match['model']}-0-0"
-
-
-def decode_base64(text: str, what: str) -> bytes:
-    """Base64 read leniently, as the reference's Apache Commons Codec reads it: the standard or the
-    URL-safe alphabet, padding optional, whitespace and line breaks ignored. `what` names the
-    input in the error."""
-    compact = _BASE64_SPACE.sub("", text).rstrip("=").translate(str.maketrans("-_", "+/"))
-    try:
-        return base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        raise ManifestConfigError(
-            f"{what} is not valid base64 (standard or URL-safe alphabet): make it with `base64 -w0 file.json`"
-        ) from None
-
-
-def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
-    """DynamoDB's rule for table names: 3 to 255 of a-z A-Z 0-9 _ . -"""
-    if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
-        raise ManifestConfigError(
-            f"{where}: [{name}] is not a valid DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ . -)"
-        )
-    return name
-
-
-def check_region(region: str, where: str = "AWS region") -> str:
-    if not _REGION.fullmatch(region):
-        raise ManifestConfigError(f"{where}: [{region}] is not an AWS region name (such as eu-west-1)")
-    return region
-
-
-def load_document(source: Mapping[str, Any] | str | bytes | os.PathLike[str], what: str = "config") -> Any:
-    """A JSON document given as itself, parsed or as text, as a file path, or as base64 JSON;
-    `what` names it in errors."""
-    if isinstance(source, Mapping):
-        return source
-    if isinstance(source, os.PathLike):
-        return _read_file(Path(source))
-    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        return _json(stripped, f"{what} text")
-    if len(stripped) < 4096 and "\n" not in stripped and os.path.isfile(stripped):
-        return _read_file(Path(stripped))
-    try:
-        decoded = decode_base64(stripped, what).decode("utf-8")
-    except (ManifestConfigError, UnicodeDecodeError):
-        raise ManifestConfigError(
-            f"the {what} is neither JSON, an existing file nor valid base64: pass the JSON, its path, "
-            "or `base64 -w0 config.json`"
-        ) from None
-    return _json(decoded, f"base64 {what}")
-
-
-def _read_file(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ManifestConfigError(f"cannot read config file [{path}]: {e.strerror}") from None
-    return _json(text, f"config file [{path}]")
-
-
-def _json(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ManifestConfigError(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
 
 
 @cache

@@ -17,7 +17,7 @@ from botocore.exceptions import (
 )
 
 from events_manifest import _redact as redact
-from events_manifest._backends.dynamodb.config import no_region
+from events_manifest._aws import no_region
 from events_manifest._manifest.ledger import Run
 from events_manifest.errors import (
     ManifestConfigError,

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pickle
 import threading
-from urllib.parse import urlsplit
 
 import attrs
 
-from events_manifest import DuplicateStorage, ManifestConfigError, SqliteManifest, manifest_from_url
+from events_manifest._backends.sqlite import SqliteManifest
+from events_manifest._manifest.contract import DuplicateStorage
+from events_manifest._opening.urls import manifest_from_url, worker_url
+from events_manifest.errors import ManifestConfigError
 
 _OPEN: dict[bytes | str, DuplicateStorage] = {}
 _LOCK = threading.Lock()
@@ -28,14 +30,10 @@ class ManifestHandle:
     @classmethod
     def of(cls, manifest: str | DuplicateStorage) -> ManifestHandle:
         if isinstance(manifest, str):
-            scheme = urlsplit(manifest).scheme
-            if scheme == "memory":
+            url = worker_url(manifest)
+            if url is None:
                 raise ManifestConfigError(_NOT_SHARED)
-            if scheme == "sqlite":  # the workers' working folder is not the driver's: resolve it here
-                with manifest_from_url(manifest) as opened:
-                    assert isinstance(opened, SqliteManifest)
-                    return cls(url=opened.url)
-            return cls(url=manifest)
+            return cls(url=url)
         if type(manifest) is SqliteManifest:
             return cls(url=manifest.url)
         try:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from events_manifest import InMemoryManifest, ManifestConfigError, SqliteManifest, manifest_from_url, parse_duration
-from events_manifest._manifest.factory import known_schemes
+from events_manifest._opening.urls import known_schemes
 
 PLUGIN = """
 from events_manifest import InMemoryManifest

@@ -1,4 +1,6 @@
-"""Opening a manifest from a URL or a config; third-party backends plug in by URL scheme."""
+"""Opening a manifest from a URL or a config: each built-in scheme one entry (`Scheme`) with its
+own rules (how it opens, the local files it keeps, how Spark's workers reach it, which flags it
+takes beside it); third-party backends plug in by URL scheme."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
+import attrs
+
 from events_manifest import _redact as redact
+from events_manifest._aws import check_region
 from events_manifest._backends.dynamodb import ClientOptions, DynamoDbManifest, check_table, create_table
 from events_manifest._backends.dynamodb.client import (
     DEFAULT_CONCURRENCY,
@@ -18,12 +23,12 @@ from events_manifest._backends.dynamodb.client import (
     admin_options,
     make_client,
 )
-from events_manifest._backends.dynamodb.config import DynamoDbConfig, check_region, check_table_name, parse_config
+from events_manifest._backends.dynamodb.config import DynamoDbConfig, parse_config
 from events_manifest._backends.memory import InMemoryManifest
 from events_manifest._backends.sqlite import SqliteManifest
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest.errors import ManifestConfigError
-from events_manifest.model import DEFAULT_TTL
+from events_manifest.model import DEFAULT_TTL, check_table_name
 
 ENTRY_POINT_GROUP = "events_manifest.backends"
 """Entry-point group where a package registers `scheme = "module:factory"`, factory(url) -> manifest."""
@@ -63,7 +68,7 @@ def manifest_from_url(url: str, *, read_only: bool = False) -> DuplicateStorage:
     if not scheme:
         raise ManifestConfigError(f"{_named(url)} has no scheme: use {', '.join(known_schemes())}")
     if scheme in _BUILTIN:
-        return _BUILTIN[scheme](url, read_only)
+        return _BUILTIN[scheme].open(url, read_only)
     return _plugin(scheme)(url)
 
 
@@ -160,7 +165,8 @@ def with_dynamodb_flags(url: str, *, endpoint: str | None = None, create: bool =
     if not given:
         return url
     parts = urlsplit(url)
-    if parts.scheme != "dynamodb":
+    scheme = _BUILTIN.get(parts.scheme)
+    if scheme is None or not scheme.flags:
         named = " and ".join(flags[name] for name in given)
         raise ManifestConfigError(f"{named} is for a DynamoDB manifest, and [{url}] is not one: leave it out")
     query = parse_qs(parts.query)
@@ -178,15 +184,17 @@ def manifest_files(manifest: str | DuplicateStorage | None) -> list[str]:
     """The local files a manifest keeps its entries in (a SQLite file and its journal files),
     which the output rule keeps every output away from (`places.check_places`)."""
     if isinstance(manifest, SqliteManifest):
-        path = str(manifest.path)
-    elif isinstance(manifest, str) and urlsplit(manifest).scheme == "sqlite":
-        path = _sqlite_path(manifest)
-    else:
-        return []
+        return _journaled(str(manifest.path))
+    if isinstance(manifest, str) and (scheme := _BUILTIN.get(urlsplit(manifest).scheme)) is not None:
+        return scheme.files(manifest)
+    return []
+
+
+def _journaled(path: str) -> list[str]:
     return [path, *(path + suffix for suffix in ("-wal", "-shm", "-journal"))]
 
 
-def _sqlite(url: str, read_only: bool) -> DuplicateStorage:
+def _sqlite(url: str, read_only: bool) -> SqliteManifest:
     path = _sqlite_path(url)
     query = _Query(url, {"cache_mib", "durable", "busy_timeout"})
     return SqliteManifest(
@@ -223,11 +231,43 @@ def _dynamodb(url: str, read_only: bool) -> DuplicateStorage:
     return _open_dynamodb(options, table, create and not read_only, ttl=ttl, concurrency=concurrency)
 
 
-_BUILTIN: dict[str, Callable[[str, bool], DuplicateStorage]] = {
-    "memory": _memory,
-    "sqlite": _sqlite,
-    "dynamodb": _dynamodb,
+@attrs.frozen
+class Scheme:
+    """A built-in URL scheme and its rules."""
+
+    open: Callable[[str, bool], DuplicateStorage]
+    """The manifest a URL names, opened (read-only: to look, never to create)."""
+    files: Callable[[str], list[str]] = lambda url: []
+    """The local files it keeps its entries in, which no output may overwrite."""
+    for_workers: Callable[[str], str] | None = lambda url: url
+    """The URL Spark's Python workers open it by; None: they cannot share it."""
+    flags: bool = False
+    """Whether `--dynamodb-endpoint` and `--create-table` go with it."""
+
+
+def _sqlite_for_workers(url: str) -> str:
+    """A SQLite URL with its path resolved here: the workers' working folder is not the driver's."""
+    opened = _sqlite(url, False)
+    try:
+        return opened.url
+    finally:
+        opened.close()
+
+
+_BUILTIN: dict[str, Scheme] = {
+    "memory": Scheme(_memory, for_workers=None),
+    "sqlite": Scheme(_sqlite, files=lambda url: _journaled(_sqlite_path(url)), for_workers=_sqlite_for_workers),
+    "dynamodb": Scheme(_dynamodb, flags=True),
 }
+
+
+def worker_url(url: str) -> str | None:
+    """The URL Spark's workers open the manifest of `url` by (a plugin's as it is); None when
+    they cannot share it (in-memory: each worker would have its own)."""
+    scheme = _BUILTIN.get(urlsplit(url).scheme)
+    if scheme is None:
+        return url
+    return None if scheme.for_workers is None else scheme.for_workers(url)
 
 
 def _plugin(scheme: str) -> BackendFactory:
