@@ -1,5 +1,5 @@
 """The shred job's outputs (docs/shred-job.md): written by Spark under a staging folder, then moved
-into place through Hadoop's FileSystem (`storage.HadoopStorage`), so a failed run leaves no partial
+into place through Hadoop's FileSystem (`_storage.HadoopStorage`), so a failed run leaves no partial
 output and any Hadoop file system (local, HDFS, S3A) works.
 """
 

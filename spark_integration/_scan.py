@@ -168,7 +168,7 @@ class RunScan:
     enough to send to every task; None when every line must be shuffled instead."""
     earliest: str | None
     """The earliest etl second (`yyyy-MM-dd HH:mm:ss`) among lines whose etl_tstamp has
-    `event.TIMESTAMP`'s shape, a candidate for the batch etl time (`_transform_run._run_etl`)."""
+    `event.TIMESTAMP`'s shape, a candidate for the batch etl time (`_transform_rows._run_etl`)."""
     line_of_earliest: bytes | None = None
     """A line of that second, as its bytes (see `earliest_second`)."""
 

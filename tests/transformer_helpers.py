@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from events_manifest._iglu.keys import SchemaKey
+from events_manifest._transformer.event import Event, decode
 from events_manifest.iglu import Resolver
 from tests.shred_helpers import line
 
@@ -67,3 +68,15 @@ def dynamodb_config(table: str) -> dict[str, Any]:
             "purpose": "EVENTS_MANIFEST",
         },
     }
+
+
+PRODUCT_1 = "iglu:com.acme/product/jsonschema/1-0-0"
+PRODUCT_2 = "iglu:com.acme/product/jsonschema/1-0-2"
+CLICK = "iglu:com.acme/click/jsonschema/1-0-0"
+
+
+def fields_of(line: str) -> Event:
+    """A line the Analytics SDK's decoding accepts, decoded."""
+    decoded = decode(line, None)
+    assert isinstance(decoded, Event), decoded
+    return decoded

@@ -95,7 +95,7 @@ def output_lines(events: Mapping[str, pa.Array], failure_tstamp: str) -> list[pa
     re-identified (`synthetic`, `synthetic_across`), for valid events how many valid events share
     its id (`id_events`) and whether it is the first of them (`id_first`), its `collector_tstamp`,
     the parts of its atomic line around the id (`atomic_before`, `atomic_after`: see
-    `fields.Fields`), its `entities`, and for bad rows its input `line` and `errors`."""
+    `parsing.Fields`), its `entities`, and for bad rows its input `line` and `errors`."""
     status = events["status"]
     kept = pc.fill_null(pc.equal(status, KEPT), False)
     bad = pc.fill_null(pc.is_in(status, pa.array([BAD, MANIFEST_ERROR])), False)

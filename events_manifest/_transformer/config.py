@@ -587,8 +587,9 @@ def _instant(value: object) -> int:
 
 
 def _criteria(value: object, key: str) -> tuple[Criterion, ...]:
+    texts = _strings(value, key)
     try:
-        return tuple(map(Criterion.parse, _strings(value, key)))
+        return tuple(map(Criterion.parse, texts))
     except ValueError as e:
         raise _error(str(e)) from None
 

@@ -158,6 +158,58 @@ def test_every_place_in_the_rule_table_exists() -> None:
                 module = found
 
 
+CODE_NAME = re.compile(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?`")
+NOT_CODE = {"events_manifest.backends"}
+"""Dotted names in backticks that name no Python object: the backends' entry-point group."""
+FILE_SUFFIXES = ("json", "py", "md", "tsv", "gz", "db", "hocon", "txt", "csv")
+
+
+def _candidates(name: str, modules: dict[str, list[str]], *, in_code: bool) -> list[str]:
+    """Where a dotted name may point: itself when it starts with a package; an internal name
+    (`_jobs.run`) under either package; in a docstring, `module.Class` under each module of
+    that name (lower-case second parts there are config keys, loggers, attributes of values)."""
+    first, rest = name.split(".", 1)
+    if first in ("events_manifest", "spark_integration"):
+        return [name]
+    if first.startswith("_"):
+        return [f"events_manifest.{name}", f"spark_integration.{name}"]
+    if in_code and rest[0].isupper():
+        return [f"{module}.{rest}" for module in modules.get(first, [])]
+    return []
+
+
+def test_every_dotted_name_in_docstrings_and_the_manual_names_something() -> None:
+    """A dotted name in backticks (`_jobs.run.JobRun`, `events_manifest._transformer.formats`,
+    in a docstring `ledger.Run`) resolves to a module or a name in one, so a reference cannot
+    outlive what it names when code moves."""
+    project = DOCS.parent
+    files = [
+        path
+        for package in ("events_manifest", "spark_integration")
+        for path in sorted((project / package).rglob("*.py"))
+    ]
+    modules: dict[str, list[str]] = {}
+    for path in files:
+        dotted = ".".join(path.relative_to(project).with_suffix("").parts).removesuffix(".__init__")
+        modules.setdefault(dotted.rsplit(".", 1)[-1], []).append(dotted)
+    checked, unresolved = 0, []
+    for path in [*files, *sorted(DOCS.glob("*.md"))]:
+        text = path.read_text()
+        for match in CODE_NAME.finditer(text):
+            name = match.group(1)
+            if name in NOT_CODE or name.rsplit(".", 1)[-1] in FILE_SUFFIXES:
+                continue
+            places = [p for p in _candidates(name, modules, in_code=path.suffix == ".py") if _importable(p)]
+            if not places:
+                continue
+            checked += 1
+            if all(_resolve(place) is None for place in places):
+                line = text.count("\n", 0, match.start()) + 1
+                unresolved.append(f"{path.relative_to(project)}:{line}: `{name}`")
+    assert checked > 100
+    assert unresolved == [], "names nothing:\n" + "\n".join(unresolved)
+
+
 def test_every_file_the_manual_names_exists() -> None:
     """A path of the project's tree in the manual or the README (`tests/...py`, a module's file)
     names a file that is there."""

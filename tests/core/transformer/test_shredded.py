@@ -12,13 +12,12 @@ import pytest
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._transformer import bad_rows, sdjson
 from events_manifest._transformer.event import Event, decode
-from events_manifest._transformer.formats import Criterion, Shred
+from events_manifest._transformer.formats import Criterion, Routing, Shred
 from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.message import shredding_complete
 from events_manifest._transformer.shredded import (
     ATOMIC_PARTITION,
     IgluFailure,
-    Routing,
     Shredder,
     atomic_line,
     cell,

@@ -1,0 +1,13 @@
+"""JSON printed as circe prints it."""
+
+from __future__ import annotations
+
+from events_manifest._transformer import sdjson
+
+
+def test_circe_escapes_every_iso_control_character() -> None:
+    assert (
+        sdjson.string("a/\u00e9\b\f\n\r\t\u0001\u007f\u009f\u00a0")
+        == '"a/\u00e9\\b\\f\\n\\r\\t\\u0001\\u007f\\u009f\u00a0"'
+    )
+    assert sdjson.dumps(sdjson.loads('{"a" : [1.0, {"b":null}], "a": 2}')) == '{"a":2}'
