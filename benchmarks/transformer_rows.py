@@ -50,11 +50,11 @@ def main() -> int:
 
     from events_manifest._collector import paused
     from events_manifest._transformer import columnar
-    from events_manifest._transformer.batch import Parse, event_types
     from events_manifest._transformer.entity_types import EntityType
     from events_manifest._transformer.formats import Criterion, Routing
     from events_manifest._transformer.parquet import build_columns
-    from events_manifest._transformer.shredded import Shredder
+    from events_manifest._transformer.parse_decide import Parse, event_types
+    from events_manifest._transformer.shred_mode import Shredder
     from events_manifest.iglu import ResolverConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

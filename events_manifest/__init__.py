@@ -17,7 +17,7 @@ from events_manifest._backends.dynamodb import (
     check_table,
     create_table,
 )
-from events_manifest._backends.dynamodb.config import DynamoDbConfig, parse_config
+from events_manifest._backends.dynamodb.config_document import DynamoDbConfig, parse_config
 from events_manifest._backends.memory import InMemoryManifest
 from events_manifest._backends.sqlite import SqliteManifest
 from events_manifest._dedup.engine import AsyncDeduplicator, Decision, Deduplicator, Expiry, Outcome, Unreadable

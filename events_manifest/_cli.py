@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb import ClientOptions, OnDemand, Provisioned, check_table, create_table
 from events_manifest._backends.dynamodb.client import admin_options, make_client
-from events_manifest._backends.dynamodb.config import DynamoDbConfig, parse_config
+from events_manifest._backends.dynamodb.config_document import DynamoDbConfig, parse_config
 from events_manifest._manifest import ledger
 from events_manifest._opening.urls import manifest_from_url, parse_duration
 from events_manifest.errors import ManifestConfigError, ManifestError

@@ -22,7 +22,7 @@ from pyspark.errors import AnalysisException, PySparkException
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
 from events_manifest import _redact as redact
-from events_manifest._backends.dynamodb.config import DynamoDbConfig
+from events_manifest._backends.dynamodb.config_document import DynamoDbConfig
 from events_manifest._jobs.run import one_line
 from events_manifest._opening.urls import with_dynamodb_flags
 from events_manifest._transformer.config import TransformerConfigError, decode_value, hocon_to_json

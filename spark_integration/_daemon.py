@@ -13,7 +13,7 @@ from pathlib import Path
 
 PRELOADED = (
     "events_manifest._snowplow.batch",
-    "events_manifest._transformer.batch",
+    "events_manifest._transformer.parse_decide",
     "events_manifest._dedup.arrow",
 )
 """The engines the jobs' tasks call (and what they import: pyarrow, numpy, pandas, botocore),

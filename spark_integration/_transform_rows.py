@@ -32,7 +32,6 @@ from events_manifest._jobs.run import JobRun
 from events_manifest._jobs.storage import Listing, join
 from events_manifest._snowplow.fields import ETL_TSTAMP
 from events_manifest._transformer import kinesis
-from events_manifest._transformer.batch import BAD, GOOD, META, PARSED, Decide, Parse
 from events_manifest._transformer.commit import DATA, RunCounts
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError
 from events_manifest._transformer.entity_types import EntityType
@@ -42,8 +41,9 @@ from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.kinesis import KinesisSink
 from events_manifest._transformer.parquet import ParquetColumns, build_columns
 from events_manifest._transformer.parquet_types import TIMESTAMP
-from events_manifest._transformer.shredded import PARTITIONS as SHRED_PARTITIONS
-from events_manifest._transformer.shredded import Shredder
+from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
+from events_manifest._transformer.shred_mode import PARTITIONS as SHRED_PARTITIONS
+from events_manifest._transformer.shred_mode import Shredder
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
 from spark_integration import _enriched as enriched
@@ -54,7 +54,7 @@ from spark_integration._storage import HadoopStorage
 from spark_integration._transform_job import Job
 
 PARSED_TYPE = spark_schema(PARSED)
-"""Spark's type of a parsed row (`batch.PARSED`)."""
+"""Spark's type of a parsed row (`parse_decide.PARSED`)."""
 CACHE_SETTINGS = {
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",

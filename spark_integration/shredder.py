@@ -22,7 +22,7 @@ from events_manifest._jobs.run import JobRun
 from events_manifest._jobs.storage import join
 from events_manifest._opening.handle import ManifestHandle
 from events_manifest._opening.urls import manifest_files
-from events_manifest._snowplow import bad_rows, shred_output
+from events_manifest._snowplow import legacy_bad_rows, shred_output
 from events_manifest._snowplow.dedup import check_options
 from events_manifest._snowplow.report import render_report
 from events_manifest._snowplow.summary import ShredSummary
@@ -121,7 +121,7 @@ def shred(
                 lines,
                 etl,
                 handle,
-                bad_rows.failure_tstamp(datetime.now(UTC)),
+                legacy_bad_rows.failure_tstamp(datetime.now(UTC)),
                 synthetic=synthetic_dedup,
                 random_ids=random_synthetic_ids,
                 cross_batch_synthetic=cross_batch_synthetic,

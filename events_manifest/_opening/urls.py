@@ -23,7 +23,7 @@ from events_manifest._backends.dynamodb.client import (
     admin_options,
     make_client,
 )
-from events_manifest._backends.dynamodb.config import DynamoDbConfig, parse_config
+from events_manifest._backends.dynamodb.config_document import DynamoDbConfig, parse_config
 from events_manifest._backends.memory import InMemoryManifest
 from events_manifest._backends.sqlite import SqliteManifest
 from events_manifest._manifest.contract import DuplicateStorage

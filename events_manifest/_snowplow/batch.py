@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from events_manifest._jobs import steps
-from events_manifest._snowplow import bad_rows, parsing, shred_output
+from events_manifest._snowplow import legacy_bad_rows, parsing, shred_output
 from events_manifest._snowplow.dedup import Dedup
-from events_manifest._snowplow.sdj import Found, IgluParts, read_rows
+from events_manifest._snowplow.entities import Found, IgluParts, read_rows
 from events_manifest.errors import ManifestError
 from events_manifest.iglu import ResolverConfig, SchemaKey, resolver_for
 
@@ -36,7 +36,7 @@ CHECKED = pa.schema(
     ]
 )
 """What `check` finds of each line; `errors` holds every message, and a line is `valid` when it has
-none (`bad_rows.without_messages`)."""
+none (`legacy_bad_rows.without_messages`)."""
 
 
 def check(lines: pa.Array, iglu: ResolverConfig | None = None) -> dict[str, pa.Array]:
@@ -45,7 +45,7 @@ def check(lines: pa.Array, iglu: ResolverConfig | None = None) -> dict[str, pa.A
 
     One line never fails the batch: where the checks fail in a way no rule foresaw (a bug, not a
     `ManifestError`), the batch is checked again in halves, down to the lines that fail alone,
-    which become bad rows with the error (`bad_rows.unexpected_error`); the other lines go on."""
+    which become bad rows with the error (`legacy_bad_rows.unexpected_error`); the other lines go on."""
     try:
         return _check(lines, iglu)
     except ManifestError:
@@ -63,7 +63,7 @@ def check(lines: pa.Array, iglu: ResolverConfig | None = None) -> dict[str, pa.A
 def _unexpected(line: pa.Array, error: Exception) -> dict[str, pa.Array]:
     """The checked columns of one line that failed unforeseen: null fields, that one message."""
     columns = {field.name: pa.nulls(1, field.type) for field in CHECKED}
-    columns["errors"] = pa.array([[bad_rows.unexpected_error(error)]], CHECKED.field("errors").type)
+    columns["errors"] = pa.array([[legacy_bad_rows.unexpected_error(error)]], CHECKED.field("errors").type)
     columns["valid"] = pa.array([False])
     columns["entities"] = pa.array([[]], CHECKED.field("entities").type)
     return columns
@@ -82,7 +82,7 @@ def _check(lines: pa.Array, iglu: ResolverConfig | None) -> dict[str, pa.Array]:
         "etl_us": found.etl_us,
         "collector_us": found.collector_us,
         "errors": errors,
-        "valid": pa.array(bad_rows.without_messages(errors)),
+        "valid": pa.array(legacy_bad_rows.without_messages(errors)),
         "entities": _entities(sdjs),
         "atomic_before": found.atomic_before,
         "atomic_after": found.atomic_after,

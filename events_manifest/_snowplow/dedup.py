@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from events_manifest._opening.handle import Opener
-from events_manifest._snowplow import bad_rows
+from events_manifest._snowplow import legacy_bad_rows
 from events_manifest.errors import ManifestConfigError, ManifestError
 from events_manifest.model import from_epoch_seconds
 
@@ -79,7 +79,7 @@ def put_all(
         outcomes = handle.open().try_put_many([(ids[i], prints[i], times[etls[i]]) for i in rows])
         for i, outcome in zip(rows, outcomes, strict=True):
             if isinstance(outcome, ManifestError):
-                errors[i] = bad_rows.manifest_failure(outcome)
+                errors[i] = legacy_bad_rows.manifest_failure(outcome)
             else:
                 accepted[i] = outcome
     return accepted, errors
@@ -121,7 +121,7 @@ class Dedup:
         """The columns `shred_output.output_lines` reads, of checked lines (`batch.CHECKED` and
         `line`), in input order, every line of an id among them."""
         rows = len(checked["line"])
-        valid = bad_rows.without_messages(checked["errors"])
+        valid = legacy_bad_rows.without_messages(checked["errors"])
         event_ids = checked["event_id"]
         id_of = _codes(event_ids, valid)
         etl = pc.fill_null(checked["etl_us"], 0).to_numpy()

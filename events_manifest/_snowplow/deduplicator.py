@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._opening.handle import InProcess
-from events_manifest._snowplow import bad_rows
+from events_manifest._snowplow import legacy_bad_rows
 from events_manifest._snowplow.batch import decide
 from events_manifest._snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, Dedup
 from events_manifest.iglu import ResolverConfig
@@ -54,7 +54,7 @@ class LineDecision:
         if not self.bad:
             raise ValueError(f"the line is {self.status}, not a bad row")
         moment = failed_at or datetime.now(UTC)
-        return bad_rows.bad_row(self.line.encode(), list(self.errors), bad_rows.failure_tstamp(moment))
+        return legacy_bad_rows.bad_row(self.line.encode(), list(self.errors), legacy_bad_rows.failure_tstamp(moment))
 
 
 @attrs.frozen

@@ -15,8 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from events_manifest._snowplow import bad_rows, truncation
-from events_manifest._snowplow.bad_rows import INVALID_UTF8
+from events_manifest._snowplow import legacy_bad_rows, truncation
 from events_manifest._snowplow.fields import (
     ATOMIC_AFTER,
     ATOMIC_BEFORE,
@@ -32,6 +31,7 @@ from events_manifest._snowplow.fields import (
     MIN_FIELDS,
     UNSTRUCT_EVENT,
 )
+from events_manifest._snowplow.legacy_bad_rows import INVALID_UTF8
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\z"
 TSTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,9}\z"
@@ -165,7 +165,7 @@ COLUMN_BLOCK = 1000
 def split_and_check(lines: pa.Array) -> Fields:
     """Find the fields of a batch of lines (Arrow strings), pad lines of 108 to 130 fields (older
     enrichment) to 131, cut atomic fields to their limits (`truncation`), and check the shape,
-    event_id, the timestamps and UTF-8; the JSON fields are left to `sdj`."""
+    event_id, the timestamps and UTF-8; the JSON fields are left to `entities`."""
     raw = as_bytes(lines)
     spans = Spans(raw)
     count = spans.count
@@ -277,15 +277,15 @@ def _messages(
         messages = found[row] = [] if utf8[row] else [INVALID_UTF8]
         fields = int(count[row])
         if fields < MIN_FIELDS:
-            messages.append(bad_rows.too_few_fields(fields))
+            messages.append(legacy_bad_rows.too_few_fields(fields))
         elif fields > FIELDS:
-            messages.append(bad_rows.too_many_fields(fields))
+            messages.append(legacy_bad_rows.too_many_fields(fields))
         else:
             if not uuid[row].as_py():
-                messages.append(bad_rows.not_a_uuid(_text(event_id[row])))
+                messages.append(legacy_bad_rows.not_a_uuid(_text(event_id[row])))
             for name, (texts, micros) in timestamps.items():
                 if not micros[row].is_valid:
-                    messages.append(bad_rows.not_a_timestamp(name, _text(texts[row])))
+                    messages.append(legacy_bad_rows.not_a_timestamp(name, _text(texts[row])))
     return found
 
 

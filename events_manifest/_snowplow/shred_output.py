@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from events_manifest._jobs.folders import Layout
-from events_manifest._snowplow.bad_rows import bad_row
 from events_manifest._snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, STATUSES
+from events_manifest._snowplow.legacy_bad_rows import bad_row
 from events_manifest._snowplow.summary import BUCKET_BOUNDS, BUCKET_COUNTS
 from events_manifest.errors import ManifestError, to_record
 

@@ -7,13 +7,13 @@ from typing import Any
 
 from events_manifest import __version__
 from events_manifest._snowplow.fields import FIELD_KINDS, FIELD_NAMES
-from events_manifest._transformer import sdjson
+from events_manifest._transformer import circe
 from events_manifest._transformer.event import Entity, Event
 from events_manifest._transformer.jvm import instant_to_string
 from events_manifest._transformer.widerow import atomic_value
 
 ARTIFACT = "events-manifest"
-PROCESSOR = f'{{"artifact":{sdjson.string(ARTIFACT)},"version":{sdjson.string(__version__)}}}'
+PROCESSOR = f'{{"artifact":{circe.string(ARTIFACT)},"version":{circe.string(__version__)}}}'
 BADROWS = "iglu:com.snowplowanalytics.snowplow.badrows"
 PARSING_ERROR = f"{BADROWS}/loader_parsing_error/jsonschema/2-0-0"
 RUNTIME_ERROR = f"{BADROWS}/loader_runtime_error/jsonschema/1-0-1"
@@ -39,32 +39,32 @@ def _bad_row(schema: str, failure: str, payload: str) -> str:
 
 def parsing_error(line: str, error: dict[str, Any]) -> str:
     """A line that does not decode: its `ParsingError` and the line as it was read."""
-    return _bad_row(PARSING_ERROR, sdjson.dumps(error), sdjson.string(line))
+    return _bad_row(PARSING_ERROR, circe.dumps(error), circe.string(line))
 
 
 def runtime_error(event: Event, message: str) -> str:
     """An event whose cross-batch put failed, with the failure's message."""
-    return _bad_row(RUNTIME_ERROR, sdjson.string(message), event_payload(event))
+    return _bad_row(RUNTIME_ERROR, circe.string(message), event_payload(event))
 
 
 def iglu_error(event: Event, failures: list[dict[str, Any]]) -> str:
     """An event whose entities' schemas could not be fetched or read: the failures, the event."""
-    return _bad_row(IGLU_ERROR, sdjson.dumps(failures), event_payload(event))
+    return _bad_row(IGLU_ERROR, circe.dumps(failures), event_payload(event))
 
 
 def size_violation(row: str, size: int, limit: int, now: int) -> str:
     """A row too large for where it goes (a Kinesis record): its beginning, as much as fits in
     `limit` bytes with the envelope, in a `size_violation` bad row dated `now`."""
-    failure = sdjson.dumps(
+    failure = circe.dumps(
         {
             "timestamp": instant_to_string(now),
-            "maximumAllowedSizeBytes": sdjson.Number(limit),
-            "actualSizeBytes": sdjson.Number(size),
+            "maximumAllowedSizeBytes": circe.Number(limit),
+            "actualSizeBytes": circe.Number(size),
             "expectation": "a bad row within the Kinesis record limit",
         }
     )
     room = max(limit - len(_bad_row(SIZE_VIOLATION, failure, '""').encode()), 0) // 6  # a character escaped takes 6
-    return _bad_row(SIZE_VIOLATION, failure, sdjson.string(row[:room]))
+    return _bad_row(SIZE_VIOLATION, failure, circe.string(row[:room]))
 
 
 def schema_of(bad_row: str) -> str:
@@ -81,16 +81,16 @@ def too_early(event: Event, minimum: int, now: int) -> str | None:
     ]
     if not errors:
         return None
-    failure = sdjson.dumps({"timestamp": instant_to_string(now), "errors": errors})
-    return _bad_row(GENERIC_ERROR, failure, sdjson.string(event_payload(event)))
+    failure = circe.dumps({"timestamp": instant_to_string(now), "errors": errors})
+    return _bad_row(GENERIC_ERROR, failure, circe.string(event_payload(event)))
 
 
 def _sdj(schema: str, data: str) -> str:
-    return f'{{"schema":{sdjson.string(schema)},"data":{data}}}'
+    return f'{{"schema":{circe.string(schema)},"data":{data}}}'
 
 
 def _entity(entity: Entity) -> str:
-    return _sdj(entity.key.uri, sdjson.dumps(entity.data))
+    return _sdj(entity.key.uri, circe.dumps(entity.data))
 
 
 def _contexts(entities: list[Entity]) -> str:

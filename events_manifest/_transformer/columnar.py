@@ -33,7 +33,7 @@ from events_manifest._snowplow.fields import (
     UNSTRUCT_EVENT,
 )
 from events_manifest._snowplow.parsing import Spans, as_bytes
-from events_manifest._transformer import sdjson, widerow
+from events_manifest._transformer import circe, widerow
 from events_manifest._transformer.bad_rows import MINIMUM_TIMESTAMP_FIELDS
 from events_manifest._transformer.entity_types import type_text
 from events_manifest._transformer.event import (
@@ -261,7 +261,7 @@ def _compact(text: bytes, unstruct: bool, render: bool) -> Pairs | None:
     it (compact, schema then data, no escape); None for any other text (the decoder then reads it).
     A data is taken as it stands when msgspec, re-encoding it, writes it as it stands (compact, the
     escapes circe writes, numbers as both print them) and it holds no U+007F to U+009F; else it is
-    printed from its own parse (`sdjson`). Without `render` a data is only read whole, its text left
+    printed from its own parse (`circe`). Without `render` a data is only read whole, its text left
     empty: one msgspec refuses sends the column to the decoder."""
     try:
         envelope: _Contexts | _Unstruct = _DECODERS[unstruct].decode(text)
@@ -279,7 +279,7 @@ def _compact(text: bytes, unstruct: bool, render: bool) -> Pairs | None:
                 _ANY.decode(raw)  # read whole, so that data msgspec refuses goes to the decoder
                 found.append((key, ""))
             elif _C1.search(raw) or _ENCODER.encode(_ANY.decode(raw)) != raw:
-                found.append((key, sdjson.dumps(sdjson.loads(raw.decode()))))  # numbers as written, escapes
+                found.append((key, circe.dumps(circe.loads(raw.decode()))))  # numbers as written, escapes
             else:
                 found.append((key, raw.decode()))
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
@@ -398,7 +398,7 @@ def events(text: pa.Array) -> list[Event | None]:
 
 def decoded(text: pa.Array, *, tsv: bool) -> tuple[list[Event | None], list[str | None]]:
     """`events`, and with `tsv` each of their atomic TSV lines as shred mode writes them
-    (`shredded.atomic_line`; None where the event is)."""
+    (`shred_mode.atomic_line`; None where the event is)."""
     wide, columns = fields(text, json=False)
     ok, _, stamps = atomic_columns(columns, None, render=False)
     return decoded_columns(len(text), wide, columns, ok, stamps, tsv=tsv)

@@ -24,7 +24,7 @@ from events_manifest._snowplow.fields import (
     INDEX,
     UNSTRUCT_EVENT,
 )
-from events_manifest._transformer import sdjson
+from events_manifest._transformer import circe
 from events_manifest._transformer.jvm import NANOS, days_from_civil
 from events_manifest.errors import ManifestConfigError
 from events_manifest.iglu import Resolver, ResolverConfig
@@ -36,10 +36,10 @@ ATOMIC_SCHEMA = SchemaKey("com.snowplowanalytics.snowplow", "atomic", "jsonschem
 
 
 class Entity(NamedTuple):
-    """A self-describing entity: its schema key and its data (`sdjson` values)."""
+    """A self-describing entity: its schema key and its data (`circe` values)."""
 
     key: SchemaKey
-    data: sdjson.JsonValue
+    data: circe.JsonValue
 
 
 @attrs.define
@@ -274,8 +274,8 @@ def _decoding_failure(message: str) -> InvalidValue:
 
 
 def _key(value: object) -> SchemaKey:
-    if not isinstance(value, str) or isinstance(value, sdjson.Number):
-        raise InvalidValue(f"Got value '{sdjson.dumps(value)}' with wrong type, expecting string")
+    if not isinstance(value, str) or isinstance(value, circe.Number):
+        raise InvalidValue(f"Got value '{circe.dumps(value)}' with wrong type, expecting string")
     key = SchemaKey.parse(value)
     if key is None:
         version = value.rsplit("/", 1)[-1]
@@ -285,9 +285,9 @@ def _key(value: object) -> SchemaKey:
     return key
 
 
-def _self_describing(value: object) -> tuple[SchemaKey, sdjson.JsonValue]:
+def _self_describing(value: object) -> tuple[SchemaKey, circe.JsonValue]:
     if not isinstance(value, dict):
-        raise InvalidValue(f"Got value '{sdjson.dumps(value)}' with wrong type, expecting object")
+        raise InvalidValue(f"Got value '{circe.dumps(value)}' with wrong type, expecting object")
     if "schema" not in value:
         raise _decoding_failure("schema key is not available")
     key = _key(value["schema"])
@@ -299,8 +299,8 @@ def _self_describing(value: object) -> tuple[SchemaKey, sdjson.JsonValue]:
 def entities(text: str, unstruct: bool) -> list[Entity] | Entity:
     """A contexts column's entities, or an unstruct_event column's one entity."""
     try:
-        parsed = sdjson.loads(text)
-    except sdjson.JsonSyntaxError as e:
+        parsed = circe.loads(text)
+    except circe.JsonSyntaxError as e:
         raise InvalidValue(f"ParsingFailure: {e}") from None
     key, data = _self_describing(parsed)
     if not (UNSTRUCT_URI if unstruct else CONTEXTS_URI).fullmatch(key.uri):
@@ -308,5 +308,5 @@ def entities(text: str, unstruct: bool) -> list[Entity] | Entity:
     if unstruct:
         return Entity(*_self_describing(data))
     if not isinstance(data, list):
-        raise InvalidValue(f"Got value '{sdjson.dumps(data)}' with wrong type, expecting array")
+        raise InvalidValue(f"Got value '{circe.dumps(data)}' with wrong type, expecting array")
     return [Entity(*_self_describing(item)) for item in data]

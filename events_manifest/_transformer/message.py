@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from events_manifest import __version__
-from events_manifest._transformer import sdjson
+from events_manifest._transformer import circe
 from events_manifest._transformer.bad_rows import ARTIFACT
 from events_manifest._transformer.formats import Formats, Shred, WideRowJson, WideRowParquet
 from events_manifest._transformer.jvm import instant_to_string
@@ -42,13 +42,13 @@ def shredding_complete(
         "max": None if latest is None else instant_to_string(latest),
     }
     processor = {"artifact": ARTIFACT, "version": __version__}
-    count = {"good": sdjson.Number(good), "bad": sdjson.Number(bad)}
+    count = {"good": circe.Number(good), "bad": circe.Number(bad)}
     if legacy:
         legacy_types = [
             {"schemaKey": key, "format": fmt} for key, fmt in sorted({(key, fmt) for key, _, fmt in listed})
         ]
         data = {"base": base, "types": legacy_types, "timestamps": timestamps, "compression": compression}
-        return sdjson.dumps({"schema": LEGACY_SCHEMA, "data": {**data, "processor": processor, "count": count}})
+        return circe.dumps({"schema": LEGACY_SCHEMA, "data": {**data, "processor": processor, "count": count}})
     wide_rows = [{"schemaKey": key, "snowplowEntity": entity} for key, entity, _ in listed]
     types_info: dict[str, object]
     match formats:
@@ -67,4 +67,4 @@ def shredding_complete(
         "processor": processor,
         "count": count,
     }
-    return sdjson.dumps({"schema": SCHEMA, "data": data})
+    return circe.dumps({"schema": SCHEMA, "data": data})

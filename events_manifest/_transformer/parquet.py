@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
-from events_manifest._transformer import sdjson
+from events_manifest._transformer import circe
 from events_manifest._transformer.event import ATOMIC_SCHEMA, Entity, Event
 from events_manifest._transformer.formats import Criterion
 from events_manifest._transformer.jvm import days_from_civil, double_to_string
@@ -40,7 +40,7 @@ from events_manifest._transformer.parquet_types import (
     fold,
     normalise,
 )
-from events_manifest._transformer.shredded import IgluFailure, model_versions
+from events_manifest._transformer.shred_mode import IgluFailure, model_versions
 from events_manifest._transformer.widerow import CONTEXT, column_name
 from events_manifest.errors import ManifestConfigError
 from events_manifest.iglu import ResolverConfig
@@ -294,7 +294,7 @@ def _without_surrogates(value: Any) -> Any:
 def _atomic(field: Field, value: Any) -> tuple[Any, list[dict[str, Any]]]:
     """A money value (a decoded double) in its decimal column, as its JSON form casts (NaN: null)."""
     text = None if value is None else double_to_string(value)
-    return cast(None if text is None else sdjson.Number(text), field.type, nullable=True)
+    return cast(None if text is None else circe.Number(text), field.type, nullable=True)
 
 
 def _utf8(text: str) -> str:
@@ -343,7 +343,7 @@ def _micros(text: str) -> int | None:
 
 
 def _number(value: Any) -> Number | None:
-    if not isinstance(value, sdjson.Number):
+    if not isinstance(value, circe.Number):
         return None
     try:
         return Number(value)
@@ -352,7 +352,7 @@ def _number(value: Any) -> Number | None:
 
 
 def cast(value: Any, kind: Type, *, nullable: bool) -> tuple[Any, list[dict[str, Any]]]:
-    """A JSON value (`sdjson`) in a column of `kind`: the value Arrow takes, and what did not fit
+    """A JSON value (`circe`) in a column of `kind`: the value Arrow takes, and what did not fit
     (every misfit inside it, in field and item order)."""
     return caster(kind, nullable)(value)
 
@@ -437,7 +437,7 @@ _MISFIT = object()
 
 
 def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and not isinstance(value, sdjson.Number)
+    return isinstance(value, str) and not isinstance(value, circe.Number)
 
 
 def _to_integer(bits: int) -> Any:
@@ -466,16 +466,16 @@ def _to_timestamp(value: Any) -> Any:
 
 
 _PRIMITIVES: dict[str, Any] = {
-    "Json": sdjson.dumps,
+    "Json": circe.dumps,
     "String": lambda value: value if _is_text(value) else _MISFIT,
     "Boolean": lambda value: value if isinstance(value, bool) else _MISFIT,
     "Integer": _to_integer(31),
     "Long": _to_integer(63),
-    "Double": lambda value: float(value) if isinstance(value, sdjson.Number) else _MISFIT,
+    "Double": lambda value: float(value) if isinstance(value, circe.Number) else _MISFIT,
     "Timestamp": _to_timestamp,
     "Date": _to_date,
 }
-"""Each primitive type's cast of a JSON value (`sdjson`): the value Arrow takes, or `_MISFIT`."""
+"""Each primitive type's cast of a JSON value (`circe`): the value Arrow takes, or `_MISFIT`."""
 
 
 DUPLICATE = "iglu:com.snowplowanalytics.snowplow/duplicate/jsonschema/1-0-0"

@@ -11,7 +11,7 @@ from typing import Any
 
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
-from events_manifest._transformer import sdjson
+from events_manifest._transformer import circe
 from events_manifest._transformer.event import Entity, Event
 from events_manifest._transformer.jvm import double_to_string, hash_map_order, instant_to_string, java_double, trie_path
 
@@ -36,7 +36,7 @@ def atomic_value(kind: str, value: Any) -> str:
     if value is None:
         return "null"
     if kind in "sSU":
-        return sdjson.string(value)
+        return circe.string(value)
     if kind in "tT":
         return '"' + instant_to_string(value) + '"'
     if kind == "d":
@@ -55,7 +55,7 @@ Texts = list[tuple[SchemaKey, str]]
 
 
 def texts(entities: list[Entity]) -> Texts:
-    return [(key, sdjson.dumps(data)) for key, data in entities]
+    return [(key, circe.dumps(data)) for key, data in entities]
 
 
 def context_columns(entities: Texts) -> dict[str, str]:
@@ -109,11 +109,11 @@ def unstruct_column(unstruct: tuple[SchemaKey, str] | None) -> dict[str, str]:
 def line(event: Event) -> str:
     """The event's wide-row JSON line."""
     values = {name: atomic_value(kind, event.get(name)) for name, kind in zip(ATOMIC_NAMES, _KINDS, strict=True)}
-    unstruct = None if event.unstruct is None else (event.unstruct.key, sdjson.dumps(event.unstruct.data))
+    unstruct = None if event.unstruct is None else (event.unstruct.key, circe.dumps(event.unstruct.data))
     extra = entity_columns(texts(event.contexts), texts(event.derived), unstruct)
     latitude, longitude = event.get("geo_latitude"), event.get("geo_longitude")
     if latitude is not None and longitude is not None:
-        extra[GEO_LOCATION] = sdjson.string(f"{java_double(latitude)},{java_double(longitude)}")
+        extra[GEO_LOCATION] = circe.string(f"{java_double(latitude)},{java_double(longitude)}")
     values.update(extra)
     return "{" + ",".join(f'"{key}":{values[key]}' for key in key_order(tuple(sorted(extra)))) + "}"
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from events_manifest._collector import paused
-from events_manifest._transformer import batch, columnar
+from events_manifest._transformer import columnar, parse_decide
 from tests.transformer_helpers import event
 
 
@@ -53,8 +53,8 @@ def test_the_transformer_s_batches_are_parsed_and_decided_with_the_collector_pau
         return run
 
     monkeypatch.setattr(columnar, "fields", recorded("parse", columnar.fields))
-    monkeypatch.setattr(batch, "_groups", recorded("decide", batch._groups))
+    monkeypatch.setattr(parse_decide, "_groups", recorded("decide", parse_decide._groups))
     lines = pa.array([event("c6ef3124-b53a-4b13-a233-0088f79dcbcb").encode()], pa.binary())
-    decided = batch.Decide().rows(*batch.Parse().parsed(lines))
+    decided = parse_decide.Decide().rows(*parse_decide.Parse().parsed(lines))
     assert states == {"parse": False, "decide": False} and gc.isenabled()
     assert decided.column("output").to_pylist() == ["good", "meta"]

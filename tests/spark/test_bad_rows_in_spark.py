@@ -7,7 +7,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from events_manifest._snowplow import bad_rows
+from events_manifest._snowplow import legacy_bad_rows
 
 
 def _hostile(rng: random.Random) -> bytes:
@@ -36,5 +36,5 @@ def test_bad_rows_are_the_json_spark_writes(spark: Any) -> None:
         F.lit("2026-11-23T08:00:00.000Z").alias("failure_tstamp"),
     )
     by_spark = [row[0] for row in frame.select(F.to_json(document)).collect()]
-    by_python = [bad_rows.bad_row(line, messages, "2026-11-23T08:00:00.000Z") for line, messages in samples]
+    by_python = [legacy_bad_rows.bad_row(line, messages, "2026-11-23T08:00:00.000Z") for line, messages in samples]
     assert by_python == by_spark

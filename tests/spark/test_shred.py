@@ -13,7 +13,7 @@ import pytest
 from events_manifest import RunConflictError, SqliteManifest
 from events_manifest._opening.handle import ManifestHandle
 from events_manifest._snowplow import dedup, shred_output
-from events_manifest._snowplow.bad_rows import INVALID_UTF8
+from events_manifest._snowplow.legacy_bad_rows import INVALID_UTF8
 from events_manifest._snowplow.summary import ShredSummary
 from events_manifest.snowplow import sample_batches
 from spark_integration import shred

@@ -322,7 +322,7 @@ def test_a_killed_run_is_finished_by_the_next_run(tmp_path: Path) -> None:
     assert len(renamed) == 2 and {str(r["contexts_com_snowplowanalytics_snowplow_duplicate_1"]) for r in renamed} == {
         str([{"originalEventId": B}])
     }
-    from events_manifest._transformer.batch import new_event_id
+    from events_manifest._transformer.parse_decide import new_event_id
 
     expected = {new_event_id(B, None, event(B), rank, random_id=False) for rank in (0, 1)}
     assert {r["event_id"] for r in renamed} == expected, "an unbroken run's ids: two identical lines, two ids"

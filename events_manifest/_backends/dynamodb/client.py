@@ -8,7 +8,7 @@ import attrs
 from botocore.config import Config
 
 from events_manifest._aws import boto3_session, default_region, no_region
-from events_manifest._backends.dynamodb.config import Credentials
+from events_manifest._backends.dynamodb.config_document import Credentials
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

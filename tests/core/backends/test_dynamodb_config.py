@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from events_manifest import DynamoDbConfig, ManifestConfigError, parse_config
-from events_manifest._backends.dynamodb.config import SUPPORTED_SCHEMAS
+from events_manifest._backends.dynamodb.config_document import SUPPORTED_SCHEMAS
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
 V2, V1 = SUPPORTED_SCHEMAS

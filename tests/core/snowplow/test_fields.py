@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events_manifest._snowplow import fields, parsing, truncation
-from events_manifest._snowplow.bad_rows import INVALID_UTF8
 from events_manifest._snowplow.fields import FIELDS, MIN_FIELDS
+from events_manifest._snowplow.legacy_bad_rows import INVALID_UTF8
 from events_manifest._snowplow.parsing import split_and_check
 from tests.shred_helpers import line
 

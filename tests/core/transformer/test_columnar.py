@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from events_manifest._snowplow.fields import FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer import columnar
-from events_manifest._transformer.batch import Parse
 from events_manifest._transformer.event import Event, decode
 from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.parquet import EntityColumn, ParquetColumns, build_columns
 from events_manifest._transformer.parquet_types import BOOLEAN, INTEGER, JSON, STRING, Array, Decimal, Field, Struct
-from events_manifest._transformer.shredded import atomic_line
+from events_manifest._transformer.parse_decide import Parse
+from events_manifest._transformer.shred_mode import atomic_line
 from events_manifest.iglu import ResolverConfig
 from tests.transformer_helpers import RESOLVER
 

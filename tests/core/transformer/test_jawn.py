@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from events_manifest._transformer import jawn, sdjson
+from events_manifest._transformer import circe, jawn
 
 
 @pytest.mark.parametrize(
@@ -42,8 +42,8 @@ def test_json_syntax_errors_in_the_reference_parser_s_words(text: str, message: 
     """jawn's words, line and column (UTF-16 units: an emoji counts two), where Python's parser
     has its own."""
     assert jawn.error(text) == message
-    with pytest.raises(sdjson.JsonSyntaxError) as raised:
-        sdjson.loads(text)
+    with pytest.raises(circe.JsonSyntaxError) as raised:
+        circe.loads(text)
     assert str(raised.value) == message
 
 

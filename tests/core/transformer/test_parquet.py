@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from events_manifest._transformer import sdjson
+from events_manifest._transformer import circe
 from events_manifest._transformer.parquet import cast
 from events_manifest._transformer.parquet_types import (
     BOOLEAN,
@@ -37,7 +37,7 @@ from tests.transformer_helpers import IGLU_CENTRAL
 
 
 def j(text: str) -> Any:
-    return sdjson.loads(text)
+    return circe.loads(text)
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_a_struct_reads_its_accessors_drops_unknown_keys_and_lists_every_misfit(
         [],
     )
     _, errors = cast(j('{"a_b": "three", "x": 1}'), kind, nullable=True)
-    assert sdjson.dumps(errors) == (
+    assert circe.dumps(errors) == (
         '[{"value":"three","expected":"Long"},{"value":null,"expected":"String"},{"value":1,"expected":"Boolean"}]'
     )
     assert cast(None, JSON, nullable=False) == ("null", [])
@@ -127,7 +127,7 @@ def test_every_value_a_schema_accepts_fits_its_column(path: str, data: st.DataOb
     value = data.draw(from_schema(schema))
     text = json.dumps(value)
     assume(not re.search(r"(?<![\d.eE])-?\d{19,}(?![\d.eE])", text))  # an integer past 64 bits: no column holds it
-    assert cast(sdjson.loads(text), column.type, nullable=True)[1] == []
+    assert cast(circe.loads(text), column.type, nullable=True)[1] == []
 
 
 def test_a_runs_columns_from_its_entity_types() -> None:

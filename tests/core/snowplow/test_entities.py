@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from events_manifest._snowplow.sdj import Entity, compact, compact_entities, entities_of, read_rows
+from events_manifest._snowplow.entities import Entity, compact, compact_entities, entities_of, read_rows
 from tests.shred_helpers import CONTEXTS_URI, contexts, sdj, unstruct
 
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
@@ -115,7 +115,7 @@ def test_compact_reader_takes_what_enrichment_writes() -> None:
     ],
 )
 def test_entities_are_written_compact_as_the_reference_reserialises_them(data: str, written: str) -> None:
-    """Both readers give the compact form (`sdj.compact`): the walker for any spacing, and the
+    """Both readers give the compact form (`entities.compact`): the walker for any spacing, and the
     batch reader (the fast one where it takes the row) for enrichment's envelopes around data of
     any form."""
     assert compact(data) == written

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from events_manifest._iglu.keys import SchemaKey
-from events_manifest._transformer import bad_rows, sdjson
+from events_manifest._transformer import bad_rows, circe
 from events_manifest._transformer.event import Event, decode
 from events_manifest._transformer.formats import Criterion, Routing, Shred
 from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.message import shredding_complete
-from events_manifest._transformer.shredded import (
+from events_manifest._transformer.shred_mode import (
     ATOMIC_PARTITION,
     IgluFailure,
     Shredder,
@@ -115,7 +115,7 @@ def test_iglu_central_schemas() -> None:
         (None, "\\N"),
         (True, "1"),
         (False, "0"),
-        (sdjson.Number("1.50"), "1.50"),
+        (circe.Number("1.50"), "1.50"),
         ("a\tb\nc\rd", "a b c\rd"),
         ("\\N", "\\\\N"),
         ([1, {"a": "x\ty"}], '[1,{"a":"x\\ty"}]'),  # compact JSON holds no raw TAB

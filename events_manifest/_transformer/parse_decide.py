@@ -35,7 +35,7 @@ from events_manifest._transformer.event import Entity, Event, decode
 from events_manifest._transformer.formats import JSON, Criterion
 from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.parquet import ParquetColumns, atomic_values, entities_of, string_array
-from events_manifest._transformer.shredded import PARTITIONS, IgluFailure, Shredder, partition
+from events_manifest._transformer.shred_mode import PARTITIONS, IgluFailure, Shredder, partition
 from events_manifest.errors import ManifestThrottledError
 from events_manifest.model import from_epoch_seconds
 
@@ -79,7 +79,7 @@ DECIDED = pa.schema(
     ]
 )
 """What `Decide` returns: lines for `output=good/` and `output=bad/` (in shred mode with their
-partition: `shredded.PARTITIONS`), dropped rows (value null), and per batch a `META` row: the
+partition: `shred_mode.PARTITIONS`), dropped rows (value null), and per batch a `META` row: the
 entity types (`ENTITY URI`, and ` FORMAT` in shred mode), the natural duplicates it dropped and
 the lines it decided (so the run's lines are counted by the code that decides each). A
 good event's first line has `event` 1 and the event's collector_tstamp."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from events_manifest._transformer import sdjson
+from events_manifest._transformer import circe
 
 
 def test_circe_escapes_every_iso_control_character() -> None:
     assert (
-        sdjson.string("a/\u00e9\b\f\n\r\t\u0001\u007f\u009f\u00a0")
+        circe.string("a/\u00e9\b\f\n\r\t\u0001\u007f\u009f\u00a0")
         == '"a/\u00e9\\b\\f\\n\\r\\t\\u0001\\u007f\\u009f\u00a0"'
     )
-    assert sdjson.dumps(sdjson.loads('{"a" : [1.0, {"b":null}], "a": 2}')) == '{"a":2}'
+    assert circe.dumps(circe.loads('{"a" : [1.0, {"b":null}], "a": 2}')) == '{"a":2}'

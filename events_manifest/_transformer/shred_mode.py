@@ -20,7 +20,7 @@ import attrs
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._iglu.resolver import resolver_for
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
-from events_manifest._transformer import sdjson
+from events_manifest._transformer import circe
 from events_manifest._transformer.event import Entity, Event
 from events_manifest._transformer.formats import JSON, TSV, Routing
 from events_manifest._transformer.jvm import date_time_millis, double_to_string, instant_to_string
@@ -140,11 +140,11 @@ def cell(data: Any, path: Sequence[str]) -> str:
             return NULL
     if value is True or value is False:
         return "1" if value else "0"
-    if isinstance(value, sdjson.Number):
+    if isinstance(value, circe.Number):
         return str(value)
     if isinstance(value, str):
         return "\\\\N" if value == NULL else value.translate(_CELL_SPACES)
-    return sdjson.dumps(value).translate(_CELL_SPACES)
+    return circe.dumps(value).translate(_CELL_SPACES)
 
 
 class IgluFailure(NamedTuple):
@@ -253,11 +253,11 @@ def entity_json(entity: Entity, root_id: str, root_tstamp: str) -> str:
     """An entity's JSON line: its schema's parts, its data as parsed, its place in the event."""
     schema, tree = _json_parts(entity.key)
     hierarchy = f'{{"rootId":"{root_id}","rootTstamp":"{root_tstamp}",{tree}}}'
-    return f'{{"schema":{schema},"data":{sdjson.dumps(entity.data)},"hierarchy":{hierarchy}}}'
+    return f'{{"schema":{schema},"data":{circe.dumps(entity.data)},"hierarchy":{hierarchy}}}'
 
 
 @functools.lru_cache(maxsize=1024)
 def _json_parts(key: SchemaKey) -> tuple[str, str]:
     """A JSON line's schema object and its tree's fields, the same for every entity of one key."""
     schema = {"vendor": key.vendor, "name": key.name, "format": key.format, "version": key.version}
-    return sdjson.dumps(schema), f'"refRoot":"events","refTree":["events","{key.name}"],"refParent":"events"'
+    return circe.dumps(schema), f'"refRoot":"events","refTree":["events","{key.name}"],"refParent":"events"'

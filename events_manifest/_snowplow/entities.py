@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from events_manifest._iglu.keys import parse_parts
-from events_manifest._snowplow import bad_rows
+from events_manifest._snowplow import legacy_bad_rows
 
 CONTEXTS_SCHEMA = re.compile(r"iglu:com\.snowplowanalytics\.snowplow/contexts/jsonschema/1-0-(?:0|[1-9][0-9]*)")
 UNSTRUCT_SCHEMA = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
@@ -272,11 +272,13 @@ def entities_of(contexts: str | None, unstruct: str | None, derived: str | None)
             _DECODER.decode(text)  # strict JSON first: a shape message only for what is JSON
             entities += parse(text)
         except InvalidJson as e:
-            errors.append((bad_rows.invalid_json if e.syntax else bad_rows.not_self_describing)(field, text, str(e)))
+            errors.append(
+                (legacy_bad_rows.invalid_json if e.syntax else legacy_bad_rows.not_self_describing)(field, text, str(e))
+            )
         except json.JSONDecodeError as e:
-            errors.append(bad_rows.invalid_json(field, text, f"{e.msg} at character {e.pos}"))
+            errors.append(legacy_bad_rows.invalid_json(field, text, f"{e.msg} at character {e.pos}"))
         except RecursionError:
-            errors.append(bad_rows.invalid_json(field, text, "nested too deeply"))
+            errors.append(legacy_bad_rows.invalid_json(field, text, "nested too deeply"))
     return entities, errors
 
 

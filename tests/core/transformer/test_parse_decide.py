@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from events_manifest._transformer import bad_rows
-from events_manifest._transformer.batch import DUPLICATE_KEY, PARSED, Decide, Parse, with_new_id
+from events_manifest._transformer.parse_decide import DUPLICATE_KEY, PARSED, Decide, Parse, with_new_id
 from tests.shred_helpers import contexts, sdj
 from tests.transformer_helpers import CLICK, event, fields_of
 
