@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import attrs
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError, __version__
 from events_manifest._jobs.folders import InputMissingError
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.run import JobRun
-from events_manifest._jobs.storage import join
+from events_manifest._jobs.storage import Listing, join
 from events_manifest._opening.handle import ManifestHandle
 from events_manifest._opening.urls import manifest_files
 from events_manifest._snowplow import legacy_bad_rows, shred_output
@@ -31,8 +31,8 @@ from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_
 from spark_integration import _enriched as enriched
 from spark_integration import _output as output
 from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags, run_job
-from spark_integration._plan import line_plan, write_lines
-from spark_integration._scan import scan_batch
+from spark_integration._plan import LinePlan, line_plan, write_lines
+from spark_integration._scan import BatchScan, scan_batch
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session
 
@@ -76,7 +76,73 @@ def shred(
     Every check (paths, folders, manifest) comes before the first put or deletion; nothing is
     written unless every line is accounted for and the manifest answered.
     """
-    # check
+    checked = _check(
+        spark, input_path, output_path, bad_path, manifest, iglu_config, cross_batch_synthetic, overwrite, report
+    )
+    started = time.monotonic()
+    with JobRun.begin(
+        checked.opened,
+        item_id or ",".join(checked.storage.qualify(source) for source in checked.inputs),
+        APPLICATION,
+        source=checked.listing.identity(),
+        output=checked.storage.qualify(output_path),
+        rerun=rerun,
+        processing_table=processing_table,
+        storage=checked.storage,
+        layout=shred_output.LAYOUT,
+        folders=[(output_path, "output"), (bad_path, "bad")],
+        overwrite=overwrite,
+    ) as run:
+        scan = scan_batch(checked.lines, iglu_config)
+        try:
+            etl = run.start(etl_time or scan.etl_time or datetime(1970, 1, 1), explicit=etl_time is not None)
+            plan = line_plan(
+                checked.lines,
+                etl,
+                checked.handle,
+                legacy_bad_rows.failure_tstamp(datetime.now(UTC)),
+                synthetic=synthetic_dedup,
+                random_ids=random_synthetic_ids,
+                cross_batch_synthetic=cross_batch_synthetic,
+                iglu=iglu_config,
+            )
+            staging = output.Staging(checked.storage, output_path)
+            written, summary = _stage(spark, checked, staging, plan, scan, etl, output_path, bad_path)
+            run.commit(_text(etl), lambda: staging.commit(output.places(written, output_path, bad_path)))
+        finally:
+            scan.release()
+        summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3))
+        checked.storage.write_text(join(checked.storage.qualify(output_path), shred_output.SUMMARY), summary.to_json())
+        if report:
+            checked.storage.write_text(report, render_report(summary))
+    return summary
+
+
+@attrs.frozen
+class _Checked:
+    """What every check before the first put or deletion found: the inputs and the files they
+    list, the manifest opened."""
+
+    storage: HadoopStorage
+    inputs: list[str]
+    lines: DataFrame
+    listing: Listing
+    handle: ManifestHandle | None
+    opened: DuplicateStorage | None
+
+
+def _check(
+    spark: SparkSession,
+    input_path: str | list[str],
+    output_path: str,
+    bad_path: str,
+    manifest: str | DuplicateStorage | None,
+    iglu_config: ResolverConfig | None,
+    cross_batch_synthetic: bool,
+    overwrite: bool,
+    report: str | None,
+) -> _Checked:
+    """Every check, in order: options, inputs, output places, Iglu, the manifest."""
     inputs = [input_path] if isinstance(input_path, str) else list(input_path)
     check_options(manifest, cross_batch_synthetic)
     storage = HadoopStorage(spark)
@@ -96,72 +162,45 @@ def shred(
     opened = handle.open() if handle is not None else None  # a missing table or unusable file fails here
     if opened is not None and cross_batch_synthetic:
         opened.entries_of([])  # and a backend that cannot list an id's fingerprints
-    item = item_id or ",".join(storage.qualify(source) for source in inputs)
-    started = time.monotonic()
-    # claim
-    with JobRun.begin(
-        opened,
-        item,
-        APPLICATION,
-        source=listing.identity(),
-        output=storage.qualify(output_path),
-        rerun=rerun,
-        processing_table=processing_table,
-        storage=storage,
-        layout=shred_output.LAYOUT,
-        folders=[(output_path, "output"), (bad_path, "bad")],
-        overwrite=overwrite,
-    ) as run:
-        # read
-        scan = scan_batch(lines, iglu_config)
-        try:
-            etl = run.start(etl_time or scan.etl_time or datetime(1970, 1, 1), explicit=etl_time is not None)
-            # decide, put, write: the core's engine on every batch, in two concurrent Spark jobs
-            plan = line_plan(
-                lines,
-                etl,
-                handle,
-                legacy_bad_rows.failure_tstamp(datetime.now(UTC)),
-                synthetic=synthetic_dedup,
-                random_ids=random_synthetic_ids,
-                cross_batch_synthetic=cross_batch_synthetic,
-                iglu=iglu_config,
-            )
-            staging = output.Staging(storage, output_path)
-            try:
-                written, tally = write_lines(
-                    spark,
-                    staging,
-                    {
-                        "unshared": lambda: plan.unshared(scan.shared_keys),
-                        "shuffled": lambda: plan.shuffled(scan.shared_keys),
-                    },
-                )
-                summary = ShredSummary.of(
-                    scan.lines,
-                    tally.counts,
-                    tally.entities,
-                    etl_time=_text(etl),
-                    manifest=handle.describe() if handle else None,
-                    input_path=",".join(inputs),
-                    output_path=output_path,
-                    bad_path=bad_path,
-                    seconds=0.0,
-                )
-                if not summary.balanced:
-                    raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
-            except BaseException:
-                staging.abort()
-                raise
-            # commit
-            run.commit(_text(etl), lambda: staging.commit(output.places(written, output_path, bad_path)))
-        finally:
-            scan.release()
-        summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3))
-        storage.write_text(join(storage.qualify(output_path), shred_output.SUMMARY), summary.to_json())
-        if report:
-            storage.write_text(report, render_report(summary))
-    return summary
+    return _Checked(storage, inputs, lines, listing, handle, opened)
+
+
+def _stage(
+    spark: SparkSession,
+    checked: _Checked,
+    staging: output.Staging,
+    plan: LinePlan,
+    scan: BatchScan,
+    etl: datetime,
+    output_path: str,
+    bad_path: str,
+) -> tuple[list[str], ShredSummary]:
+    """Decide, put and write every line under `staging` (the core's engine on every batch, in two
+    concurrent Spark jobs); what was written and the summary, every line accounted for. Nothing
+    staged stays when anything fails."""
+    try:
+        written, tally = write_lines(
+            spark,
+            staging,
+            {"unshared": lambda: plan.unshared(scan.shared_keys), "shuffled": lambda: plan.shuffled(scan.shared_keys)},
+        )
+        summary = ShredSummary.of(
+            scan.lines,
+            tally.counts,
+            tally.entities,
+            etl_time=_text(etl),
+            manifest=checked.handle.describe() if checked.handle else None,
+            input_path=",".join(checked.inputs),
+            output_path=output_path,
+            bad_path=bad_path,
+            seconds=0.0,
+        )
+        if not summary.balanced:
+            raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
+    except BaseException:
+        staging.abort()
+        raise
+    return written, summary
 
 
 def _manifest_file(path: str) -> Place:

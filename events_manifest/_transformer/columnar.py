@@ -189,36 +189,12 @@ def atomic_columns(
         kind, column = FIELD_KINDS[name], columns[index]
         if kind in "CE":
             continue
-        if kind in "sS":
-            if kind == "S":
-                ok &= _mask(pc.not_equal(column, ""))
-            if render:
-                texts[name] = _or_null(column, _quoted(column))
-        elif kind == "U":
-            ok &= _mask(pc.match_substring_regex(column, _UUID))
-            if render:
-                texts[name] = _quoted(column)
-        elif kind == "i":
-            ok &= _mask(pc.or_(pc.equal(column, ""), pc.match_substring_regex(column, _INT)))
-            if render:
-                texts[name] = _or_null(column, column)
-        elif kind == "b":
-            ok &= _mask(pc.is_in(column, pa.array(list(_BOOLEANS))))
-            if render:
-                texts[name] = pc.if_else(
-                    pc.equal(column, "1"), pa.scalar("true"), pc.if_else(pc.equal(column, "0"), "false", "null")
-                )
-        elif kind == "d":
-            valid, text = _doubles(column, render)
-            ok &= valid
-            if text is not None:
-                texts[name] = text
-        else:
-            stamp = _timestamps(column, kind == "T", render)
-            ok &= stamp.ok
+        valid, text, stamp = _atomic_column(kind, column, render)
+        ok &= valid
+        if text is not None:
+            texts[name] = text
+        if stamp is not None:
             stamps[name] = stamp
-            if stamp.text is not None:
-                texts[name] = stamp.text
     if minimum is not None:
         seconds, nanos = divmod(minimum, NANOS)
         for name in MINIMUM_TIMESTAMP_FIELDS:
@@ -226,6 +202,29 @@ def atomic_columns(
             early = stamp.present & ((stamp.seconds < seconds) | ((stamp.seconds == seconds) & (stamp.nanos < nanos)))
             ok &= ~early
     return ok, texts, stamps
+
+
+def _atomic_column(
+    kind: str, column: pa.Array, render: bool
+) -> tuple[np.ndarray | bool, pa.Array | None, _Timestamps | None]:
+    """One atomic column of `kind` (`FIELD_KINDS`): which of its values are in the shapes this path
+    takes, with `render` their JSON text, and for a timestamp its parse."""
+    if kind in "sS":
+        valid = _mask(pc.not_equal(column, "")) if kind == "S" else True
+        return valid, _or_null(column, _quoted(column)) if render else None, None
+    if kind == "U":
+        return _mask(pc.match_substring_regex(column, _UUID)), _quoted(column) if render else None, None
+    if kind == "i":
+        valid = _mask(pc.or_(pc.equal(column, ""), pc.match_substring_regex(column, _INT)))
+        return valid, _or_null(column, column) if render else None, None
+    if kind == "b":
+        text = pc.if_else(pc.equal(column, "1"), pa.scalar("true"), pc.if_else(pc.equal(column, "0"), "false", "null"))
+        return _mask(pc.is_in(column, pa.array(list(_BOOLEANS)))), text if render else None, None
+    if kind == "d":
+        valid, text = _doubles(column, render)
+        return valid, text, None
+    stamp = _timestamps(column, kind == "T", render)
+    return stamp.ok, stamp.text, stamp
 
 
 class _Entity(msgspec.Struct):

@@ -175,6 +175,22 @@ class _Parser:
             c = self.at(j)
         return j + 1
 
+    def value(self, c: str, i: int, stack: list[str]) -> tuple[int, int]:
+        """A value inside an array or object, at `c`: the state after it and where it ends (an
+        array or object opened: its first state, just inside it)."""
+        if c in "[{":
+            stack.append(c)
+            return (_ARRBEG if c == "[" else _OBJBEG), i + 1
+        if c == "-" or c in _DIGITS:
+            i = self.number(i)
+        elif c == '"':
+            i = self.string(i)
+        elif c in "tfn":
+            i = self.constant(i)
+        else:
+            raise self.die(i, "expected json value")
+        return (_OBJEND if stack[-1] == "{" else _ARREND), i
+
     def nested(self, state: int, i: int, stack: list[str]) -> int:
         while True:
             c = self.at(i)
@@ -184,19 +200,7 @@ class _Parser:
             elif c in _WHITESPACE:
                 i += 1
             elif state == _DATA:
-                if c in "[{":
-                    stack.append(c)
-                    state, i = (_ARRBEG if c == "[" else _OBJBEG), i + 1
-                    continue
-                if c == "-" or c in _DIGITS:
-                    i = self.number(i)
-                elif c == '"':
-                    i = self.string(i)
-                elif c in "tfn":
-                    i = self.constant(i)
-                else:
-                    raise self.die(i, "expected json value")
-                state = _OBJEND if stack[-1] == "{" else _ARREND
+                state, i = self.value(c, i, stack)
             elif (c == "]" and state in (_ARREND, _ARRBEG)) or (c == "}" and state in (_OBJEND, _OBJBEG)):
                 stack.pop()
                 if not stack:

@@ -377,40 +377,50 @@ def caster(kind: Type, nullable: bool) -> Caster:
     return cast_value
 
 
+def _struct(kind: Struct) -> Caster:
+    """The cast of an object into a struct: each field from the first of its keys present."""
+    fields = [(f.name, _in_order(f.accessors), caster(f.type, f.nullable)) for f in kind.fields]
+
+    def struct(value: Any) -> tuple[Any, list[dict[str, Any]]]:
+        if not isinstance(value, dict):
+            return None, _wrong(value, kind)
+        row, errors = {}, []
+        for name, accessors, cast_field in fields:
+            found = None
+            for key in accessors:
+                found = value.get(key)
+                if found is not None:
+                    break
+            row[name], misfits = cast_field(found)
+            errors += misfits
+        return row, errors
+
+    return struct
+
+
+def _array(kind: Array) -> Caster:
+    """The cast of a list into an array, item by item."""
+    cast_item = caster(kind.element, kind.element_nullable)
+
+    def array(value: Any) -> tuple[Any, list[dict[str, Any]]]:
+        if not isinstance(value, list):
+            return None, _wrong(value, kind)
+        items, errors = [], []
+        for item in value:
+            cast_value, misfits = cast_item(item)
+            items.append(cast_value)
+            errors += misfits
+        return items, errors
+
+    return array
+
+
 def _body(kind: Type) -> Caster:
     """The cast of a value (not null) into `kind`."""
     if isinstance(kind, Struct):
-        fields = [(f.name, _in_order(f.accessors), caster(f.type, f.nullable)) for f in kind.fields]
-
-        def struct(value: Any) -> tuple[Any, list[dict[str, Any]]]:
-            if not isinstance(value, dict):
-                return None, _wrong(value, kind)
-            row, errors = {}, []
-            for name, accessors, cast_field in fields:
-                found = None
-                for key in accessors:
-                    found = value.get(key)
-                    if found is not None:
-                        break
-                row[name], misfits = cast_field(found)
-                errors += misfits
-            return row, errors
-
-        return struct
+        return _struct(kind)
     if isinstance(kind, Array):
-        cast_item = caster(kind.element, kind.element_nullable)
-
-        def array(value: Any) -> tuple[Any, list[dict[str, Any]]]:
-            if not isinstance(value, list):
-                return None, _wrong(value, kind)
-            items, errors = [], []
-            for item in value:
-                cast_value, misfits = cast_item(item)
-                items.append(cast_value)
-                errors += misfits
-            return items, errors
-
-        return array
+        return _array(kind)
     if isinstance(kind, Decimal):
         unit = Number(1).scaleb(-kind.scale)
 
