@@ -5,8 +5,6 @@ an event seen for the first time (or rerun with the same etl time) and False for
 duplicate of an earlier batch.
 """
 
-from importlib import metadata
-
 from events_manifest._backends.dynamodb import (
     Billing,
     ClientOptions,
@@ -25,6 +23,7 @@ from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._manifest.ledger import Run
 from events_manifest._manifest.processing import ItemRecord, ProcessingManifest
 from events_manifest._opening.urls import init_storage, manifest_from_url, parse_duration
+from events_manifest._version import __version__ as __version__
 from events_manifest.errors import (
     ItemClaimedError,
     ManifestConfigError,
@@ -35,11 +34,6 @@ from events_manifest.errors import (
     RunConflictError,
 )
 from events_manifest.model import DEFAULT_TTL, ManifestEntry
-
-try:
-    __version__ = metadata.version("events-manifest")
-except metadata.PackageNotFoundError:  # a source tree run without being installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "DEFAULT_TTL",

@@ -10,12 +10,12 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime
 from types import TracebackType
-from typing import Protocol, Self, TypeVar, runtime_checkable
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
-from events_manifest._manifest import ledger
+from events_manifest._manifest import ledger, ledger_flow
 from events_manifest._manifest.contract import DuplicateStorage, not_listable, raise_first
 from events_manifest._manifest.ledger import COMMAND_LINE, Advice, Heartbeat, Run
-from events_manifest.errors import ManifestError, ManifestRequestError, ManifestUnavailableError
+from events_manifest.errors import ManifestRequestError
 from events_manifest.model import (
     EventId,
     ManifestEntry,
@@ -109,33 +109,33 @@ class AsyncManifestBase(abc.ABC):
         advice: Advice = COMMAND_LINE,
     ) -> Run:
         """`DuplicateStorage.start_run`: the same decision (`ledger.plan`) and heartbeat, awaited."""
-        start = ledger.Start.of(
+        begun = ledger.Start.of(
             item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun, advice=advice
         )
-        for _ in range(ledger.MAX_ATTEMPTS):
-            decided = start.plan(await self.runs(), ledger.now_seconds())
-            self._heartbeat().announce(decided.record)
-            if await self._swap_run(decided.expected, decided.record):
-                await asyncio.to_thread(self._heartbeat().add, decided.record)
-                return decided.record
-            await asyncio.to_thread(self._heartbeat().stop, decided.record)
-        raise start.lost_race()
+        return await ledger_flow.drive_async(ledger_flow.start(begun), self._ledger_step)
 
     async def finish_run(self, run: Run) -> Run:
         """`DuplicateStorage.finish_run`."""
-        current = await asyncio.to_thread(self._heartbeat().stop, run)  # off the loop: a renewal may be on it
-        done = ledger.finished(current, ledger.now_seconds())
-        if not await self._swap_run(current, done):
-            raise ManifestUnavailableError(ledger.taken_over(current))
-        return done
+        return await ledger_flow.drive_async(ledger_flow.finish(run), self._ledger_step)
 
     async def abandon_run(self, run: Run) -> None:
         """`DuplicateStorage.abandon_run`."""
-        current = await asyncio.to_thread(self._heartbeat().stop, run)
-        try:
-            await self._swap_run(current, ledger.failed(current, ledger.now_seconds()))
-        except ManifestError as e:
-            ledger.log.warning("could not record the %s as failed: %s", current.describe(), e)
+        await ledger_flow.drive_async(ledger_flow.abandon(run), self._ledger_step)
+
+    async def _ledger_step(self, step: ledger_flow.Step) -> Any:
+        """One step of a ledger flow, awaited; the heartbeat's `add` and `stop` off the loop (they
+        wait for its thread, which may be renewing a record on this loop)."""
+        match step:
+            case ledger_flow.Runs():
+                return await self.runs()
+            case ledger_flow.Swap(expected, new):
+                return await self._swap_run(expected, new)
+            case ledger_flow.Delete(etl_seconds):
+                return await self._delete_entries(etl_seconds)
+            case ledger_flow.Beat("announce", run):
+                return self._heartbeat().announce(run)
+            case ledger_flow.Beat(move, run):
+                return await asyncio.to_thread(getattr(self._heartbeat(), move), run)
 
     def _heartbeat(self) -> Heartbeat:
         """The runs' heartbeat: its thread renews each record with `_swap_run`, run on this loop."""
@@ -151,13 +151,8 @@ class AsyncManifestBase(abc.ABC):
 
     async def clean(self, etl_time: datetime, *, force: bool = False) -> int:
         """`DuplicateStorage.clean`."""
-        etl = to_epoch_seconds(etl_time)
-        ledger.check_clean(await self.runs(), etl, ledger.now_seconds(), force=force)
-        removed = await self._delete_entries(etl)
-        for run in await self.runs():
-            if run.etl_seconds == etl:
-                await self._swap_run(run, None)
-        return removed
+        flow = ledger_flow.clean(to_epoch_seconds(etl_time), force=force)
+        return await ledger_flow.drive_async(flow, self._ledger_step)
 
     async def _runs(self) -> list[Run]:
         raise ledger.no_ledger(self)

@@ -6,11 +6,12 @@ import abc
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
+from typing import Any
 
-from events_manifest._manifest import ledger, processing
+from events_manifest._manifest import ledger, ledger_flow, processing
 from events_manifest._manifest.ledger import COMMAND_LINE, Advice, Heartbeat, Run
 from events_manifest._manifest.processing import ProcessingManifest
-from events_manifest.errors import ManifestConfigError, ManifestError, ManifestRequestError, ManifestUnavailableError
+from events_manifest.errors import ManifestConfigError, ManifestRequestError
 from events_manifest.model import (
     DEFAULT_TTL,
     EventId,
@@ -102,36 +103,33 @@ class DuplicateStorage(abc.ABC):
         `source` identifies the input the run reads, `output` where it writes; `rerun` runs a finished
         item again on purpose. Until `finish_run` or `abandon_run`, a thread renews the run's sign
         of life in the ledger. Refusals advise in the words of `advice`."""
-        start = ledger.Start.of(
+        begun = ledger.Start.of(
             item, etl_time, explicit=explicit, source=source, output=output, rerun=rerun, advice=advice
         )
-        for _ in range(ledger.MAX_ATTEMPTS):
-            decided = start.plan(self.runs(), ledger.now_seconds())
-            self._heartbeat.announce(decided.record)
-            if self._swap_run(decided.expected, decided.record):
-                self._heartbeat.add(decided.record)
-                return decided.record
-            self._heartbeat.stop(decided.record)
-        raise start.lost_race()
+        return ledger_flow.drive(ledger_flow.start(begun), self._ledger_step)
 
     def finish_run(self, run: Run) -> Run:
         """Record a started run as finished, once its output is delivered."""
-        current = self._heartbeat.stop(run)
-        done = ledger.finished(current, ledger.now_seconds())
-        if not self._swap_run(current, done):
-            raise ManifestUnavailableError(ledger.taken_over(current))
-        return done
+        return ledger_flow.drive(ledger_flow.finish(run), self._ledger_step)
 
     def abandon_run(self, run: Run) -> None:
         """A started run failed: stop renewing it and record it as failed. It stays unfinished in
         the ledger, so its rerun (or `clean`) deals with the events it stored, and later runs of
         other items wait for that. A store that cannot be reached now leaves it started: it is
         taken for dead once its sign of life is old (`ledger.Run.dead`)."""
-        current = self._heartbeat.stop(run)
-        try:
-            self._swap_run(current, ledger.failed(current, ledger.now_seconds()))
-        except ManifestError as e:
-            ledger.log.warning("could not record the %s as failed: %s", current.describe(), e)
+        ledger_flow.drive(ledger_flow.abandon(run), self._ledger_step)
+
+    def _ledger_step(self, step: ledger_flow.Step) -> Any:
+        """One step of a ledger flow, done here."""
+        match step:
+            case ledger_flow.Runs():
+                return self.runs()
+            case ledger_flow.Swap(expected, new):
+                return self._swap_run(expected, new)
+            case ledger_flow.Delete(etl_seconds):
+                return self._delete_entries(etl_seconds)
+            case ledger_flow.Beat(move, run):
+                return getattr(self._heartbeat, move)(run)
 
     @property
     def _heartbeat(self) -> Heartbeat:
@@ -144,13 +142,7 @@ class DuplicateStorage(abc.ABC):
         """Remove every entry stored with this etl time and its run's ledger record, for a run whose
         output was thrown away; returns how many entries went. Its events count as new again.
         Refused for an etl time of no run, or a run still running (`ledger.check_clean`)."""
-        etl = to_epoch_seconds(etl_time)
-        ledger.check_clean(self.runs(), etl, ledger.now_seconds(), force=force)
-        removed = self._delete_entries(etl)
-        for run in self.runs():
-            if run.etl_seconds == etl:
-                self._swap_run(run, None)
-        return removed
+        return ledger_flow.drive(ledger_flow.clean(to_epoch_seconds(etl_time), force=force), self._ledger_step)
 
     def processing_manifest(self, table: str, *, create: bool = True) -> ProcessingManifest:
         """The processing table `table` in this manifest's store (created if missing, unless not

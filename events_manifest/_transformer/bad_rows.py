@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from events_manifest import __version__
 from events_manifest._snowplow.fields import FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer import circe
 from events_manifest._transformer.event import Entity, Event
 from events_manifest._transformer.jvm import instant_to_string
 from events_manifest._transformer.widerow import atomic_value
+from events_manifest._version import __version__
 
 ARTIFACT = "events-manifest"
 PROCESSOR = f'{{"artifact":{circe.string(ARTIFACT)},"version":{circe.string(__version__)}}}'

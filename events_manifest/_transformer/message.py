@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from events_manifest import __version__
 from events_manifest._transformer import circe
 from events_manifest._transformer.bad_rows import ARTIFACT
 from events_manifest._transformer.formats import Formats, Shred, WideRowJson, WideRowParquet
 from events_manifest._transformer.jvm import instant_to_string
+from events_manifest._version import __version__
 
 SCHEMA = "iglu:com.snowplowanalytics.snowplow.storage.rdbloader/shredding_complete/jsonschema/2-0-1"
 
