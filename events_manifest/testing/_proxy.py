@@ -23,16 +23,17 @@ from types import TracebackType
 from urllib.parse import urlsplit
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
-_THROTTLED = json.dumps(
-    {
-        "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
-        "message": "The level of configured provisioned throughput for the table was exceeded (injected)",
-    }
-).encode()
+THROTTLED = "ProvisionedThroughputExceededException"
+EXPIRED_ITERATOR = "ExpiredIteratorException"
+_MESSAGES = {
+    THROTTLED: "The level of configured provisioned throughput for the table was exceeded (injected)",
+    EXPIRED_ITERATOR: "Iterator expired (injected)",
+}
 
 
 class FaultProxy:
-    """Forward to `upstream`, adding `delay` seconds and throttling `throttle_rate` of `operations`."""
+    """Forward to `upstream`, adding `delay` seconds and refusing `throttle_rate` of `operations`
+    with `fault` (by default the throttling error; `EXPIRED_ITERATOR` for Kinesis's reads)."""
 
     def __init__(
         self,
@@ -43,6 +44,7 @@ class FaultProxy:
         operations: frozenset[str] = frozenset({"PutItem"}),
         seed: int = 0,
         tls: ssl.SSLContext | None = None,
+        fault: str = THROTTLED,
     ) -> None:
         parts = urlsplit(upstream)
         self._upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
@@ -50,6 +52,7 @@ class FaultProxy:
         self.throttle_rate = throttle_rate
         self.operations = operations
         self._random = random.Random(seed)
+        self._fault = json.dumps({"__type": f"com.amazonaws.injected#{fault}", "message": _MESSAGES[fault]}).encode()
         self._lock = threading.Lock()
         self.requests = 0
         self.throttled = 0
@@ -98,7 +101,7 @@ class FaultProxy:
                 if proxy.delay:
                     time.sleep(proxy.delay)
                 if proxy._should_throttle(self.headers.get("X-Amz-Target", "")):
-                    self._reply(400, [("Content-Type", "application/x-amz-json-1.0")], _THROTTLED)
+                    self._reply(400, [("Content-Type", "application/x-amz-json-1.0")], proxy._fault)
                     return
                 status, headers, payload = self._forward(body)
                 self._reply(status, headers, payload)

@@ -1,6 +1,7 @@
 """The Kinesis input's reads, against moto's server: every shard read from its offsets, a batch
 read again the same (a replay), `LATEST` pinned, records the KPL aggregated split, a child shard read
-after its parents, throttling survived with nothing lost or doubled, a missing stream in one line."""
+after its parents, throttling and expired iterators survived with nothing lost or doubled, a missing
+stream in one line."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from aws_kinesis_agg.aggregator import RecordAggregator
 
 from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader
 from events_manifest.testing import FaultProxy, LocalServer
+from events_manifest.testing._proxy import EXPIRED_ITERATOR
 
 
 @pytest.fixture
@@ -132,6 +134,25 @@ def test_a_throttled_stream_loses_nothing_and_doubles_nothing(
         again = reader.between(start, end)
     assert proxy.throttled > 0
     assert sorted(records) == sorted(again) == sorted(line.encode() for line in lines)
+
+
+def test_an_expired_iterator_is_taken_again_after_the_last_record_read(
+    stream: tuple[Any, KinesisInput], moto_server: LocalServer
+) -> None:
+    client, source = stream
+    lines = [f"line {n}" for n in range(20)]
+    put(client, source, lines)
+    with FaultProxy(
+        moto_server.endpoint, throttle_rate=0.4, operations=frozenset({"GetRecords"}), seed=5, fault=EXPIRED_ITERATOR
+    ) as proxy:
+        through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=3)
+        reader = ShardReader(through)
+        start = reader.initial()
+        records, end = drain(reader, start)
+        again = reader.between(start, end)
+    assert proxy.throttled > 3, "iterators expired in the reads and in the replay"
+    assert sorted(records) == sorted(again) == sorted(line.encode() for line in lines)
+    assert len(records) == len(lines), "nothing read twice after an iterator was taken again"
 
 
 def test_a_stream_that_does_not_exist_is_one_line(moto_server: LocalServer) -> None:
