@@ -138,3 +138,10 @@ class KeptOnce:
         for key, k in self.first_seen.items():
             copies = self.copies_without_fingerprint[key]
             assert sorted(self.kept_in.get(key, [])) == ([k] * copies if copies else [k]), key
+
+
+def java_substring(text: str, limit: int) -> str:
+    """`text.substring(0, limit)` in Java, written by Java's UTF-8 encoder (a lone half of a
+    surrogate pair becomes `?`): the oracle of the cut."""
+    units = text.encode("utf-16-le")[: 2 * limit].decode("utf-16-le", "surrogatepass")
+    return units.encode("utf-8", "replace").decode()
