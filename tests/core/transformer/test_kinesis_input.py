@@ -15,7 +15,7 @@ from aws_kinesis_agg.aggregator import RecordAggregator
 
 from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader
 from events_manifest.testing import FaultProxy, LocalServer
-from events_manifest.testing._proxy import EXPIRED_ITERATOR
+from events_manifest.testing._proxy import EXPIRED_ITERATOR, THROTTLED
 
 
 @pytest.fixture
@@ -120,39 +120,30 @@ def test_a_merged_shard_is_read_after_both_its_parents_end(stream: tuple[Any, Ki
     assert after["shards"][child]["after"] is None, "read once both parents are done: at the next trigger"
 
 
-def test_a_throttled_stream_loses_nothing_and_doubles_nothing(
-    stream: tuple[Any, KinesisInput], moto_server: LocalServer
+@pytest.mark.parametrize(
+    ("fault", "rate", "seed", "limit"),
+    [(THROTTLED, 0.3, 3, 4), (EXPIRED_ITERATOR, 0.4, 5, 3)],
+    ids=["throttled", "expired iterator"],
+)
+def test_a_refused_read_loses_nothing_and_doubles_nothing(
+    stream: tuple[Any, KinesisInput], moto_server: LocalServer, fault: str, rate: float, seed: int, limit: int
 ) -> None:
-    client, source = stream
-    lines = [f"line {n}" for n in range(20)]
-    put(client, source, lines)
-    with FaultProxy(moto_server.endpoint, throttle_rate=0.3, operations=frozenset({"GetRecords"}), seed=3) as proxy:
-        through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=4)
-        reader = ShardReader(through)
-        start = reader.initial()
-        records, end = drain(reader, start)
-        again = reader.between(start, end)
-    assert proxy.throttled > 0
-    assert sorted(records) == sorted(again) == sorted(line.encode() for line in lines)
-
-
-def test_an_expired_iterator_is_taken_again_after_the_last_record_read(
-    stream: tuple[Any, KinesisInput], moto_server: LocalServer
-) -> None:
+    """Throttling waited out; an expired iterator taken again after the last record read: in the
+    reads and in the replay."""
     client, source = stream
     lines = [f"line {n}" for n in range(20)]
     put(client, source, lines)
     with FaultProxy(
-        moto_server.endpoint, throttle_rate=0.4, operations=frozenset({"GetRecords"}), seed=5, fault=EXPIRED_ITERATOR
+        moto_server.endpoint, throttle_rate=rate, operations=frozenset({"GetRecords"}), seed=seed, fault=fault
     ) as proxy:
-        through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=3)
+        through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=limit)
         reader = ShardReader(through)
         start = reader.initial()
         records, end = drain(reader, start)
         again = reader.between(start, end)
-    assert proxy.throttled > 3, "iterators expired in the reads and in the replay"
+    assert proxy.throttled > 3
     assert sorted(records) == sorted(again) == sorted(line.encode() for line in lines)
-    assert len(records) == len(lines), "nothing read twice after an iterator was taken again"
+    assert len(records) == len(lines), "nothing read twice"
 
 
 def test_a_stream_that_does_not_exist_is_one_line(moto_server: LocalServer) -> None:
