@@ -1,5 +1,6 @@
-"""A document the user gives in one value: JSON itself, a file's path, or base64 of either (the
-DynamoDB config, the Iglu resolver config); base64 read as leniently as the reference reads it."""
+"""A value the user gives as base64 or a file: the one base64 reading (`base64_text`, strict or
+lenient as each reference reads it), and a JSON document given as itself, a file's path or base64
+(the DynamoDB config, the Iglu resolver config)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,25 @@ from typing import Any
 
 from events_manifest.errors import ManifestConfigError
 
-_BASE64_SPACE = re.compile(r"\s+")
+_SPACE = re.compile(r"\s+")
+_URL_SAFE = str.maketrans("-_", "+/")
+_STANDARD = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
-def decode_base64(text: str, what: str) -> bytes:
-    """Base64 read leniently, as the reference's Apache Commons Codec reads it: the standard or the
-    URL-safe alphabet, padding optional, whitespace and line breaks ignored. `what` names the
-    input in the error."""
-    compact = _BASE64_SPACE.sub("", text).rstrip("=").translate(str.maketrans("-_", "+/"))
+def base64_text(value: str, *, lenient: bool) -> str | None:
+    """The UTF-8 text `value` is base64 of, or None. Strict, as Java's decoder reads it (the
+    reference transformer's command line): the standard alphabet, padding optional. `lenient`, as
+    Apache Commons Codec reads it (the manifest's configs): the URL-safe alphabet too, whitespace
+    and line breaks ignored."""
+    if lenient:
+        value = _SPACE.sub("", value).translate(_URL_SAFE)
+    elif not (value and _STANDARD.fullmatch(value)):
+        return None
+    compact = value.rstrip("=")
     try:
-        return base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        raise ManifestConfigError(
-            f"{what} is not valid base64 (standard or URL-safe alphabet): make it with `base64 -w0 file.json`"
-        ) from None
+        return base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):  # a UnicodeDecodeError is a ValueError
+        return None
 
 
 def load_document(source: Mapping[str, Any] | str | bytes | os.PathLike[str], what: str = "config") -> Any:
@@ -43,13 +49,12 @@ def load_document(source: Mapping[str, Any] | str | bytes | os.PathLike[str], wh
         return _json(stripped, f"{what} text")
     if len(stripped) < 4096 and "\n" not in stripped and os.path.isfile(stripped):
         return _read_file(Path(stripped))
-    try:
-        decoded = decode_base64(stripped, what).decode("utf-8")
-    except (ManifestConfigError, UnicodeDecodeError):
+    decoded = base64_text(stripped, lenient=True)
+    if decoded is None:
         raise ManifestConfigError(
             f"the {what} is neither JSON, an existing file nor valid base64: pass the JSON, its path, "
             "or `base64 -w0 config.json`"
-        ) from None
+        )
     return _json(decoded, f"base64 {what}")
 
 

@@ -4,8 +4,6 @@ reference's message (docs/transformer.md lists them)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 import re
 from collections.abc import Mapping
@@ -22,6 +20,7 @@ from pyparsing import ParseBaseException
 
 from events_manifest import _redact as redact
 from events_manifest._aws import known_regions
+from events_manifest._documents import base64_text
 from events_manifest._transformer.event import parse_instant
 from events_manifest._transformer.formats import Criterion, Formats, Routing, Shred, WideRowJson, WideRowParquet
 from events_manifest._transformer.monitoring import (
@@ -60,22 +59,18 @@ featureFlags { legacyMessageFormat = false, enableMaxRecordsPerFile = false, tru
 """
 """The reference's defaults (its application.conf), under the user's config."""
 
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
-
 
 def decode_value(value: str, flag: str = "the value") -> str:
     """A command-line value as the reference reads it: base64 of the text when it decodes as
     standard base64 and UTF-8, and parses as HOCON; else the path of a file holding it. A value
     that decodes as base64 text but is no HOCON and no file is said to be so, never shown: it may
     hold credentials."""
-    decoded = None
-    if _BASE64.fullmatch(value) and value:
+    decoded = base64_text(value, lenient=False)
+    if decoded is not None:
         try:
-            stripped = value.rstrip("=")  # Java's decoder takes the padding as optional
-            decoded = base64.b64decode(stripped + "=" * (-len(stripped) % 4), validate=True).decode()
             parse_hocon(decoded, flag)
             return decoded
-        except (binascii.Error, UnicodeDecodeError, TransformerConfigError, ValueError):
+        except (TransformerConfigError, ValueError):
             pass
     if "\x00" in value:
         raise TransformerConfigError(f"Value of {flag} cannot be parsed as Base64 hocon neither as FS path")
