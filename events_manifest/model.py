@@ -116,10 +116,6 @@ def check_fingerprint(fingerprint: str) -> str:
     return fingerprint
 
 
-_HEX_AS_X = bytes.maketrans(b"0123456789abcdef", b"x" * 16)
-_CANONICAL = b"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx\n"
-
-
 def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
     """DynamoDB's rule for table names: 3 to 255 of a-z A-Z 0-9 _ . -"""
     if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
@@ -127,6 +123,10 @@ def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
             f"{where}: [{name}] is not a valid DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ . -)"
         )
     return name
+
+
+_HEX_AS_X = bytes.maketrans(b"0123456789abcdef", b"x" * 16)
+_CANONICAL = b"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx\n"
 
 
 def all_canonical(event_ids: list[str]) -> bool:
