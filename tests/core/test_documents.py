@@ -38,7 +38,15 @@ def test_lenient_base64_also_takes_the_url_safe_alphabet_and_line_breaks() -> No
 def test_a_document_as_itself_a_file_or_base64_is_the_same(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(TEXT)
-    forms = [DOCUMENT, TEXT, f"  {TEXT}\n", str(path), path, base64.b64encode(TEXT.encode()).decode(), TEXT.encode()]
+    forms: list[dict[str, object] | str | bytes | Path] = [
+        DOCUMENT,
+        TEXT,
+        f"  {TEXT}\n",
+        str(path),
+        path,
+        base64.b64encode(TEXT.encode()).decode(),
+        TEXT.encode(),
+    ]
     assert all(load_document(form) == DOCUMENT for form in forms)
 
 
