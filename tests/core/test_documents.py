@@ -13,7 +13,7 @@ import pytest
 from events_manifest._documents import base64_text, load_document
 from events_manifest.errors import ManifestConfigError
 
-DOCUMENT = {"schema": "iglu:com.acme/x/jsonschema/1-0-0", "data": {"n": "é?>"}}
+DOCUMENT: dict[str, object] = {"schema": "iglu:com.acme/x/jsonschema/1-0-0", "data": {"n": "é?>"}}
 TEXT = json.dumps(DOCUMENT)
 
 
