@@ -6,7 +6,7 @@ import abc
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from events_manifest._manifest import ledger, ledger_flow, processing
 from events_manifest._manifest.ledger import COMMAND_LINE, Advice, Heartbeat, Run
@@ -168,7 +168,7 @@ class DuplicateStorage(abc.ABC):
         started stay unfinished in the ledger (see `abandon_run`)."""
         self._heartbeat.stop_all()
 
-    def __enter__(self) -> DuplicateStorage:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

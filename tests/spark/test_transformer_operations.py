@@ -309,7 +309,7 @@ def test_an_unreachable_or_locked_manifest_is_one_line(tmp_path: Path) -> None:
         '"http://127.0.0.1:9/"'
     )
     with SqliteManifest(tmp_path / "m.db") as manifest:
-        connection = manifest._connection()  # type: ignore[attr-defined]  # the file's own lock, held
+        connection = manifest._connection()  # the file's own lock, held
         connection.execute("BEGIN EXCLUSIVE")
         locked = transformer(tmp_path, *flags(tmp_path, "", "--manifest", "sqlite://m.db?busy_timeout=1"))
         connection.execute("ROLLBACK")
