@@ -23,13 +23,13 @@ from datetime import datetime
 from typing import IO, Any, TextIO
 
 from events_manifest._dedup.engine import Deduplicator, Expiry, Outcome, Unreadable
+from events_manifest._iglu.resolver import Resolver
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.storage import Listing, LocalStorage
 from events_manifest._manifest import ledger, liveness
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._opening.urls import manifest_files
 from events_manifest.errors import ManifestConfigError, ManifestError
-from events_manifest.iglu import Resolver
 
 _PROGRESS_EVERY = 0.5
 FLAGS = {

@@ -16,12 +16,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from events_manifest._iglu.keys import SchemaKey
+from events_manifest._iglu.resolver import ResolverConfig, resolver_for
 from events_manifest._jobs import steps
 from events_manifest._snowplow import legacy_bad_rows, parsing, shred_output
 from events_manifest._snowplow.dedup import Dedup
 from events_manifest._snowplow.entities import Found, IgluParts, read_rows
 from events_manifest.errors import ManifestError
-from events_manifest.iglu import ResolverConfig, SchemaKey, resolver_for
 
 ENTITY = pa.struct([(name, pa.string()) for name in ("vendor", "name", "format", "version", "data")])
 """An entity of a checked line: its schema's parts and its `data`, byte for byte as received."""

@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 import attrs
 import pyarrow as pa
 
+from events_manifest._iglu.resolver import ResolverConfig
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._opening.handle import InProcess
 from events_manifest._snowplow import legacy_bad_rows
 from events_manifest._snowplow.batch import decide
 from events_manifest._snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, Dedup
-from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
 
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from events_manifest._iglu.keys import SchemaKey
+from events_manifest._iglu.resolver import Resolver, ResolverConfig
 from events_manifest._snowplow.fields import (
     CONTEXTS,
     DERIVED_CONTEXTS,
@@ -27,7 +28,6 @@ from events_manifest._snowplow.fields import (
 from events_manifest._transformer import circe
 from events_manifest._transformer.jvm import NANOS, days_from_civil
 from events_manifest.errors import ManifestConfigError
-from events_manifest.iglu import Resolver, ResolverConfig
 
 CONTEXTS_URI = re.compile(r"iglu:com\.snowplowanalytics\.snowplow/contexts/jsonschema/1-0-(?:0|[1-9][0-9]*)")
 UNSTRUCT_URI = re.compile(r"iglu:com\.snowplowanalytics\.snowplow/unstruct_event/jsonschema/1-0-(?:0|[1-9][0-9]*)")

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from events_manifest._iglu.keys import SchemaKey
+from events_manifest._iglu.resolver import ResolverConfig
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer import circe
 from events_manifest._transformer.event import ATOMIC_SCHEMA, Entity, Event
@@ -43,7 +44,6 @@ from events_manifest._transformer.parquet_types import (
 from events_manifest._transformer.shred_mode import IgluFailure, model_versions
 from events_manifest._transformer.widerow import CONTEXT, column_name
 from events_manifest.errors import ManifestConfigError
-from events_manifest.iglu import ResolverConfig
 
 DECIMAL_FIELDS = frozenset(
     (

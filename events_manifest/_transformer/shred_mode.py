@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from events_manifest._iglu.keys import SchemaKey
-from events_manifest._iglu.resolver import resolver_for
+from events_manifest._iglu.resolver import ResolverConfig, resolver_for
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer import circe
 from events_manifest._transformer.event import Entity, Event
@@ -26,7 +26,6 @@ from events_manifest._transformer.formats import JSON, TSV, Routing
 from events_manifest._transformer.jvm import date_time_millis, double_to_string, instant_to_string
 from events_manifest._transformer.schemas import parseable, schema_types
 from events_manifest._transformer.widerow import CONTEXT, SELF_DESCRIBING_EVENT
-from events_manifest.iglu import ResolverConfig
 
 PARTITIONS = ("vendor", "name", "format", "model", "revision", "addition")
 """The partition folders of a line under `output=good/` or `output=bad/`."""

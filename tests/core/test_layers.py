@@ -1,0 +1,82 @@
+"""The import graph of both packages, read from their code: no circle, and no arrow up, from a
+module to one of a higher layer (docs/development.md, "Three layers"). An internal module never
+imports the package's public face (httpx's rule): it takes a name from where it is defined."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+LAYERS = (
+    ("errors", "_redact", "_version", "_collector", "_aws", "_documents", "model"),
+    ("_manifest",),
+    ("_backends",),
+    ("_opening",),
+    ("_jobs", "_iglu"),
+    ("_dedup", "_snowplow"),
+    ("_transformer",),
+    ("", "aio", "iglu", "snowplow", "_cli", "__main__", "testing"),
+)
+"""The core's layers, lowest first, by the first part of a module's name below `events_manifest`
+(`""`: the package itself); the glue, `spark_integration`, stands above them all."""
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in ("events_manifest", "spark_integration"):
+        for path in (PROJECT / package).rglob("*.py"):
+            found[".".join(path.relative_to(PROJECT).with_suffix("").parts).removesuffix(".__init__")] = path
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    """Each module's imports of the two packages' modules, wherever in the module they are."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported |= {
+                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                    for a in node.names
+                }
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+        graph[name] = {module for module in imported if module in modules and module != name}
+    return graph
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if parts[0] == "spark_integration":
+        return len(LAYERS)
+    first = parts[1] if len(parts) > 1 else ""
+    return next(n for n, names in enumerate(LAYERS) if first in names)
+
+
+def test_no_module_imports_one_of_a_higher_layer() -> None:
+    graph = _graph()
+    assert len(graph) > 120
+    up = sorted(
+        f"{module} -> {used}" for module, used_ in graph.items() for used in used_ if _layer(used) > _layer(module)
+    )
+    assert up == [], "arrows up:\n" + "\n".join(up)
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    graph = _graph()
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            raise AssertionError("a circle: " + " -> ".join([*path[path.index(module) :], module]))
+        if module in done:
+            return
+        for used in sorted(graph[module]):
+            visit(used, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
