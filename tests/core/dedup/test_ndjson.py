@@ -6,31 +6,13 @@ from __future__ import annotations
 import io
 import json
 import tracemalloc
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from events_manifest._cli import main
-from events_manifest._dedup.engine import Outcome
 from events_manifest._dedup.ndjson import _Progress
-
-ETL = datetime(2026, 11, 1, 6)
-U, D, X, E = Outcome.UNIQUE, Outcome.DUPLICATE, Outcome.EXPIRED, Outcome.ERROR
-
-RECORDS: list[Any] = [
-    {"user": "u1", "order": 1, "ts": "2026-11-01T10:00:00Z", "total": 5},
-    {"user": "u1", "order": 1, "ts": "2026-11-01T10:00:00Z", "total": 5},  # the same record again
-    {"user": "u1", "order": 1, "ts": "2026-11-01T10:05:00Z", "total": 5},  # same key, other payload
-    {"user": "u2", "order": 1, "ts": "2026-11-03T00:00:00Z", "total": 7},  # moves the latest on
-    {"user": "u3", "order": 9, "ts": "2026-11-01T12:00:00Z", "total": 1},  # older than latest - 1d
-    {"user": "u4", "ts": "2026-11-03T00:00:00Z"},  # no order
-    {"user": "u5", "order": 2, "ts": "soon"},
-    ["not", "a", "mapping"],
-    {"user": "u6", "order": 2, "ts": 1793750400},  # 2026-11-03 epoch seconds
-]
-EXPECTED = [U, D, U, U, X, E, E, E, U]
+from tests.dedup_helpers import RECORDS
 
 
 def _write(path: Path, lines: list[str]) -> None:
