@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from events_manifest._iglu.keys import SchemaKey
+from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.event import Event, decode
+from events_manifest._transformer.monitoring import Monitoring
 from events_manifest.iglu import Resolver
 from tests.shred_helpers import line
 
@@ -80,3 +82,9 @@ def fields_of(line: str) -> Event:
     decoded = decode(line, None)
     assert isinstance(decoded, Event), decoded
     return decoded
+
+
+def monitoring_of(section: dict[str, Any]) -> Monitoring:
+    """The `monitoring` section of a batch transformer config, as the config reads it."""
+    config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
+    return TransformerConfig.parse(json.dumps({**config, "monitoring": section})).monitoring
