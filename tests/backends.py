@@ -9,11 +9,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
-from events_manifest import DEFAULT_TTL, DuplicateStorage, manifest_from_url
+from events_manifest import DEFAULT_TTL, ClientOptions, DuplicateStorage, manifest_from_url
+from events_manifest._backends.dynamodb import make_client
 from events_manifest._opening.urls import dynamodb_url_parts
 from events_manifest.aio import AsyncDynamoDbManifest, AsyncEventsManifest
 from events_manifest.testing import LocalServer
@@ -108,3 +110,8 @@ def make_backend(name: str, tmp_path: Path, server: LocalServer | None) -> Backe
         )
 
     return Backend(name, dynamodb_url, shared_across_processes=True)
+
+
+def client_for(endpoint: str, max_attempts: int = 3) -> Any:
+    """A DynamoDB client for a local server, as the manifest makes them."""
+    return make_client(ClientOptions(region="us-east-1", endpoint_url=endpoint, max_attempts=max_attempts))

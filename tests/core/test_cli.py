@@ -15,7 +15,7 @@ import pytest
 from events_manifest.testing import LocalServer
 from events_manifest.testing._servers import free_port
 from tests.backends import unique_table
-from tests.core.backends.test_config_document import SECRET, V2_CONFIG, with_data
+from tests.core.backends.dynamodb.test_config_document import SECRET, V2_CONFIG, with_data
 
 ID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 

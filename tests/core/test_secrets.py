@@ -14,7 +14,7 @@ from events_manifest import ManifestError, init_storage, parse_config
 from events_manifest.testing import FaultProxy, LocalServer
 from tests.backends import unique_table
 from tests.commands import process
-from tests.core.backends.test_config_document import SECRET, V2_CONFIG, with_data
+from tests.core.backends.dynamodb.test_config_document import SECRET, V2_CONFIG, with_data
 
 
 def test_secret_absent_from_debug_logs_reprs_and_errors(

@@ -24,7 +24,7 @@ from events_manifest.testing._servers import free_port
 from spark_integration import OutputExistsError, demo, shred
 from spark_integration.shredder import main
 from tests.backends import unique_table
-from tests.core.backends.test_config_document import SECRET, V2_CONFIG, with_data
+from tests.core.backends.dynamodb.test_config_document import SECRET, V2_CONFIG, with_data
 from tests.shred_helpers import line, read_bad, read_output, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"

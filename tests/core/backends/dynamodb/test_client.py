@@ -1,9 +1,11 @@
-"""DynamoDB through the SDK's own network settings: a private CA (`AWS_CA_BUNDLE`) and an HTTPS
-proxy (`HTTPS_PROXY`), sync and async, against dynalite behind a TLS endpoint on loopback."""
+"""The DynamoDB client and the network: the SDK's own settings, a private CA (`AWS_CA_BUNDLE`) and an
+HTTPS proxy (`HTTPS_PROXY`), sync and async, against dynalite behind a TLS endpoint on loopback; an
+endpoint that does not answer named."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import uuid
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ from events_manifest import ManifestUnavailableError, manifest_from_url
 from events_manifest._backends.dynamodb import ClientOptions
 from events_manifest.aio import AsyncDynamoDbManifest
 from events_manifest.testing._proxy import ConnectProxy, FaultProxy
-from events_manifest.testing._servers import LocalServer
+from events_manifest.testing._servers import LocalServer, free_port
 from tests.backends import unique_table
 
 ETL = datetime(2026, 11, 1, 6)
@@ -97,3 +99,9 @@ def test_an_unreachable_proxy_is_named(tls_endpoint: FaultProxy, monkeypatch: py
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:1")
     with pytest.raises(ManifestUnavailableError, match=r"the proxy is unreachable .*check HTTPS_PROXY"):
         manifest_from_url(f"dynamodb://{unique_table()}?region=us-east-1&endpoint={tls_endpoint.endpoint}")
+
+
+def test_unreachable_endpoint_is_named() -> None:
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(ManifestUnavailableError, match=re.escape(endpoint)):
+        manifest_from_url(f"dynamodb://some-table?region=us-east-1&endpoint={endpoint}&max_attempts=1")
