@@ -90,7 +90,10 @@ def no_region() -> ManifestConfigError:
     return ManifestConfigError("no AWS region given: set awsRegion in the config, region= in the URL, or AWS_REGION")
 
 
-def check_region(region: str, where: str = "AWS region") -> str:
+def check_region_name(region: str, where: str = "AWS region") -> str:
+    """A region name's shape (`eu-west-1`), as a manifest's URL and config are read: a region the SDK
+    does not know yet is taken (the transformer's config asks for a known one: the reference's rule,
+    `_transformer.config.check_known_region`)."""
     if not _REGION.fullmatch(region):
         raise ManifestConfigError(f"{where}: [{region}] is not an AWS region name (such as eu-west-1)")
     return region

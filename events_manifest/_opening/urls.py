@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 import attrs
 
 from events_manifest import _redact as redact
-from events_manifest._aws import check_region
+from events_manifest._aws import check_region_name
 from events_manifest._backends.dynamodb import ClientOptions, DynamoDbManifest, check_table, create_table
 from events_manifest._backends.dynamodb.client import (
     DEFAULT_CONCURRENCY,
@@ -218,7 +218,7 @@ def dynamodb_url_parts(url: str) -> tuple[str, ClientOptions, bool, timedelta, i
         raise ManifestConfigError(f"{_named(url)}: endpoint [{redact.text(endpoint)}] must be an http(s) URL")
     concurrency = query.integer("concurrency", DEFAULT_CONCURRENCY)
     options = ClientOptions(
-        region=check_region(region) if region else None,
+        region=check_region_name(region) if region else None,
         endpoint_url=endpoint,
         max_attempts=query.integer("max_attempts", DEFAULT_MAX_ATTEMPTS),
         max_pool_connections=concurrency,

@@ -262,7 +262,7 @@ def _int(value: object, key: str, *, least: int | None = None, most: int | None 
     return number
 
 
-def check_region(region: str, key: str | None = None) -> str:
+def check_known_region(region: str, key: str | None = None) -> str:
     """An AWS region the SDK knows, or the reference's refusal naming it (`key`: the config's)."""
     if region not in known_regions():
         message = f"Region {_brief(region)} is unknown, choose from [{', '.join(known_regions())}]"
@@ -383,7 +383,7 @@ class TransformerConfig:
 
         inp, out = _string(get("input", True), "input"), _string(get("output.path", True), "output.path")
         if get("output.region") is not None:
-            check_region(_string(get("output.region"), "output.region"), "output.region")
+            check_known_region(_string(get("output.region"), "output.region"), "output.region")
         compression = _enum(
             get("output.compression"), {"GZIP": "GZIP", "NONE": "NONE"}, "Unknown Compression [{}]", exact=True
         )
@@ -428,7 +428,7 @@ class TransformerConfig:
             key = "queue.queueName" if kind == "sqs" else "queue.topicArn"
             region = get("queue.region")
             if region is not None:
-                check_region(_string(region, "queue.region"), "queue.region")
+                check_known_region(_string(region, "queue.region"), "queue.region")
             queue = Queue(kind, _string(get(key, True), key), None if region is None else str(region))
         interval = RunInterval(
             _run_time(get("runInterval.sinceTimestamp"), "runInterval.sinceTimestamp"),
@@ -536,7 +536,7 @@ def _bad_sink(get: Any) -> BadSink:
         return BadSink()
     region = get("output.bad.region")
     if region is not None:
-        check_region(_string(region, "output.bad.region"), "output.bad.region")
+        check_known_region(_string(region, "output.bad.region"), "output.bad.region")
 
     def backoff(path: str, retries: bool) -> Backoff:
         least = duration(get(f"{path}.minBackoff"), f"{path}.minBackoff").total_seconds()

@@ -23,7 +23,7 @@ from botocore.config import Config
 
 from events_manifest._aws import boto3_session, default_region
 from events_manifest._transformer import bad_rows
-from events_manifest._transformer.config import Backoff, BadSink, TransformerConfigError, check_region
+from events_manifest._transformer.config import Backoff, BadSink, TransformerConfigError, check_known_region
 from events_manifest.errors import DeliveryError
 
 RECORD_LIMIT = 1024 * 1024
@@ -51,7 +51,7 @@ class Stream:
         if not region:
             raise TransformerConfigError("Region cannot be resolved, needs to be passed explicitly")
         endpoint = os.environ.get("AWS_ENDPOINT_URL_KINESIS") or os.environ.get("AWS_ENDPOINT_URL")
-        return cls(sink, check_region(region), endpoint)
+        return cls(sink, check_known_region(region), endpoint)
 
     def client(self) -> Any:
         config = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "total_max_attempts": 1})

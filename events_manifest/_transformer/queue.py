@@ -9,7 +9,7 @@ import botocore.exceptions
 from botocore.config import Config
 
 from events_manifest._aws import boto3_session, default_region
-from events_manifest._transformer.config import Queue, TransformerConfigError, check_region
+from events_manifest._transformer.config import Queue, TransformerConfigError, check_known_region
 from events_manifest.errors import DeliveryError
 
 GROUP = "shredding"
@@ -27,7 +27,7 @@ def client(queue: Queue) -> Any:
     region = queue.region or default_region()
     if not region:
         raise TransformerConfigError("Region cannot be resolved, needs to be passed explicitly")
-    check_region(region)
+    check_known_region(region)
     config = Config(
         connect_timeout=CONNECT_TIMEOUT,
         read_timeout=READ_TIMEOUT,

@@ -16,7 +16,7 @@ from events_manifest._transformer.config import (
     DEFAULTS,
     TransformerConfig,
     TransformerConfigError,
-    check_region,
+    check_known_region,
     duration,
     merged,
 )
@@ -178,7 +178,7 @@ def _kinesis(found: dict[str, Any]) -> KinesisInput:
         raise TransformerConfigError(f"DecodingFailure at .input.bufferSize: {buffer!r} is not a positive integer")
     return KinesisInput(
         stream=stream,
-        region=check_region(region, "input.region"),
+        region=check_known_region(region, "input.region"),
         endpoint=text("customEndpoint"),
         position=position,
         timestamp_ms=timestamp,

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import jsonschema
 
-from events_manifest._aws import check_region
+from events_manifest._aws import check_region_name
 from events_manifest._documents import load_document
 from events_manifest.errors import ManifestConfigError
 from events_manifest.model import check_table_name
@@ -81,7 +81,7 @@ def parse_config(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> 
         schema=schema,
         name=data["name"],
         credentials=credentials,
-        region=check_region(data["awsRegion"], f"{schema}: field [data.awsRegion]"),
+        region=check_region_name(data["awsRegion"], f"{schema}: field [data.awsRegion]"),
         table=check_table_name(data["dynamodbTable"], f"{schema}: field [data.dynamodbTable]"),
         purpose=data["purpose"],
         id=config_id,
