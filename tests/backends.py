@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +115,9 @@ def make_backend(name: str, tmp_path: Path, server: LocalServer | None) -> Backe
 def client_for(endpoint: str, max_attempts: int = 3) -> Any:
     """A DynamoDB client for a local server, as the manifest makes them."""
     return make_client(ClientOptions(region="us-east-1", endpoint_url=endpoint, max_attempts=max_attempts))
+
+
+REFERENCE_ID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+REFERENCE_FP = "AADCE520E20C2899F4CED228A79A3083"
+REFERENCE_ETL = datetime(2017, 1, 26, 0, 1, 25, 292000)
+"""An item as the reference's manifest stores it: an event id, a fingerprint, an etl time."""

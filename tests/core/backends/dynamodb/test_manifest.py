@@ -4,38 +4,26 @@ a manifest opened from a config."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import boto3
 import pytest
 
-from events_manifest import (
-    DynamoDbManifest,
-    ManifestUnavailableError,
-    init_storage,
-)
+from events_manifest import DynamoDbManifest, ManifestUnavailableError, init_storage
 from events_manifest.testing import LocalServer
-from tests.backends import client_for, unique_table
-
-ETL = datetime(2017, 1, 26, 0, 1, 25, 292000)
-
-
-ID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
-
-
-FP = "AADCE520E20C2899F4CED228A79A3083"
+from tests.backends import REFERENCE_ETL, REFERENCE_FP, REFERENCE_ID, client_for, unique_table
 
 
 def test_stored_item_has_the_reference_layout(server: LocalServer, table: str) -> None:
     client = client_for(server.endpoint)
     manifest = DynamoDbManifest(client, table)
-    assert manifest.put(ID, FP, ETL)
+    assert manifest.put(REFERENCE_ID, REFERENCE_FP, REFERENCE_ETL)
     item = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1").get_item(
-        TableName=table, Key={"eventId": {"S": ID}, "fingerprint": {"S": FP}}
+        TableName=table, Key={"eventId": {"S": REFERENCE_ID}, "fingerprint": {"S": REFERENCE_FP}}
     )["Item"]
     assert item == {
-        "eventId": {"S": ID},
-        "fingerprint": {"S": FP},
+        "eventId": {"S": REFERENCE_ID},
+        "fingerprint": {"S": REFERENCE_FP},
         "etlTime": {"N": "1485388885"},
         "ttl": {"N": "1500940885"},
     }
@@ -51,15 +39,15 @@ def test_an_item_written_by_the_reference_system_is_honoured(server: LocalServer
     raw.put_item(
         TableName=table,
         Item={
-            "eventId": {"S": ID},
-            "fingerprint": {"S": FP},
+            "eventId": {"S": REFERENCE_ID},
+            "fingerprint": {"S": REFERENCE_FP},
             "etlTime": {"N": "1485388885"},
             "ttl": {"N": "1500940885"},
         },
     )
     manifest = DynamoDbManifest(client_for(server.endpoint), table)
-    assert manifest.put(ID, FP, ETL + timedelta(minutes=1)) is False
-    assert manifest.put(ID, FP, ETL) is True
+    assert manifest.put(REFERENCE_ID, REFERENCE_FP, REFERENCE_ETL + timedelta(minutes=1)) is False
+    assert manifest.put(REFERENCE_ID, REFERENCE_FP, REFERENCE_ETL) is True
 
 
 def test_init_storage_from_config(server: LocalServer) -> None:
@@ -79,6 +67,6 @@ def test_init_storage_from_config(server: LocalServer) -> None:
         init_storage(config, endpoint_url=server.endpoint)
     with init_storage(config, endpoint_url=server.endpoint, create_if_missing=True) as manifest:
         assert isinstance(manifest, DynamoDbManifest) and manifest.table == name
-        assert manifest.put(ID, FP, ETL)
+        assert manifest.put(REFERENCE_ID, REFERENCE_FP, REFERENCE_ETL)
     with init_storage(config, endpoint_url=server.endpoint) as manifest:
-        assert manifest.put(ID, FP, ETL + timedelta(days=1)) is False
+        assert manifest.put(REFERENCE_ID, REFERENCE_FP, REFERENCE_ETL + timedelta(days=1)) is False

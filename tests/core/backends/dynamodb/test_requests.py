@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 
 import pytest
 
-from events_manifest import (
-    DynamoDbManifest,
-    ManifestThrottledError,
-)
+from events_manifest import DynamoDbManifest, ManifestThrottledError
 from events_manifest.testing import FaultProxy, LocalServer
-from tests.backends import client_for
-
-ETL = datetime(2017, 1, 26, 0, 1, 25, 292000)
-
-
-ID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
-
-
-FP = "AADCE520E20C2899F4CED228A79A3083"
+from tests.backends import REFERENCE_ETL, REFERENCE_FP, client_for
 
 
 def test_throttling_is_retried_then_surfaced(server: LocalServer, table: str) -> None:
-    items = [(str(uuid.uuid4()), FP, ETL) for _ in range(30)]
+    items = [(str(uuid.uuid4()), REFERENCE_FP, REFERENCE_ETL) for _ in range(30)]
     with FaultProxy(server.endpoint, throttle_rate=0.15, seed=7) as proxy:  # few waits of backoff
         manifest = DynamoDbManifest(client_for(proxy.endpoint, max_attempts=10), table, concurrency=8)
         assert manifest.put_many(items) == [True] * 30
@@ -33,4 +21,4 @@ def test_throttling_is_retried_then_surfaced(server: LocalServer, table: str) ->
         proxy.throttle_rate = 1.0
         stubborn = DynamoDbManifest(client_for(proxy.endpoint, max_attempts=2), table)
         with pytest.raises(ManifestThrottledError, match=rf"\[{table}\] is still throttling"):
-            stubborn.put(str(uuid.uuid4()), FP, ETL)
+            stubborn.put(str(uuid.uuid4()), REFERENCE_FP, REFERENCE_ETL)

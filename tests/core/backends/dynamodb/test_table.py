@@ -4,7 +4,6 @@ on-demand table with its TTL."""
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 
 import pytest
 
@@ -18,11 +17,7 @@ from events_manifest import (
     manifest_from_url,
 )
 from events_manifest.testing import LocalServer
-from tests.backends import client_for, unique_table
-
-ETL = datetime(2017, 1, 26, 0, 1, 25, 292000)
-ID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
-FP = "AADCE520E20C2899F4CED228A79A3083"
+from tests.backends import REFERENCE_ETL, REFERENCE_FP, REFERENCE_ID, client_for, unique_table
 
 
 def test_missing_table_is_named(server: LocalServer) -> None:
@@ -30,7 +25,7 @@ def test_missing_table_is_named(server: LocalServer) -> None:
     with pytest.raises(ManifestUnavailableError, match=r"table \[no-such-table\] does not exist"):
         check_table(client, "no-such-table")
     with pytest.raises(ManifestUnavailableError, match=r"\[no-such-table\] does not exist"):
-        DynamoDbManifest(client, "no-such-table").put(ID, FP, ETL)
+        DynamoDbManifest(client, "no-such-table").put(REFERENCE_ID, REFERENCE_FP, REFERENCE_ETL)
     with pytest.raises(ManifestUnavailableError, match=r"\[no-such-table\]"):
         manifest_from_url(f"dynamodb://no-such-table?region=us-east-1&endpoint={server.endpoint}")
 
