@@ -179,6 +179,7 @@ def _interruptions(
     def interrupt(signum: int, frame: FrameType | None) -> None:
         if seen:
             print(f"{prog}: {at_once}", file=sys.stderr, flush=True)
+            _kill_local_jvm()
             os._exit(130)  # a KeyboardInterrupt now would land inside a call to the JVM and break it
         seen.append(signum)
         if on_interrupt is not None:
@@ -198,6 +199,18 @@ def _interruptions(
         # SIGINT back its default as it finalizes) must not end it by the signal, with another status.
         signal.signal(signal.SIGINT, signal.SIG_IGN if seen else previous)
         root.removeFilter(_not_py4j_interrupted)
+
+
+def _kill_local_jvm() -> None:
+    """The JVM this process started (a local session's), killed with it: left to find its driver
+    gone, it prints the traces of the threads that lost it. Under spark-submit the JVM is the
+    parent, and ends on its own."""
+    from pyspark import SparkContext
+
+    process = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+    if process is not None:
+        with contextlib.suppress(OSError):
+            process.kill()
 
 
 def _not_py4j_interrupted(record: logging.LogRecord) -> bool:
