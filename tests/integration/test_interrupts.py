@@ -41,12 +41,14 @@ def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presse
     command = [sys.executable, "-m", "spark_integration.transformer", *flags]
     done = signalled(command, folder, env(), [signal.SIGINT] * presses, step="puts")  # a task storing its puts
     assert done.returncode == 130, done.stderr[-3000:]
-    lines = ours(done.stderr)
-    assert (
-        lines[0]
-        == "transformer: interrupted during run=1: nothing of it was committed, and the next invocation finishes it"
+    interrupted = (
+        "transformer: interrupted during run=1: nothing of it was committed, and the next invocation finishes it"
     )
-    assert lines[1:] in ([], ["transformer: stopped at once: run it again to finish what it was doing"]), lines
+    at_once = "transformer: stopped at once: run it again to finish what it was doing"
+    if presses == 1:
+        assert ours(done.stderr) == [interrupted]
+    else:  # the second press may come before the first is reported (a loaded machine): then one line
+        assert ours(done.stderr) in ([interrupted, at_once], [at_once]), done.stderr[-3000:]
     again = process("spark_integration.transformer", folder, *flags)
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(p.parent.name for p in (folder / "out").glob("run=*/shredding_complete.json")) == ["run=1", "run=2"]
