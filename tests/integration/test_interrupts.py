@@ -47,8 +47,8 @@ def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presse
     at_once = "transformer: stopped at once: run it again to finish what it was doing"
     if presses == 1:
         assert ours(done.stderr) == [interrupted]
-    else:  # the second press may come before the first is reported (a loaded machine): then one line
-        assert ours(done.stderr) in ([interrupted, at_once], [at_once]), done.stderr[-3000:]
+    else:  # the process may end before the second press, or the second come before the first is reported
+        assert ours(done.stderr) in ([interrupted], [interrupted, at_once], [at_once]), done.stderr[-3000:]
     again = process("spark_integration.transformer", folder, *flags)
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(p.parent.name for p in (folder / "out").glob("run=*/shredding_complete.json")) == ["run=1", "run=2"]
