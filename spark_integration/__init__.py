@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from events_manifest._jobs.folders import FolderClaimedError, InputMissingError, OutputExistsError
     from events_manifest._snowplow.summary import ShredSummary
+    from events_manifest._transformer.run_flow import RunResult
     from events_manifest._transformer.stream_config import StreamConfig
     from spark_integration._generic_dedup import DedupResult, deduplicate
     from spark_integration._streaming import deduplicate_stream
-    from spark_integration._transform_run import RunResult
     from spark_integration.populator import PopulateSummary, populate
     from spark_integration.session import local_session
     from spark_integration.shredder import shred
@@ -31,7 +31,7 @@ _EXPORTS = {
     "InputMissingError": "events_manifest._jobs.folders",
     "OutputExistsError": "events_manifest._jobs.folders",
     "PopulateSummary": "spark_integration.populator",
-    "RunResult": "spark_integration._transform_run",
+    "RunResult": "events_manifest._transformer.run_flow",
     "ShredSummary": "events_manifest._snowplow.summary",
     "StreamConfig": "events_manifest._transformer.stream_config",
     "StreamTransformer": "spark_integration.stream_transformer",

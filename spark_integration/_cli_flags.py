@@ -23,7 +23,7 @@ from pyspark.errors import AnalysisException, PySparkException
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError, init_storage, parse_config
 from events_manifest import _redact as redact
 from events_manifest._backends.dynamodb.config_document import DynamoDbConfig
-from events_manifest._jobs.run import one_line
+from events_manifest._jobs.run import NOTHING_WRITTEN, one_line
 from events_manifest._opening.urls import with_dynamodb_flags
 from events_manifest._transformer.config import TransformerConfigError, decode_value, hocon_to_json
 from events_manifest.iglu import ResolverConfig
@@ -117,7 +117,6 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-NOTHING_WRITTEN = "nothing was written"
 _ALREADY_SAID = re.compile(r"[;:,]? ?nothing was written\.?$")
 
 

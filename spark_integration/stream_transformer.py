@@ -42,6 +42,7 @@ from events_manifest._transformer.config import TransformerConfigError, decode_v
 from events_manifest._transformer.kinesis_input import KinesisInputError, ShardReader
 from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.read_files import ReadFiles
+from events_manifest._transformer.run_flow import Progress, RunResult, run
 from events_manifest._transformer.sentry import Sentry
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource
 from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
@@ -61,7 +62,7 @@ from spark_integration._cli_flags import (
 from spark_integration._spark_api import check_python_streams, package_advice
 from spark_integration._storage import HadoopStorage
 from spark_integration._transform_job import Job  # one window is one run of the batch job
-from spark_integration._transform_run import Progress, RunResult, run
+from spark_integration._transform_rows import write_run
 from spark_integration.session import local_session
 
 CHECKPOINT = "_checkpoint"
@@ -370,7 +371,7 @@ class StreamTransformer:
             name = window.name
             if self._listing(name).bytes:
                 began = time.monotonic()
-                result = run(self.job, name, Progress())  # None when its folder holds a commit already
+                result = run(self.job, name, Progress(), write_run)  # None when its folder holds a commit already
                 if result is not None:
                     self.report(result.line())
                     committed.append(result)

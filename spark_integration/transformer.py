@@ -26,6 +26,7 @@ from events_manifest._transformer.commit import State, inspect
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value
 from events_manifest._transformer.discovery import discover, folder_uri
 from events_manifest._transformer.metrics import Reporter
+from events_manifest._transformer.run_flow import Progress, RunResult, run
 from events_manifest._transformer.sentry import Sentry
 from events_manifest.iglu import ResolverConfig
 from spark_integration._cli_flags import (
@@ -39,7 +40,7 @@ from spark_integration._cli_flags import (
 )
 from spark_integration._storage import HadoopStorage
 from spark_integration._transform_job import Job
-from spark_integration._transform_run import Progress, RunResult, run
+from spark_integration._transform_rows import write_run
 from spark_integration.session import local_session
 
 
@@ -82,7 +83,7 @@ def transform(
             report(f"Batch Transformer: processing {folder_uri(storage.qualify(join(config.input, name)))}")
             progress.current, progress.sealed, progress.started = name, False, True
             began = time.monotonic()
-            result = run(job, name, progress)
+            result = run(job, name, progress, write_run)
             progress.current = None
             if result is not None:
                 progress.committed.append(name)

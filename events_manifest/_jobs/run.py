@@ -32,6 +32,10 @@ MAX_REASON = 500
 """Characters of a failure's reason kept in a processing table."""
 
 
+NOTHING_WRITTEN = "nothing was written"
+"""What a command says when it stopped before writing anything."""
+
+
 def one_line(error: BaseException) -> str:
     """What went wrong, on one line: the error's type and the first line of its message, capped."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]

@@ -1,31 +1,61 @@
 """One run of the transformer, under its folder's claim and its record in the manifest's ledger:
-its rows staged (`_transform_rows`), sealed with their message and counts, then delivered
-(docs/transformer.md, how a run commits). A run a stopped invocation sealed is delivered as it
-was; a run another transformer committed meanwhile is left to it."""
+its rows staged by the `Write` its job gives (Spark's: `spark_integration._transform_rows`),
+sealed with their message and counts, then delivered (docs/transformer.md, how a run commits). A
+run a stopped invocation sealed is delivered as it was; a run another transformer committed
+meanwhile is left to it. No Spark here: the rules of a run's life are the core's."""
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from typing import Protocol, TypeVar
 
 import attrs
 
-from events_manifest import ManifestError, __version__
 from events_manifest._jobs import steps
-from events_manifest._jobs.folders import STAGING_PREFIX, FolderClaimedError, claim
-from events_manifest._jobs.run import JobRun
-from events_manifest._jobs.storage import join
+from events_manifest._jobs.folders import STAGING_PREFIX, FolderClaimedError, Judge, claim
+from events_manifest._jobs.run import NOTHING_WRITTEN, JobRun
+from events_manifest._jobs.storage import Listing, Storage, join
+from events_manifest._manifest.contract import DuplicateStorage
+from events_manifest._manifest.ledger import Advice
 from events_manifest._transformer.commit import RunCounts, State, deliver, inspect, seal, sealed_counts, tidy
+from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.discovery import folder_uri
 from events_manifest._transformer.message import shredding_complete
-from events_manifest.errors import RunConflictError
-from spark_integration._cli_flags import NOTHING_WRITTEN
-from spark_integration._transform_job import Job
-from spark_integration._transform_rows import write_run
+from events_manifest._version import __version__
+from events_manifest.errors import ManifestError, RunConflictError
 
 APPLICATION = f"events-manifest transformer {__version__}"
+
+
+class RunJob(Protocol):
+    """What a run needs of its job (`spark_integration._transform_job.Job`)."""
+
+    @property
+    def storage(self) -> Storage: ...
+    @property
+    def config(self) -> TransformerConfig: ...
+    @property
+    def opened(self) -> DuplicateStorage | None: ...
+    @property
+    def rerun(self) -> bool: ...
+    @property
+    def advice(self) -> Advice: ...
+
+    def listing(self, name: str) -> Listing: ...
+    def item(self, name: str) -> str: ...
+    def send(self, name: str) -> Callable[[str], None] | None: ...
+    def outputs(self) -> tuple[str, ...]: ...
+    def dead_elsewhere(self, name: str) -> Judge: ...
+
+
+J = TypeVar("J", bound=RunJob)
+Write = Callable[[J, JobRun, Listing, str, int], RunCounts]
+"""How a job's run writes its rows under a staging folder (the job, its ledger run, its files,
+the staging folder, now in nanoseconds): its counts."""
 
 
 @attrs.frozen
@@ -97,7 +127,7 @@ class Progress:
         return self._committed() if self.current is None else f"{self._committed()}; {self.current}: {self._state()}"
 
 
-def run(job: Job, name: str, progress: Progress) -> RunResult | None:
+def run(job: J, name: str, progress: Progress, write: Write[J]) -> RunResult | None:
     """Transform, or finish, the run `name` under its claim (see the module); None when another
     transformer committed it meanwhile."""
     storage, base = job.storage, join(job.config.output, name)
@@ -119,14 +149,14 @@ def run(job: Job, name: str, progress: Progress) -> RunResult | None:
                 storage.delete(join(base, stale))
         if found.sealed is not None:
             return _finish(job, name, join(storage.qualify(base), found.sealed), progress)
-        return _transform(job, name, progress)
+        return _transform(job, name, progress, write)
     finally:
         folder.release()
         if storage.exists(base) and not storage.children(base):
             storage.delete(base)
 
 
-def _begin(job: Job, name: str, *, source: str, rerun: bool) -> AbstractContextManager[JobRun]:
+def _begin(job: RunJob, name: str, *, source: str, rerun: bool) -> AbstractContextManager[JobRun]:
     """The run's record in the manifest's ledger (none without a manifest)."""
     return JobRun.begin(
         job.opened,
@@ -139,7 +169,7 @@ def _begin(job: Job, name: str, *, source: str, rerun: bool) -> AbstractContextM
     )
 
 
-def _held(error: RunConflictError, job: Job, name: str) -> ManifestError | None:
+def _held(error: RunConflictError, job: RunJob, name: str) -> ManifestError | None:
     """What a ledger refusal means here: None when another transformer committed the run meanwhile
     (done), the way held when one is running it, else the refusal itself."""
     if inspect(job.storage, join(job.config.output, name)).state is State.COMMITTED:
@@ -150,7 +180,7 @@ def _held(error: RunConflictError, job: Job, name: str) -> ManifestError | None:
     return error
 
 
-def _finish(job: Job, name: str, staging: str, progress: Progress) -> RunResult | None:
+def _finish(job: RunJob, name: str, staging: str, progress: Progress) -> RunResult | None:
     """Deliver a run a stopped invocation sealed: the same rows, counts and message."""
     storage = job.storage
     counts = sealed_counts(storage, staging)
@@ -167,7 +197,7 @@ def _finish(job: Job, name: str, staging: str, progress: Progress) -> RunResult 
     return RunResult(name, storage.qualify(join(job.config.output, name)), counts, message)
 
 
-def _transform(job: Job, name: str, progress: Progress) -> RunResult | None:
+def _transform(job: J, name: str, progress: Progress, write: Write[J]) -> RunResult | None:
     storage, config = job.storage, job.config
     base = storage.qualify(join(config.output, name))
     listing = job.listing(name)
@@ -177,7 +207,7 @@ def _transform(job: Job, name: str, progress: Progress) -> RunResult | None:
             started = time.time_ns()
             staging = join(base, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}")
             try:
-                counts = write_run(job, run, listing, staging, now)
+                counts = write(job, run, listing, staging, now)
                 steps.reached("staged")
                 message = _message(job, base, counts, started)
                 seal(storage, staging, message, counts)
@@ -193,7 +223,7 @@ def _transform(job: Job, name: str, progress: Progress) -> RunResult | None:
     return RunResult(name, base, counts, message)
 
 
-def _message(job: Job, base: str, counts: RunCounts, started: int) -> str:
+def _message(job: RunJob, base: str, counts: RunCounts, started: int) -> str:
     config = job.config
     return shredding_complete(
         folder_uri(base),
