@@ -1,13 +1,17 @@
 """The stream transformer's Kinesis input (`input.type = kinesis`): the enriched stream read shard
-by shard with boto3, from offsets Spark keeps in its checkpoint (docs/stream-transformer.md).
+by shard with boto3, between offsets Spark keeps in its checkpoint (docs/stream-transformer.md).
 
-An offset is, for each shard, the sequence number of the last record read (`after`), or where a
-shard not read yet starts (`at`: a time, for `LATEST` pinned to the first start and for
-`AT_TIMESTAMP`; none: its first record), and whether the shard is read to its end (`done`: closed
-by a split or a merge). A micro-batch is what lies between two offsets, so a batch replayed after a
-crash reads the same records again (`between`). A child shard is read only once its parents are
-done, so the order of a partition key's records holds across resharding. Records the Kinesis
-Producer Library aggregated are split into their user records, as KCL does (`aws-kinesis-agg`).
+An offset holds, for each shard, where the next micro-batch starts (`State`): after the last record
+read (`after`), at a record not read yet (`from`), at a time (`at`: `LATEST` pinned to the first
+start, `AT_TIMESTAMP`), or at the shard's first record (none of them); and whether the shard is read
+to its end (`done`: closed by a split or a merge). Where a micro-batch ends is decided on the driver
+without reading the batch (`ShardReader.latest`): a shard is cut at its first record that arrived
+after a recent time (one `AT_TIMESTAMP` read of one record); a shard whose unread records all
+arrived since then is read by the driver to its last record (at most `CALLS_PER_TRIGGER` reads). A
+micro-batch is then read by one task a shard (`ShardReader.records`), and read again the same after
+a crash. A child shard is read only once its parents are done, so the order of a partition key's
+records holds across resharding. Records the Kinesis Producer Library aggregated are split into
+their user records, as KCL does (`aws-kinesis-agg`).
 """
 
 from __future__ import annotations
@@ -24,18 +28,30 @@ from botocore.config import Config
 from events_manifest._aws import boto3_session
 from events_manifest.errors import ManifestError
 
+MARGIN_MS = 1000
+"""A shard is cut at its first record that arrived after this long before the trigger (to the second,
+as Kinesis takes a time): the driver reads one record, and the records after it wait for the next
+trigger."""
+SPAN_MS = 60_000
+"""A micro-batch takes at most this much of a shard's arrival time (at most 60 MB, 60,000 records at
+Kinesis's write limit of a shard): a backlog is read a minute of it at a time."""
 CALLS_PER_TRIGGER = 5
-"""GetRecords calls a shard gets at most a micro-batch (Kinesis serves 5 a second a shard)."""
+"""GetRecords calls the driver makes at most to find a shard's last record when nothing is left to
+cut (Kinesis serves 5 a second a shard)."""
 THROTTLED = {"ProvisionedThroughputExceededException", "ThrottlingException", "LimitExceededException"}
 PASSING = THROTTLED | {"InternalFailure", "ServiceUnavailable", "InternalServerError", "KMSThrottlingException"}
-"""Refusals that pass: a live read keeps what it read and the next trigger goes on; a replay waits and
-tries again. Anything else stops the job in one line. The SDK tries a call twice before that."""
+"""Refusals that pass: the driver leaves the shard where it was until the next trigger; a task waits
+and tries again. Anything else stops the job in one line. The SDK tries a call twice before that."""
 EXPIRED = "ExpiredIteratorException"
 BACKOFF = (0.2, 5.0)
 """The pauses between reads of a throttled shard, doubling from the first to the last."""
 
+State = dict[str, Any]
+"""`{"after": sequence number | None, "from": sequence number | None, "at": milliseconds | None,
+"ts": milliseconds | None, "done": bool}`: one position of the three, or none (the shard's first
+record); `ts` the arrival time of the first record not read, where known."""
 Offsets = dict[str, Any]
-"""`{"shards": {shard id: {"after": sequence number | None, "at": milliseconds | None, "done": bool}}}`."""
+"""`{"shards": {shard id: State}}`."""
 
 
 class KinesisInputError(ManifestError):
@@ -43,7 +59,7 @@ class KinesisInputError(ManifestError):
 
 
 class _Passing(KinesisInputError):
-    """A refusal that passes (`PASSING`), or no answer: a live read waits for the next trigger."""
+    """A refusal that passes (`PASSING`), or no answer: the driver waits for the next trigger."""
 
 
 @attrs.frozen
@@ -76,15 +92,33 @@ class KinesisInput:
         return cls(**found)
 
 
+@attrs.frozen
+class ShardRange:
+    """One shard's part of a micro-batch: from `start` up to `end` (`ShardReader.records`), a task."""
+
+    shard: str
+    start: State
+    end: State
+
+
+@attrs.frozen
+class _Record:
+    sequence: str
+    ts: int
+    """Its arrival time, in milliseconds."""
+
+
 @attrs.define
 class ShardReader:
-    """Reads a stream's shards between offsets (see the module)."""
+    """Cuts a stream's micro-batches on the driver and reads them in tasks (see the module)."""
 
     source: KinesisInput
     clock: Callable[[], float] = time.time
+    margin_ms: int = MARGIN_MS
+    span_ms: int = SPAN_MS
     _client: Any = attrs.field(default=None, init=False)
     _listed: list[dict[str, Any]] = attrs.field(factory=list, init=False)
-    """The last listing of the shards: a trigger whose listing did not pass reads the shards it knew."""
+    """The last listing of the shards: a trigger whose listing did not pass cuts the shards it knew."""
 
     @property
     def client(self) -> Any:
@@ -123,16 +157,16 @@ class ShardReader:
         at = {"LATEST": int(self.clock() * 1000), "AT_TIMESTAMP": self.source.timestamp_ms}.get(self.source.position)
         return {"shards": {shard["ShardId"]: _start(at) for shard in self.shards()}}
 
-    def read(self, start: Offsets) -> tuple[list[bytes], Offsets]:
-        """The records after `start`, every readable shard at once (a thread a shard), at most
-        `CALLS_PER_TRIGGER` reads of `max_records` a shard; and the offsets after them."""
-        known: dict[str, dict[str, Any]] = {key: dict(value) for key, value in start["shards"].items()}
+    def latest(self, start: Offsets) -> Offsets:
+        """Where the micro-batch after `start` ends: each readable shard cut at once (a thread a
+        shard), children of a split or a merge found and started at their first record."""
+        known = {shard: _state(found) for shard, found in start["shards"].items()}
         try:
             self._listed = listed = self.shards()
         except _Passing:
             listed = self._listed
         for shard in listed:
-            known.setdefault(shard["ShardId"], _start(None))  # a child of a split or a merge: from its start
+            known.setdefault(shard["ShardId"], _start(None))
         parents = {shard["ShardId"]: _parents(shard) for shard in listed}
         closed = {shard["ShardId"] for shard in listed if "EndingSequenceNumber" in shard["SequenceNumberRange"]}
         readable = [
@@ -140,87 +174,134 @@ class ShardReader:
             for shard, state in sorted(known.items())
             if not state["done"] and all(known.get(parent, {"done": True})["done"] for parent in parents.get(shard, ()))
         ]
+        now = int(self.clock() * 1000)
         with ThreadPoolExecutor(max(1, min(len(readable), 32))) as pool:
-            fetched = list(pool.map(lambda shard: self._fetch(shard, known[shard], shard in closed), readable))
-        records: list[bytes] = []
-        for name, (taken, reached) in zip(readable, fetched, strict=True):
-            records += taken
-            known[name] = reached
-        return records, {"shards": known}
+            cut = list(pool.map(lambda shard: self._cut(shard, known[shard], shard in closed, now), readable))
+        known.update(zip(readable, cut, strict=True))
+        return {"shards": known}
 
-    def between(self, start: Offsets, end: Offsets) -> list[bytes]:
-        """The records of a micro-batch again (a replay): each shard from `start` to `end`."""
-        records: list[bytes] = []
+    def ranges(self, start: Offsets, end: Offsets) -> list[ShardRange]:
+        """The micro-batch from `start` to `end`: one range a shard that moved."""
+        found = []
         for shard, state in sorted(end["shards"].items()):
-            before = start["shards"].get(shard, _start(None))
-            if state["after"] is not None and state["after"] != before["after"]:
-                records += self._until(shard, before, int(state["after"]))
-        return records
+            before = _state(start["shards"].get(shard, _start(None)))
+            if _position(state) != _position(before):
+                found.append(ShardRange(shard, before, _state(state)))
+        return found
 
-    def _fetch(self, shard: str, state: dict[str, Any], closed: bool) -> tuple[list[bytes], dict[str, Any]]:
-        """Read on from `state`; a closed shard read to its end (no next iterator, or nothing left
-        to read) is `done`. A refusal that passes keeps what was read: the next trigger goes on."""
-        records: list[bytes] = []
-        try:
-            iterator = self._iterator(shard, state)
-            for _ in range(CALLS_PER_TRIGGER):
-                try:
-                    answer = self.client.get_records(ShardIterator=iterator, Limit=self.source.max_records)
-                except botocore.exceptions.ClientError as e:
-                    if _code(e) != EXPIRED:
-                        raise
-                    iterator = self._iterator(shard, state)
-                    continue
-                for record in answer["Records"]:
-                    if _arrived(record, state):
-                        records += user_records(record)
-                    state = {"after": record["SequenceNumber"], "at": None, "done": False}
-                iterator = answer.get("NextShardIterator")
-                caught_up = not answer["Records"] and answer.get("MillisBehindLatest", 0) == 0
-                if iterator is None or (closed and caught_up):
-                    return records, {**state, "done": True}
-                if caught_up:
-                    break
-        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-            if _code(e) not in (*PASSING, None):
-                raise KinesisInputError(f"{self.source.describe()}: shard {shard} cannot be read: {_said(e)}") from None
-        return records, state
-
-    def _until(self, shard: str, state: dict[str, Any], last: int) -> list[bytes]:
-        """A shard's records from `state` to the sequence number `last`, however long it takes (a
-        refusal that passes is waited out)."""
-        records: list[bytes] = []
+    def records(self, part: ShardRange) -> Iterator[bytes]:
+        """A range's user records, however long it takes (a refusal that passes is waited out): what
+        a task reads, and reads the same again after a crash."""
+        state, pause = part.start, BACKOFF[0]
         iterator: Any = None
-        pause = BACKOFF[0]
         while True:
             try:
                 if iterator is None:
-                    iterator = self._iterator(shard, state)
+                    iterator = self._iterator(part.shard, state)
                 answer = self.client.get_records(ShardIterator=iterator, Limit=self.source.max_records)
             except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
                 if _code(e) not in (*PASSING, EXPIRED, None):
                     raise KinesisInputError(
-                        f"{self.source.describe()}: shard {shard} cannot be read again: {_said(e)}"
+                        f"{self.source.describe()}: shard {part.shard} cannot be read: {_said(e)}"
                     ) from None
-                time.sleep(pause)
-                pause, iterator = min(pause * 2, BACKOFF[1]), None
+                if _code(e) != EXPIRED:
+                    time.sleep(pause)
+                    pause = min(pause * 2, BACKOFF[1])
+                iterator = None
                 continue
             for record in answer["Records"]:
-                if int(record["SequenceNumber"]) > last:
-                    return records
+                sequence = int(record["SequenceNumber"])
+                if part.end["from"] is not None and sequence >= int(part.end["from"]):
+                    return
                 if _arrived(record, state):
-                    records += user_records(record)
-                state = {"after": record["SequenceNumber"], "at": None, "done": False}
-                if int(record["SequenceNumber"]) == last:
-                    return records
+                    yield from user_records(record)
+                state = _after(record["SequenceNumber"])
+                if part.end["after"] is not None and sequence >= int(part.end["after"]):
+                    return
             iterator = answer.get("NextShardIterator")
             if iterator is None:
-                return records
+                return
+
+    def read(self, start: Offsets) -> tuple[list[bytes], Offsets]:
+        """The micro-batch after `start` and its end, read here: what Spark's driver and tasks do."""
+        end = self.latest(start)
+        return self.between(start, end), end
+
+    def between(self, start: Offsets, end: Offsets) -> list[bytes]:
+        """The records of a micro-batch (again, after a crash): each shard from `start` to `end`."""
+        return [record for part in self.ranges(start, end) for record in self.records(part)]
+
+    def _cut(self, shard: str, state: State, closed: bool, now: int) -> State:
+        """A shard's end of the next micro-batch (see the module); where it was if the shard cannot
+        be read this trigger (a refusal that passes)."""
+        try:
+            known = state["from"] is not None and state["ts"] is not None
+            first, ended = (_Record(state["from"], state["ts"]), False) if known else self._first(shard, state)
+            if first is None:
+                return {**state, "done": closed and ended}
+            cut = self._first_at(shard, min(now - self.margin_ms, first.ts + self.span_ms))
+            if cut is not None and int(cut.sequence) > int(first.sequence):
+                return _from(cut)
+            last, ended = self._last(shard, first)  # what is left arrived within the margin: read here
+            return {**_after(last.sequence), "done": closed and ended}
+        except _Passing:
+            return state
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+            if _code(e) in (*PASSING, EXPIRED, None):
+                return state
+            raise KinesisInputError(f"{self.source.describe()}: shard {shard} cannot be read: {_said(e)}") from None
+
+    def _first(self, shard: str, state: State) -> tuple[_Record | None, bool]:
+        """The first record after `state`, or none and whether the shard was read to its last record."""
+        answer: dict[str, Any] = {}
+        limit = 1 if state["at"] is None else self.source.max_records  # from a time: records before it skipped
+        for answer in self._pages(shard, state, limit):
+            for record in answer["Records"]:
+                if _arrived(record, state):
+                    return _Record(record["SequenceNumber"], _ms(record)), False
+        return None, _ended(answer)
+
+    def _first_at(self, shard: str, at: int) -> _Record | None:
+        """The first record that arrived at `at` or later (to the second, as Kinesis takes it)."""
+        for answer in self._pages(shard, _start(at), 1):
+            for record in answer["Records"]:
+                return _Record(record["SequenceNumber"], _ms(record))
+        return None
+
+    def _last(self, shard: str, first: _Record) -> tuple[_Record, bool]:
+        """A shard's last record from `first` on, and whether the shard has ended there."""
+        last, answer = first, {}
+        for answer in self._pages(shard, _from(first), self.source.max_records):
+            if answer["Records"]:
+                last = _Record(answer["Records"][-1]["SequenceNumber"], _ms(answer["Records"][-1]))
+        return last, _ended(answer)
+
+    def _pages(self, shard: str, state: State, limit: int) -> Iterator[dict[str, Any]]:
+        """The driver's GetRecords answers from `state` on, at most `CALLS_PER_TRIGGER`, until the
+        shard's last record; an expired iterator taken again after the last record read."""
+        iterator: Any = None
+        for _ in range(CALLS_PER_TRIGGER):
+            try:
+                iterator = iterator or self._iterator(shard, state)
+                answer: dict[str, Any] = self.client.get_records(ShardIterator=iterator, Limit=limit)
+            except botocore.exceptions.ClientError as e:
+                if _code(e) != EXPIRED:
+                    raise
+                iterator = None
+                continue
+            yield answer
+            if answer["Records"]:
+                state = _after(answer["Records"][-1]["SequenceNumber"])
+            iterator = answer.get("NextShardIterator")
+            if _ended(answer):
+                return
 
     def _iterator(self, shard: str, state: Mapping[str, Any]) -> Any:
         arguments: dict[str, Any] = {"StreamName": self.source.stream, "ShardId": shard}
         if state["after"] is not None:
             arguments.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", StartingSequenceNumber=state["after"])
+        elif state["from"] is not None:
+            arguments.update(ShardIteratorType="AT_SEQUENCE_NUMBER", StartingSequenceNumber=state["from"])
         elif state["at"] is not None:
             arguments.update(ShardIteratorType="AT_TIMESTAMP", Timestamp=state["at"] / 1000)
         else:
@@ -244,15 +325,44 @@ def user_records(record: Mapping[str, Any]) -> Iterator[bytes]:
         yield base64.b64decode(found["data"]) if found.get("aggregated") else found["data"]
 
 
-def _arrived(record: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
+def _arrived(record: Mapping[str, Any], state: State) -> bool:
     """Whether a record read from a shard's start time (`at`) arrived at or after it: Kinesis takes
     that time to the second, the offset holds it to the millisecond."""
-    at = state["at"] if state["after"] is None else None
-    return at is None or record["ApproximateArrivalTimestamp"].timestamp() * 1000 >= at
+    at = state["at"] if state["after"] is None and state["from"] is None else None
+    return at is None or _ms(record) >= at
 
 
-def _start(at: int | None) -> dict[str, Any]:
-    return {"after": None, "at": at, "done": False}
+def _ended(answer: Mapping[str, Any]) -> bool:
+    """Whether a GetRecords answer reached the shard's last record (its end, if it is closed)."""
+    return bool(answer) and (
+        answer.get("NextShardIterator") is None or (not answer["Records"] and answer.get("MillisBehindLatest", 0) == 0)
+    )
+
+
+def _ms(record: Mapping[str, Any]) -> int:
+    return int(record["ApproximateArrivalTimestamp"].timestamp() * 1000)
+
+
+def _state(found: Mapping[str, Any]) -> State:
+    """An offset's shard as read from the checkpoint (an older one's keys taken as they were)."""
+    keys = ("after", "from", "ts", "at")
+    return {**{key: found.get(key) for key in keys}, "done": bool(found.get("done", False))}
+
+
+def _start(at: int | None) -> State:
+    return {"after": None, "from": None, "ts": None, "at": at, "done": False}
+
+
+def _after(sequence: str) -> State:
+    return {**_start(None), "after": sequence}
+
+
+def _from(record: _Record) -> State:
+    return {**_start(None), "from": record.sequence, "ts": record.ts}
+
+
+def _position(state: State) -> tuple[Any, ...]:
+    return state["after"], state["from"], state["at"]
 
 
 def _parents(shard: Mapping[str, Any]) -> tuple[str, ...]:

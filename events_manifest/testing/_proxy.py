@@ -18,6 +18,7 @@ import socket
 import ssl
 import threading
 import time
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import urlsplit
@@ -56,6 +57,8 @@ class FaultProxy:
         self._lock = threading.Lock()
         self.requests = 0
         self.throttled = 0
+        self.counts: Counter[str] = Counter()
+        """The requests of each operation (`X-Amz-Target`'s last part)."""
         self.peers: set[int] = set()
         """The client port of every connection served: which sockets the requests came through."""
         self._tls = tls
@@ -74,6 +77,7 @@ class FaultProxy:
     def _should_throttle(self, target: str) -> bool:
         with self._lock:
             self.requests += 1
+            self.counts[target.rsplit(".", 1)[-1]] += 1
             if target.rsplit(".", 1)[-1] in self.operations and self._random.random() < self.throttle_rate:
                 self.throttled += 1
                 return True

@@ -505,14 +505,16 @@ def test_the_stream_s_statsd_and_stdout_metrics_count_what_its_windows_committed
 def test_the_kinesis_input_writes_the_window_the_batch_job_writes(
     tmp_path: Path, spark: Any, moto_server: LocalServer
 ) -> None:
-    """The reference's Kinesis input section (moto's server as Kinesis, two shards): a backfill
-    (`--available-now`, `TRIM_HORIZON`) commits one window, the batch job's run of the same lines.
-    Spark 3.5 has no Python stream source: refused in one line that names the lines that have one."""
+    """The reference's Kinesis input section (moto's server as Kinesis, three shards): a backfill
+    (`--available-now`, `TRIM_HORIZON`) commits one window, the batch job's run of the same lines,
+    read by one task a shard; a second start reads only what arrived since (Spark 4.0 and 4.1 give the
+    reader no start: it takes the checkpoint's). Spark 3.5 has no Python stream source: refused in
+    one line that names the lines that have one."""
     from spark_integration.stream_transformer import main
 
     client = boto3.client("kinesis", endpoint_url=moto_server.endpoint)
     name = f"enriched-{time.time_ns()}"
-    client.create_stream(StreamName=name, ShardCount=2)
+    client.create_stream(StreamName=name, ShardCount=3)
     lines = entity_lines()
     for n, line in enumerate(lines):
         client.put_record(StreamName=name, Data=line.encode(), PartitionKey=f"key-{n}")
@@ -530,6 +532,8 @@ def test_the_kinesis_input_writes_the_window_the_batch_job_writes(
         "cloudwatchCustomEndpoint": "http://localhost:4582",
     }
     config = b64(json.dumps({"input": section, "output": {"path": "out"}, "windowing": "1 hour"}))
+    tracker = spark.sparkContext.statusTracker()
+    jobs_before = set(tracker.getJobIdsForGroup())
     done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
     if spark.version.startswith("3."):
         assert done.returncode == 2 and done.stderr.startswith("input.type kinesis needs Spark 4.0 or newer")
@@ -543,6 +547,14 @@ def test_the_kinesis_input_writes_the_window_the_batch_job_writes(
     batch = {"input": "batch/in", "output": {"path": "batch/out"}, "formats": {"transformationType": "widerow"}}
     assert transformer(tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(batch))).returncode == 0
     assert tree(window) == tree(tmp_path / "batch/out/run=1")
+    jobs = set(tracker.getJobIdsForGroup()) - jobs_before
+    stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
+    assert 3 in {stage.numTasks for stage in stages if stage}, "the micro-batch read by a task a shard"
+    before = committed_ids(tmp_path / "out")
+    client.put_record(StreamName=name, Data=event(C).encode(), PartitionKey="later")
+    again = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert committed_ids(tmp_path / "out") == sorted([*before, C]), "the second start: the new event alone"
     client.delete_stream(StreamName=name)
     gone = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
     assert gone.returncode == 1 and gone.stderr.strip().splitlines()[-1] == (

@@ -32,15 +32,16 @@ def put(client: Any, source: KinesisInput, lines: list[str]) -> None:
         client.put_record(StreamName=source.stream, Data=line.encode(), PartitionKey=f"key-{n}")
 
 
-def drain(reader: ShardReader, offsets: dict[str, Any]) -> tuple[list[bytes], dict[str, Any]]:
-    """Every record after `offsets`, micro-batch by micro-batch, as Spark would ask: until five
-    triggers in a row read nothing (a trigger whose every read was throttled reads nothing)."""
+def drain(reader: ShardReader, offsets: dict[str, Any], count: int) -> tuple[list[bytes], dict[str, Any]]:
+    """The records after `offsets`, micro-batch by micro-batch as Spark would ask, a tenth of a
+    second apart, until `count` are read (or a hundred triggers: then some are missing)."""
     records: list[bytes] = []
-    idle = 0
-    while idle < 5:
-        batch, after = reader.read(offsets)
-        idle = idle + 1 if after == offsets else 0
-        records, offsets = records + batch, after
+    for _ in range(100):
+        if len(records) >= count:
+            break
+        batch, offsets = reader.read(offsets)
+        records += batch
+        time.sleep(0.1)
     return records, offsets
 
 
@@ -51,12 +52,38 @@ def test_every_shard_is_read_once_and_a_replay_reads_the_same(stream: tuple[Any,
     reader = ShardReader(source)
     start = reader.initial()
     first, after = reader.read(start)
-    assert 0 < len(first) < 100, "at most CALLS_PER_TRIGGER reads of max_records a shard"
+    assert 0 < len(first) < 100, "what is left to cut read by the driver: at most CALLS_PER_TRIGGER reads a shard"
+    assert all(after["shards"][shard]["after"] for shard in after["shards"]), "each shard read to a record"
     assert ShardReader(source).between(start, after) == first, "a batch replayed after a crash: the same records"
-    rest, end = drain(reader, after)
+    rest, end = drain(reader, after, 100 - len(first))
     assert sorted(record.decode() for record in first + rest) == sorted(lines)
     put(client, source, ["line 100"])
     assert reader.read(end)[0] == [b"line 100"]
+
+
+def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_batch(
+    stream: tuple[Any, KinesisInput], moto_server: LocalServer
+) -> None:
+    """Records that arrived before the margin end the batch at the first one after it (the driver
+    reads one record a shard: no GetRecords page of the batch); a backlog is cut a span at a time."""
+    client, source = stream
+    groups = [[f"{group} {n}" for n in range(6)] for group in ("old", "older", "recent")]
+    for group in groups[:2]:
+        put(client, source, group)
+        time.sleep(2.2)  # Kinesis takes a time to the second: a cut falls between groups this far apart
+    put(client, source, groups[2])
+    with FaultProxy(moto_server.endpoint, throttle_rate=0.0, operations=frozenset({"GetRecords"})) as proxy:
+        through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=7)
+        spans = ShardReader(through, span_ms=1200)
+        start = spans.initial()
+        cut = spans.latest(start)
+        assert proxy.counts["GetRecords"] == 2 * 2, "a shard: its first record, and one at the cut"
+    assert all(state["from"] and not state["after"] for state in cut["shards"].values()), cut
+    assert sorted(spans.between(start, cut)) == sorted(line.encode() for line in groups[0]), "one span"
+    recent = ShardReader(source, margin_ms=1000)
+    middle = recent.latest(cut)
+    assert sorted(recent.between(cut, middle)) == sorted(line.encode() for line in groups[1])
+    assert sorted(recent.read(middle)[0]) == sorted(line.encode() for line in groups[2]), "the rest: read to the end"
 
 
 def test_latest_reads_what_arrives_after_the_first_start_and_is_pinned(stream: tuple[Any, KinesisInput]) -> None:
@@ -67,7 +94,7 @@ def test_latest_reads_what_arrives_after_the_first_start_and_is_pinned(stream: t
     start = latest.initial()
     time.sleep(0.2)
     put(client, source, ["after 1", "after 2"])
-    records, end = drain(latest, start)
+    records, end = drain(latest, start, 2)
     assert sorted(records) == [b"after 1", b"after 2"]
     assert sorted(latest.between(start, end)) == [b"after 1", b"after 2"], "a replay of the first batch: the same"
 
@@ -80,7 +107,7 @@ def test_records_the_kpl_aggregated_are_split(stream: tuple[Any, KinesisInput]) 
     key, _, data = aggregator.clear_and_get().get_contents()
     client.put_record(StreamName=source.stream, Data=data, PartitionKey=key)
     put(client, source, ["plain"])
-    records, _ = drain(ShardReader(source), ShardReader(source).initial())
+    records, _ = drain(ShardReader(source), ShardReader(source).initial(), 6)
     assert sorted(records) == [b"plain", *(f"user record {n}".encode() for n in range(5))]
 
 
@@ -100,7 +127,7 @@ def test_a_split_shard_ends_and_its_children_are_read_from_their_start(stream: t
     assert after["shards"][parent]["done"], "the closed parent is read to its end"
     children = [shard for shard in after["shards"] if shard not in start["shards"]]
     assert len(children) == 2 and all(after["shards"][child]["after"] is None for child in children), "not yet"
-    rest, _ = drain(reader, after)
+    rest, _ = drain(reader, after, 10 - len(first))
     assert sorted(first + rest) == sorted(f"line {n}".encode() for n in range(10))
 
 
@@ -139,7 +166,7 @@ def test_a_refused_read_loses_nothing_and_doubles_nothing(
         through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=limit)
         reader = ShardReader(through)
         start = reader.initial()
-        records, end = drain(reader, start)
+        records, end = drain(reader, start, len(lines))
         again = reader.between(start, end)
     assert proxy.throttled > 3
     assert sorted(records) == sorted(again) == sorted(line.encode() for line in lines)

@@ -1,0 +1,133 @@
+"""The Kinesis stream reader Spark calls (`spark_integration._kinesis`), called as Spark calls it,
+against moto's server: one partition a shard that moved, each read by a pickled copy of the reader
+(as an executor gets it), and the start taken from Spark's calls where Spark 4.0 and 4.1 do not give
+it. The stream transformer's run on it is in test_stream_transformer.py."""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from events_manifest._transformer.kinesis_input import KinesisInput
+from events_manifest.testing import LocalServer
+
+pytest.importorskip("pyspark.sql.datasource", reason="Spark 3.5 has no Python stream source")
+
+
+@pytest.fixture
+def stream(moto_server: LocalServer) -> Iterator[tuple[Any, KinesisInput]]:
+    client = boto3.client("kinesis", endpoint_url=moto_server.endpoint)
+    name = f"enriched-{time.time_ns()}"
+    client.create_stream(StreamName=name, ShardCount=3)
+    yield client, KinesisInput(name, "us-east-1", moto_server.endpoint, position="TRIM_HORIZON", max_records=4)
+    client.delete_stream(StreamName=name)
+
+
+def put(client: Any, source: KinesisInput, lines: list[str]) -> None:
+    for line in lines:
+        client.put_record(StreamName=source.stream, Data=line.encode(), PartitionKey=line)
+
+
+def read(reader: Any, start: dict[str, Any], end: dict[str, Any]) -> list[bytes]:
+    """A micro-batch as Spark reads it: the driver plans, each partition read by a copy of the reader."""
+    parts = reader.partitions(start, end)
+    assert len({part.part.shard for part in parts}) == len(parts), "one partition a shard"
+    copy = pickle.loads(pickle.dumps(reader))
+    return [record for part in pickle.loads(pickle.dumps(parts)) for (record,) in copy.read(part)]
+
+
+def test_a_partition_a_shard_read_by_a_copy_of_the_reader(stream: tuple[Any, KinesisInput]) -> None:
+    from spark_integration._kinesis import KinesisStreamReader
+
+    client, source = stream
+    lines = [f"line {n}" for n in range(30)]
+    put(client, source, lines)
+    reader = KinesisStreamReader(source)
+    start = reader.initialOffset()
+    assert reader.initialOffset() == start, "pinned once"
+    end = reader.latestOffset(start, None)  # Spark 4.2 and newer give the start
+    assert len(reader.partitions(start, end)) == 3, "every shard holds lines: three tasks"
+    first = read(reader, start, end)
+    rest: list[bytes] = []
+    for _ in range(50):
+        if len(first) + len(rest) >= len(lines):
+            break
+        time.sleep(0.1)
+        start, end = end, reader.latestOffset()  # 4.0 and 4.1 give none: the reader's last end
+        rest += read(reader, start, end)
+    assert sorted(first + rest) == sorted(line.encode() for line in lines)
+    assert reader.partitions(end, end) == [], "no shard moved: no task"
+
+
+@pytest.mark.parametrize("call", ["partitions", "commit"])
+def test_a_restarted_reader_goes_on_from_what_spark_gives_it(stream: tuple[Any, KinesisInput], call: str) -> None:
+    """After a restart Spark plans the last batch of its log again or commits its end before it asks
+    4.0's `latestOffset()` (as Spark's own wrapper of a simple reader expects): the reader goes on
+    from there, not from the initial offset."""
+    from spark_integration._kinesis import KinesisStreamReader
+
+    client, source = stream
+    put(client, source, ["before"])
+    first = KinesisStreamReader(source)
+    start = first.initialOffset()
+    end = first.latestOffset()
+    assert read(first, start, end) == [b"before"]
+    put(client, source, ["after"])
+    again = KinesisStreamReader(source)
+    if call == "partitions":
+        assert read(again, start, end) == [b"before"], "the batch replayed: the same"
+    else:
+        again.commit(end)
+    later: list[bytes] = []
+    for _ in range(50):
+        if later:
+            break
+        time.sleep(0.1)
+        later = read(again, end, again.latestOffset())
+    assert later == [b"after"]
+
+
+def test_a_shard_split_while_the_stream_runs_is_followed_into_its_children(stream: tuple[Any, KinesisInput]) -> None:
+    """A split between two micro-batches: the children get partitions of their own once their parent
+    is done, every record once. (moto moves a split shard's records into its children, where Kinesis
+    keeps them in the closed parent: the parent split here holds none, so that nothing is read twice.)"""
+    from spark_integration._kinesis import KinesisStreamReader
+
+    client, source = stream
+    shards = client.list_shards(StreamName=source.stream)["Shards"]
+    ranges = {shard["ShardId"]: int(shard["HashKeyRange"]["StartingHashKey"]) for shard in shards}
+    [first, parent, _] = sorted(ranges)
+
+    def put_at(hash_key: int, lines: list[str]) -> None:
+        for line in lines:
+            client.put_record(
+                StreamName=source.stream, Data=line.encode(), PartitionKey=line, ExplicitHashKey=str(hash_key)
+            )
+
+    put_at(ranges[first], ["a 1", "a 2"])
+    reader = KinesisStreamReader(source)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, None)
+    seen = read(reader, start, end)
+    middle = ranges[parent] + 2**100
+    client.split_shard(StreamName=source.stream, ShardToSplit=parent, NewStartingHashKey=str(middle))
+    put_at(ranges[parent], ["left 1", "left 2"])
+    put_at(middle + 1, ["right 1"])
+    put_at(ranges[first], ["a 3"])
+    moved: list[tuple[set[str], bool]] = []
+    for _ in range(50):
+        if len(seen) >= 6:
+            break
+        time.sleep(0.1)
+        start, end = end, reader.latestOffset(end, None)
+        moved.append(({part.part.shard for part in reader.partitions(start, end)}, start["shards"][parent]["done"]))
+        seen += read(reader, start, end)
+    assert sorted(seen) == sorted(line.encode() for line in ["a 1", "a 2", "a 3", "left 1", "left 2", "right 1"])
+    children = set(end["shards"]) - set(ranges)
+    assert len(children) == 2 and end["shards"][parent]["done"]
+    assert all(done for shards, done in moved if shards & children), "a child read once its parent is done"
