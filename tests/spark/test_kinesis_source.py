@@ -92,16 +92,20 @@ def test_a_restarted_reader_goes_on_from_what_spark_gives_it(stream: tuple[Any, 
     assert later == [b"after"]
 
 
-def test_a_shard_split_while_the_stream_runs_is_followed_into_its_children(stream: tuple[Any, KinesisInput]) -> None:
-    """A split between two micro-batches: the children get partitions of their own once their parent
-    is done, every record once. (moto moves a split shard's records into its children, where Kinesis
-    keeps them in the closed parent: the parent split here holds none, so that nothing is read twice.)"""
+@pytest.mark.parametrize("change", ["split", "merge"])
+def test_a_shard_split_or_merged_while_the_stream_runs_is_followed_into_its_children(
+    stream: tuple[Any, KinesisInput], change: str
+) -> None:
+    """A split or a merge between two micro-batches: the children get partitions of their own once
+    their parents are done, every record once. (moto moves a split shard's records into its children
+    and copies merged shards' records into the child, where Kinesis keeps them in the closed parents:
+    the parents here hold none, so that nothing is read twice.)"""
     from spark_integration._kinesis import KinesisStreamReader
 
     client, source = stream
     shards = client.list_shards(StreamName=source.stream)["Shards"]
     ranges = {shard["ShardId"]: int(shard["HashKeyRange"]["StartingHashKey"]) for shard in shards}
-    [first, parent, _] = sorted(ranges)
+    [first, second, third] = sorted(ranges)
 
     def put_at(hash_key: int, lines: list[str]) -> None:
         for line in lines:
@@ -114,10 +118,14 @@ def test_a_shard_split_while_the_stream_runs_is_followed_into_its_children(strea
     start = reader.initialOffset()
     end = reader.latestOffset(start, None)
     seen = read(reader, start, end)
-    middle = ranges[parent] + 2**100
-    client.split_shard(StreamName=source.stream, ShardToSplit=parent, NewStartingHashKey=str(middle))
-    put_at(ranges[parent], ["left 1", "left 2"])
-    put_at(middle + 1, ["right 1"])
+    if change == "split":
+        parents, middle = [second], ranges[second] + 2**100
+        client.split_shard(StreamName=source.stream, ShardToSplit=second, NewStartingHashKey=str(middle))
+    else:
+        parents, middle = [second, third], ranges[third]
+        client.merge_shards(StreamName=source.stream, ShardToMerge=second, AdjacentShardToMerge=third)
+    put_at(ranges[second], ["child 1", "child 2"])
+    put_at(middle + 1, ["child 3"])
     put_at(ranges[first], ["a 3"])
     moved: list[tuple[set[str], bool]] = []
     for _ in range(50):
@@ -125,9 +133,11 @@ def test_a_shard_split_while_the_stream_runs_is_followed_into_its_children(strea
             break
         time.sleep(0.1)
         start, end = end, reader.latestOffset(end, None)
-        moved.append(({part.part.shard for part in reader.partitions(start, end)}, start["shards"][parent]["done"]))
+        done = all(start["shards"][parent]["done"] for parent in parents)
+        moved.append(({part.part.shard for part in reader.partitions(start, end)}, done))
         seen += read(reader, start, end)
-    assert sorted(seen) == sorted(line.encode() for line in ["a 1", "a 2", "a 3", "left 1", "left 2", "right 1"])
+    assert sorted(seen) == sorted(line.encode() for line in ["a 1", "a 2", "a 3", "child 1", "child 2", "child 3"])
     children = set(end["shards"]) - set(ranges)
-    assert len(children) == 2 and end["shards"][parent]["done"]
-    assert all(done for shards, done in moved if shards & children), "a child read once its parent is done"
+    assert len(children) == {"split": 2, "merge": 1}[change]
+    assert all(end["shards"][parent]["done"] for parent in parents)
+    assert all(done for shards, done in moved if shards & children), "a child read once its parents are done"
