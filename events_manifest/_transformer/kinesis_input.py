@@ -6,12 +6,13 @@ read (`after`), at a record not read yet (`from`), at a time (`at`: `LATEST` pin
 start, `AT_TIMESTAMP`), or at the shard's first record (none of them); and whether the shard is read
 to its end (`done`: closed by a split or a merge). Where a micro-batch ends is decided on the driver
 without reading the batch (`ShardReader.latest`): a shard is cut at its first record that arrived
-after a recent time (one `AT_TIMESTAMP` read of one record); a shard whose unread records all
-arrived since then is read by the driver to its last record (at most `CALLS_PER_TRIGGER` reads). A
-micro-batch is then read by one task a shard (`ShardReader.records`), and read again the same after
-a crash. A child shard is read only once its parents are done, so the order of a partition key's
-records holds across resharding. Records the Kinesis Producer Library aggregated are split into
-their user records, as KCL does (`aws-kinesis-agg`).
+after a recent time (one `AT_TIMESTAMP` read of one record), or, if it received nothing since, at
+the middle time of its unread records; only when these span two seconds or less does the driver read
+them, to the last (at most `CALLS_PER_TRIGGER` reads). A micro-batch is then read by one task a
+shard (`ShardReader.records`), and read again the same after a crash. A child shard is read only
+once its parents are done, so the order of a partition key's records holds across resharding.
+Records the Kinesis Producer Library aggregated are split into their user records, as KCL does
+(`aws-kinesis-agg`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ trigger."""
 SPAN_MS = 60_000
 """A micro-batch takes at most this much of a shard's arrival time (at most 60 MB, 60,000 records at
 Kinesis's write limit of a shard): a backlog is read a minute of it at a time."""
+HALVING_MS = 2000
+"""A shard that received nothing since the cut (a producer stopped over a backlog) is cut at the
+middle time of its unread records while they span more than this: the driver reads at most these
+two seconds of a shard's records, and a backlog ends in halves."""
 CALLS_PER_TRIGGER = 5
 """GetRecords calls the driver makes at most to find a shard's last record when nothing is left to
 cut (Kinesis serves 5 a second a shard)."""
@@ -239,10 +244,13 @@ class ShardReader:
             first, ended = (_Record(state["from"], state["ts"]), False) if known else self._first(shard, state)
             if first is None:
                 return {**state, "done": closed and ended}
-            cut = self._first_at(shard, min(now - self.margin_ms, first.ts + self.span_ms))
+            at = min(now - self.margin_ms, first.ts + self.span_ms)
+            cut = self._first_at(shard, at)
+            if cut is None and at - first.ts > HALVING_MS:  # nothing since: cut the records left in two
+                cut = self._first_at(shard, (first.ts + at) // 2)
             if cut is not None and int(cut.sequence) > int(first.sequence):
                 return _from(cut)
-            last, ended = self._last(shard, first)  # what is left arrived within the margin: read here
+            last, ended = self._last(shard, first)  # what is left arrived within seconds: read here
             return {**_after(last.sequence), "done": closed and ended}
         except _Passing:
             return state

@@ -64,7 +64,8 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
     stream: tuple[Any, KinesisInput], moto_server: LocalServer
 ) -> None:
     """Records that arrived before the margin end the batch at the first one after it (the driver
-    reads one record a shard: no GetRecords page of the batch); a backlog is cut a span at a time."""
+    reads one record a shard: no GetRecords page of the batch); a backlog is cut a span at a time,
+    and in halves when nothing arrives any more."""
     client, source = stream
     groups = [[f"{group} {n}" for n in range(6)] for group in ("old", "older", "recent")]
     for group in groups[:2]:
@@ -83,6 +84,17 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
     middle = recent.latest(cut)
     assert sorted(recent.between(cut, middle)) == sorted(line.encode() for line in groups[1])
     assert sorted(recent.read(middle)[0]) == sorted(line.encode() for line in groups[2]), "the rest: read to the end"
+    time.sleep(2)  # nothing arrives: a reader started now cuts the records it finds in halves
+    with FaultProxy(moto_server.endpoint, throttle_rate=0.0, operations=frozenset({"GetRecords"})) as proxy:
+        through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=7)
+        late = ShardReader(through)
+        start = late.initial()
+        half = late.latest(start)
+        assert proxy.counts["GetRecords"] == 2 * 3, "a shard: its first record, none at the cut, one at the middle"
+    first = late.between(start, half)
+    assert set(groups[0]) <= {line.decode() for line in first} and not set(groups[2]) & {r.decode() for r in first}
+    rest, _ = drain(late, half, 18 - len(first))
+    assert sorted(first + rest) == sorted(line.encode() for group in groups for line in group)
 
 
 def test_latest_reads_what_arrives_after_the_first_start_and_is_pinned(stream: tuple[Any, KinesisInput]) -> None:
