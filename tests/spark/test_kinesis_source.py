@@ -10,27 +10,19 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from events_manifest._transformer.kinesis_input import KinesisInput
 from events_manifest.testing import LocalServer
+from tests.kinesis_helpers import kinesis_stream, put
 
 pytest.importorskip("pyspark.sql.datasource", reason="Spark 3.5 has no Python stream source")
 
 
 @pytest.fixture
 def stream(moto_server: LocalServer) -> Iterator[tuple[Any, KinesisInput]]:
-    client = boto3.client("kinesis", endpoint_url=moto_server.endpoint)
-    name = f"enriched-{time.time_ns()}"
-    client.create_stream(StreamName=name, ShardCount=3)
-    yield client, KinesisInput(name, "us-east-1", moto_server.endpoint, position="TRIM_HORIZON", max_records=4)
-    client.delete_stream(StreamName=name)
-
-
-def put(client: Any, source: KinesisInput, lines: list[str]) -> None:
-    for line in lines:
-        client.put_record(StreamName=source.stream, Data=line.encode(), PartitionKey=line)
+    with kinesis_stream(moto_server.endpoint, shards=3, max_records=4) as made:
+        yield made
 
 
 def read(reader: Any, start: dict[str, Any], end: dict[str, Any]) -> list[bytes]:

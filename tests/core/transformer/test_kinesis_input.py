@@ -9,27 +9,19 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from aws_kinesis_agg.aggregator import RecordAggregator
 
 from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing._proxy import EXPIRED_ITERATOR, THROTTLED
+from tests.kinesis_helpers import kinesis_stream, put
 
 
 @pytest.fixture
 def stream(moto_server: LocalServer) -> Iterator[tuple[Any, KinesisInput]]:
-    client = boto3.client("kinesis", endpoint_url=moto_server.endpoint)
-    name = f"enriched-{time.time_ns()}"
-    client.create_stream(StreamName=name, ShardCount=2)
-    yield client, KinesisInput(name, "us-east-1", moto_server.endpoint, position="TRIM_HORIZON", max_records=7)
-    client.delete_stream(StreamName=name)
-
-
-def put(client: Any, source: KinesisInput, lines: list[str]) -> None:
-    for n, line in enumerate(lines):
-        client.put_record(StreamName=source.stream, Data=line.encode(), PartitionKey=f"key-{n}")
+    with kinesis_stream(moto_server.endpoint, shards=2, max_records=7) as made:
+        yield made
 
 
 def drain(reader: ShardReader, offsets: dict[str, Any], count: int) -> tuple[list[bytes], dict[str, Any]]:
