@@ -28,7 +28,7 @@ def stream(moto_server: LocalServer) -> Iterator[tuple[Any, KinesisInput]]:
 def read(reader: Any, start: dict[str, Any], end: dict[str, Any]) -> list[bytes]:
     """A micro-batch as Spark reads it: the driver plans, each partition read by a copy of the reader."""
     parts = reader.partitions(start, end)
-    assert len({part.part.shard for part in parts}) == len(parts), "one partition a shard"
+    assert len({part.value for part in parts}) == len(parts), "one partition a shard"
     copy = pickle.loads(pickle.dumps(reader))
     return [record for part in pickle.loads(pickle.dumps(parts)) for (record,) in copy.read(part)]
 
@@ -126,7 +126,7 @@ def test_a_shard_split_or_merged_while_the_stream_runs_is_followed_into_its_chil
         time.sleep(0.1)
         start, end = end, reader.latestOffset(end, None)
         done = all(start["shards"][parent]["done"] for parent in parents)
-        moved.append(({part.part.shard for part in reader.partitions(start, end)}, done))
+        moved.append(({part.value for part in reader.partitions(start, end)}, done))
         seen += read(reader, start, end)
     assert sorted(seen) == sorted(line.encode() for line in ["a 1", "a 2", "a 3", "child 1", "child 2", "child 3"])
     children = set(end["shards"]) - set(ranges)
