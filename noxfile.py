@@ -43,9 +43,10 @@ def _npm(session: nox.Session) -> None:
     session.run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error", external=True)
 
 
-SUITE = ["-q", "-n", "2", "--dist", "worksteal", "--durations=10", "--ignore=tests/integration"]
+PARALLEL = ["-q", "-n", "2", "--dist", "worksteal", "--durations=10"]
 """Two test processes on two cores (each with its own Spark session and servers), and the ten
 slowest tests printed at every run, so that a slow test is seen the day it lands."""
+SUITE = [*PARALLEL, "--ignore=tests/integration"]
 
 
 @nox.session
@@ -127,7 +128,7 @@ def integration(session: nox.Session, line: str) -> None:
     environment = _executor_environment(session, constraints)
     session.run(
         "pytest",
-        *(session.posargs or ["-q", "--durations=10", "tests/integration"]),
+        *(session.posargs or [*PARALLEL, "tests/integration"]),
         env={
             "EVENTS_MANIFEST_S3A_JARS": str(jars),
             "EVENTS_MANIFEST_EXECUTOR_ENV": str(environment),
