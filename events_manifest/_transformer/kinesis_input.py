@@ -188,10 +188,10 @@ class ShardReader:
     def ranges(self, start: Offsets, end: Offsets) -> list[ShardRange]:
         """The micro-batch from `start` to `end`: one range a shard that moved."""
         found = []
-        for shard, state in sorted(end["shards"].items()):
-            before = _state(start["shards"].get(shard, _start(None)))
+        for shard, reached in sorted(end["shards"].items()):
+            before, state = _state(start["shards"].get(shard, _start(None))), _state(reached)
             if _position(state) != _position(before):
-                found.append(ShardRange(shard, before, _state(state)))
+                found.append(ShardRange(shard, before, state))
         return found
 
     def records(self, part: ShardRange) -> Iterator[bytes]:

@@ -89,6 +89,20 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
     assert sorted(first + rest) == sorted(line.encode() for group in groups for line in group)
 
 
+def test_offsets_an_earlier_version_wrote_are_read_on(stream: tuple[Any, KinesisInput]) -> None:
+    """A checkpoint of the reader before the cut (each shard `after`, `at`, `done`): its last batch
+    replayed, and read on from it."""
+    client, source = stream
+    put(client, source, [f"line {n}" for n in range(6)])
+    reader = ShardReader(source)
+    shards = sorted(reader.initial()["shards"])
+    old = {"shards": {shard: {"after": None, "at": None, "done": False} for shard in shards}}
+    replayed = reader.between(old, {"shards": {shards[0]: {"after": "2", "at": None, "done": False}}})
+    assert len(replayed) == 2, "the first two records of the first shard"
+    records, _ = drain(reader, old, 6)
+    assert sorted(records) == sorted(f"line {n}".encode() for n in range(6))
+
+
 def test_latest_reads_what_arrives_after_the_first_start_and_is_pinned(stream: tuple[Any, KinesisInput]) -> None:
     client, source = stream
     put(client, source, ["before"])
