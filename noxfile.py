@@ -83,11 +83,14 @@ def _s3a_jars(session: nox.Session) -> Path:
         return JARS.resolve()
     download = JARS / "download"
     download.mkdir(parents=True, exist_ok=True)
-    session.run(
+    session.run_install(
         "python", "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:", "-d", str(download),
         S3A_SOURCE,
-    )  # fmt: skip
-    [sdist] = download.glob("*.tar.gz")
+    )  # fmt: skip  # an install step: `--install-only` fetches them, `--no-install` finds them
+    found = list(download.glob("*.tar.gz"))
+    if not found:
+        session.error(f"the S3A connector's jars are not in {JARS}: run the session once without --no-install")
+    [sdist] = found
     with tarfile.open(sdist) as archive:
         for member in archive.getmembers():
             if member.name.rsplit("/", 1)[-1] in S3A_JARS:
@@ -104,7 +107,8 @@ def _executor_environment(session: nox.Session, constraints: str) -> Path:
     by venv-pack (`.cache/executor-env/env.tar.gz`)."""
     build = Path(".cache/executor-env")
     shutil.rmtree(build, ignore_errors=True)
-    session.run("python", "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(build / "dist"), ".")
+    if session.run("python", "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(build / "dist"), ".") is None:
+        return build / "env.tar.gz"  # `--install-only` runs nothing: the tests' run builds it
     [wheel] = (build / "dist").glob("*.whl")
     session.run("python", "-m", "venv", str(build / "venv"))
     python = str(build / "venv" / "bin" / "python")
