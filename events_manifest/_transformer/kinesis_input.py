@@ -197,35 +197,22 @@ class ShardReader:
     def records(self, part: ShardRange) -> Iterator[bytes]:
         """A range's user records, however long it takes (a refusal that passes is waited out): what
         a task reads, and reads the same again after a crash."""
-        state, pause = part.start, BACKOFF[0]
-        iterator: Any = None
-        while True:
-            try:
-                if iterator is None:
-                    iterator = self._iterator(part.shard, state)
-                answer = self.client.get_records(ShardIterator=iterator, Limit=self.source.max_records)
-            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-                if _code(e) not in (*PASSING, EXPIRED, None):
-                    raise KinesisInputError(
-                        f"{self.source.describe()}: shard {part.shard} cannot be read: {_said(e)}"
-                    ) from None
-                if _code(e) != EXPIRED:
-                    time.sleep(pause)
-                    pause = min(pause * 2, BACKOFF[1])
-                iterator = None
-                continue
-            for record in answer["Records"]:
-                sequence = int(record["SequenceNumber"])
-                if part.end["from"] is not None and sequence >= int(part.end["from"]):
-                    return
-                if _arrived(record, state):
-                    yield from user_records(record)
-                state = _after(record["SequenceNumber"])
-                if part.end["after"] is not None and sequence >= int(part.end["after"]):
-                    return
-            iterator = answer.get("NextShardIterator")
-            if iterator is None:
-                return
+        state = part.start
+        try:
+            for answer in self._pages(part.shard, part.start, self.source.max_records, patient=True):
+                for record in answer["Records"]:
+                    sequence = int(record["SequenceNumber"])
+                    if part.end["from"] is not None and sequence >= int(part.end["from"]):
+                        return
+                    if _arrived(record, state):
+                        yield from user_records(record)
+                    state = _after(record["SequenceNumber"])
+                    if part.end["after"] is not None and sequence >= int(part.end["after"]):
+                        return
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+            raise KinesisInputError(
+                f"{self.source.describe()}: shard {part.shard} cannot be read: {_said(e)}"
+            ) from None
 
     def read(self, start: Offsets) -> tuple[list[bytes], Offsets]:
         """The micro-batch after `start` and its end, read here: what Spark's driver and tasks do."""
@@ -252,8 +239,6 @@ class ShardReader:
                 return _from(cut)
             last, ended = self._last(shard, first)  # what is left arrived within seconds: read here
             return {**_after(last.sequence), "done": closed and ended}
-        except _Passing:
-            return state
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             if _code(e) in (*PASSING, EXPIRED, None):
                 return state
@@ -284,24 +269,31 @@ class ShardReader:
                 last = _Record(answer["Records"][-1]["SequenceNumber"], _ms(answer["Records"][-1]))
         return last, _ended(answer)
 
-    def _pages(self, shard: str, state: State, limit: int) -> Iterator[dict[str, Any]]:
-        """The driver's GetRecords answers from `state` on, at most `CALLS_PER_TRIGGER`, until the
-        shard's last record; an expired iterator taken again after the last record read."""
+    def _pages(self, shard: str, state: State, limit: int, *, patient: bool = False) -> Iterator[dict[str, Any]]:
+        """GetRecords answers from `state` on; an expired iterator taken again after the last record
+        read. The driver's stop at the shard's last record or after `CALLS_PER_TRIGGER` calls, and
+        leave a refusal to the caller; a task's (`patient`) go to the shard's end, waiting out a
+        refusal that passes (`BACKOFF`)."""
         iterator: Any = None
-        for _ in range(CALLS_PER_TRIGGER):
+        pause, calls = BACKOFF[0], 0
+        while patient or calls < CALLS_PER_TRIGGER:
+            calls += 1
             try:
                 iterator = iterator or self._iterator(shard, state)
                 answer: dict[str, Any] = self.client.get_records(ShardIterator=iterator, Limit=limit)
-            except botocore.exceptions.ClientError as e:
-                if _code(e) != EXPIRED:
+            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+                if _code(e) != EXPIRED and not (patient and _code(e) in (*PASSING, None)):
                     raise
+                if _code(e) != EXPIRED:
+                    time.sleep(pause)
+                    pause = min(pause * 2, BACKOFF[1])
                 iterator = None
                 continue
             yield answer
             if answer["Records"]:
                 state = _after(answer["Records"][-1]["SequenceNumber"])
             iterator = answer.get("NextShardIterator")
-            if _ended(answer):
+            if iterator is None or (not patient and _ended(answer)):
                 return
 
     def _iterator(self, shard: str, state: Mapping[str, Any]) -> Any:
