@@ -1,0 +1,127 @@
+"""One transformer run from its claim to its commit (`_transformer.run_flow`), without Spark: a job
+whose rows a plain function writes, on local folders and a SQLite manifest. Killed at each step of
+its commit (`tests.crashes`: its rows staged, sealed, one file moved, all moved, the message sent,
+committed), the next run of it finishes what the kill left: the folder an unbroken run leaves, the
+sealed message delivered as it was sealed, sent once more at most, the ledger's run finished."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import attrs
+import pytest
+
+from events_manifest import SqliteManifest
+from events_manifest._jobs.folders import Judge
+from events_manifest._jobs.run import JobRun
+from events_manifest._jobs.storage import Listing, LocalStorage, join
+from events_manifest._manifest.contract import DuplicateStorage
+from events_manifest._manifest.ledger import COMMAND_LINE, Advice
+from events_manifest._transformer.commit import COMPLETE, OUTPUTS, RunCounts, State, inspect
+from events_manifest._transformer.config import TransformerConfig
+from events_manifest._transformer.run_flow import Progress, RunResult, run
+from tests.crashes import Crashes
+
+STEPS = ["staged", "sealed", "moving", "moved", "messaged", "committed"]
+SEALED = STEPS[1:-1]
+"""The steps after which the run is delivered as it was sealed (the same message)."""
+COUNTS = RunCounts(lines=4, good=2, bad=1, natural=1)
+
+
+@attrs.frozen
+class Job:
+    """What a run needs of its job (`run_flow.RunJob`), on local folders: the messages it sends
+    kept in `sent`."""
+
+    storage: LocalStorage
+    config: TransformerConfig
+    opened: DuplicateStorage | None
+    sent: list[str] = attrs.field(factory=list)
+    rerun: bool = False
+    advice: Advice = COMMAND_LINE
+
+    def listing(self, name: str) -> Listing:
+        folder = Path(self.config.input) / name
+        return Listing(tuple((self.storage.qualify(str(p)), p.stat().st_size) for p in sorted(folder.iterdir())))
+
+    def item(self, name: str) -> str:
+        return self.storage.qualify(join(self.config.input, name))
+
+    def send(self, name: str) -> Callable[[str], None]:
+        return self.sent.append
+
+    def outputs(self) -> tuple[str, ...]:
+        return OUTPUTS
+
+    def dead_elsewhere(self, name: str) -> Judge:
+        return lambda held: False
+
+
+def write(job: Job, ledger: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
+    """The run's rows, as Spark writes them under its staging folder: two files of good rows, one
+    of bad rows; the run started in the ledger at `now` (nanoseconds), as before the first put."""
+    ledger.start(datetime.fromtimestamp(now // 10**9, UTC))
+    for output, parts in (("output=good", ["part-0.txt", "part-1.txt"]), ("output=bad", ["part-0.txt"])):
+        for part in parts:
+            job.storage.write_text(join(staging, "data", output, part), f"{output}/{part}\n")
+    return COUNTS
+
+
+def tree(base: Path) -> dict[str, str]:
+    return {str(p.relative_to(base)): p.read_text() for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+def test_a_run_killed_at_each_step_of_its_commit_is_finished_by_its_next_run(
+    tmp_path: Path, subtests: pytest.Subtests
+) -> None:
+    (tmp_path / "in/run=1").mkdir(parents=True)
+    (tmp_path / "in/run=1/part-0.tsv").write_text("lines\n")
+    document = {"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out")}}
+    config = TransformerConfig.parse(json.dumps({**document, "formats": {"transformationType": "widerow"}}))
+    db, crashes = tmp_path / "m.db", Crashes(tmp_path / "out", tmp_path / "m.db", tmp_path / "crashes")
+
+    def transform(manifest: DuplicateStorage) -> tuple[Job, RunResult | None]:
+        job = Job(LocalStorage(), config, manifest)
+        return job, run(job, "run=1", Progress(), write)
+
+    with SqliteManifest(db) as manifest, crashes.recording(STEPS):
+        job, result = transform(manifest)
+    assert result is not None and result.counts == COUNTS
+    unbroken, [message] = tree(tmp_path / "out/run=1"), job.sent
+    assert unbroken == {
+        "output=bad/_SUCCESS": "",
+        "output=bad/part-0.txt": "output=bad/part-0.txt\n",
+        "output=good/_SUCCESS": "",
+        "output=good/part-0.txt": "output=good/part-0.txt\n",
+        "output=good/part-1.txt": "output=good/part-1.txt\n",
+        COMPLETE: message,
+    }
+
+    for step in STEPS:
+        with subtests.test(step=step):
+            url = crashes.restore(step)
+            assert url is not None
+            left = inspect(LocalStorage(), str(tmp_path / "out/run=1"))
+            assert left.claimed and left.state is (State.COMMITTED if step == "committed" else (
+                State.UNFINISHED if step == "staged" else State.SEALED
+            ))  # fmt: skip
+            with SqliteManifest(url.removeprefix("sqlite:///")) as manifest:
+                job, result = transform(manifest)
+                records = manifest.runs()
+            found = tree(tmp_path / "out/run=1")
+            if step == "committed":
+                assert result is None and job.sent == [], "a committed run is done: nothing sent again"
+                assert found == unbroken, "what the kill left beside the commit removed"
+                continue
+            assert result is not None and result.counts == COUNTS
+            assert found.keys() == unbroken.keys()
+            assert {k: v for k, v in found.items() if k != COMPLETE} == {
+                k: v for k, v in unbroken.items() if k != COMPLETE
+            }
+            assert job.sent == [found[COMPLETE]], "its message sent once, the one it commits"
+            if step in SEALED:
+                assert found[COMPLETE] == message, "delivered as it was sealed"
+            assert [record.state for record in records] == ["finished"]
