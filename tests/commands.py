@@ -90,6 +90,11 @@ def scratch(folder: Path) -> dict[str, str]:
     return {"SPARK_LOCAL_DIRS": str(where), "SPARK_SUBMIT_OPTS": options}  # the suite's JVM options kept
 
 
+def killed_at(step: str, cwd: Path, *args: str, module: str = "spark_integration.shredder") -> None:
+    """Run a job (the shred job by default) as a process of its own, killed at `step`."""
+    killed([sys.executable, "-m", module, *args], cwd, step, env())
+
+
 def killed(
     command: list[str], cwd: Path, step: str, child: dict[str, str], meanwhile: Callable[[], None] = lambda: None
 ) -> None:

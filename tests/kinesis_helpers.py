@@ -9,7 +9,7 @@ from typing import Any
 
 import boto3
 
-from events_manifest._transformer.kinesis_input import KinesisInput
+from events_manifest._transformer.kinesis_input import KinesisInput, ShardReader
 
 
 @contextmanager
@@ -26,3 +26,9 @@ def put(client: Any, source: KinesisInput, lines: list[str]) -> None:
     """One record a line, spread over the shards by their partition keys."""
     for n, line in enumerate(lines):
         client.put_record(StreamName=source.stream, Data=line.encode(), PartitionKey=f"key-{n}")
+
+
+def ahead(reader: ShardReader, seconds: float) -> None:
+    """Move `reader`'s clock `seconds` past this machine's: a later trigger, not waited for (what it
+    reads arrived by the server's clock, which a test cannot move)."""
+    reader.clock = lambda: time.time() + seconds

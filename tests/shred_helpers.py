@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from events_manifest import SqliteManifest
 from events_manifest._snowplow.fields import FIELD_NAMES
+from events_manifest._snowplow.generator import BatchSpec, write_batches
 from events_manifest.testing.strategies import Event
+from tests.commands import shredder
 
 INDEX = {name: i for i, name in enumerate(FIELD_NAMES)}
 CONTEXTS_URI = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"
@@ -145,3 +149,30 @@ def java_substring(text: str, limit: int) -> str:
     surrogate pair becomes `?`): the oracle of the cut."""
     units = text.encode("utf-16-le")[: 2 * limit].decode("utf-16-le", "surrogatepass")
     return units.encode("utf-8", "replace").decode()
+
+
+def generated_batch(folder: Path, events: int = 2_000) -> str:
+    """A generated batch in `folder` (duplicates of every kind, bad lines): its folder."""
+    spec = BatchSpec(events=events, bot_copies=20)
+    return str(write_batches(folder, batches=1, spec=spec, seed=7, first_etl=datetime(2026, 11, 1, 6))[0])
+
+
+def written(folder: Path) -> dict[str, Any]:
+    """What a run of the shred job wrote into `folder/out` and `folder/bad`: what a rerun after a kill
+    must give (`rerun_gives_the_unbroken_output`)."""
+    summary = json.loads((folder / "out" / "_summary.json").read_text())
+    return {"out": read_output(folder / "out"), "bad": read_bad(folder / "bad"), "kept": summary["kept_events"]}
+
+
+def rerun_gives_the_unbroken_output(folder: Path, flags: list[str], unbroken: dict[str, Any], db: Path) -> None:
+    """The shred job run again in `folder` with `flags` (and `--overwrite`) gives `unbroken`, and
+    leaves one finished run in the ledger of the manifest at `db`."""
+    rerun = shredder(folder, *flags, "--overwrite")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert read_output(folder / "out") == unbroken["out"]
+    assert read_bad(folder / "bad") == unbroken["bad"]
+    summary = json.loads((folder / "out" / "_summary.json").read_text())
+    assert summary["kept_events"] == unbroken["kept"]
+    assert not any(p.name.startswith((".staging-", "_claim")) for p in [*(folder / "out").iterdir()])
+    with SqliteManifest(db) as manifest:
+        assert [run.state for run in manifest.runs()] == ["finished"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -88,3 +89,29 @@ def monitoring_of(section: dict[str, Any]) -> Monitoring:
     """The `monitoring` section of a batch transformer config, as the config reads it."""
     config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
     return TransformerConfig.parse(json.dumps({**config, "monitoring": section})).monitoring
+
+
+FIFO = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+"""A FIFO queue's attributes, as the loader's queue is made."""
+
+
+def lines(data: bytes, name: str) -> list[str]:
+    return (gzip.decompress(data) if name.endswith(".gz") else data).decode().splitlines()
+
+
+def local_run(base: Path) -> dict[str, Any]:
+    """A run folder: its good and bad lines, sorted, and its message."""
+    found: dict[str, Any] = {"good": [], "bad": []}
+    for part in sorted(base.rglob("part-*")):
+        found["good" if "output=good" in str(part) else "bad"] += lines(part.read_bytes(), part.name)
+    found["good"].sort()
+    found["bad"].sort()
+    found["message"] = json.loads((base / "shredding_complete.json").read_text())
+    return found
+
+
+def same(ours: dict[str, Any], reference: dict[str, Any]) -> None:
+    """The same rows and bad rows, and a message of the same counts and types (its times are the run's)."""
+    assert ours["good"] == reference["good"] and ours["bad"] == reference["bad"]
+    mine, theirs = ours["message"]["data"], reference["message"]["data"]
+    assert (mine["count"], mine["typesInfo"]) == (theirs["count"], theirs["typesInfo"])

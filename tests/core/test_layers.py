@@ -5,6 +5,7 @@ imports the package's public face (httpx's rule): it takes a name from where it 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -22,6 +23,7 @@ LAYERS = (
 (`""`: the package itself); the glue, `spark_integration`, stands above them all."""
 
 
+@functools.cache
 def _modules() -> dict[str, Path]:
     found = {}
     for package in ("events_manifest", "spark_integration"):
@@ -30,10 +32,12 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
-    """Each module's imports of the two packages' modules, wherever in the module they are."""
+@functools.cache
+def _imports() -> dict[str, frozenset[str]]:
+    """Each module's imports, of any package, wherever in the module they are (a name imported from
+    a module of the two packages, when it is one, as that module)."""
     modules = _modules()
-    graph: dict[str, set[str]] = {}
+    found: dict[str, frozenset[str]] = {}
     for name, path in modules.items():
         imported = set()
         for node in ast.walk(ast.parse(path.read_text())):
@@ -44,8 +48,14 @@ def _graph() -> dict[str, set[str]]:
                 }
             elif isinstance(node, ast.Import):
                 imported |= {alias.name for alias in node.names}
-        graph[name] = {module for module in imported if module in modules and module != name}
-    return graph
+        found[name] = frozenset(imported)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    """Each module's imports of the two packages' modules."""
+    modules = _modules()
+    return {name: {m for m in imported if m in modules and m != name} for name, imported in _imports().items()}
 
 
 def _layer(module: str) -> int:
@@ -54,6 +64,19 @@ def _layer(module: str) -> int:
         return len(LAYERS)
     first = parts[1] if len(parts) > 1 else ""
     return next(n for n, names in enumerate(LAYERS) if first in names)
+
+
+def test_the_core_imports_nothing_of_spark() -> None:
+    """`pip install events-manifest` brings no Spark: no core module imports pyspark or py4j, even
+    lazily (`nox -s core` runs the command line and the manifest where pyspark is not installed)."""
+    spark = sorted(
+        f"{module} -> {used}"
+        for module, imported in _imports().items()
+        if module.startswith("events_manifest")
+        for used in imported
+        if used.split(".")[0] in ("pyspark", "py4j", "spark_integration")
+    )
+    assert spark == []
 
 
 def test_no_module_imports_one_of_a_higher_layer() -> None:

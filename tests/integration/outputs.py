@@ -4,7 +4,6 @@ one transformer on local folders."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import time
 from pathlib import Path
@@ -15,12 +14,7 @@ import boto3
 from events_manifest.testing import LocalServer
 from tests.integration.conftest import S3
 from tests.spark.test_transformer import transformer
-
-FIFO = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
-
-
-def lines(data: bytes, name: str) -> list[str]:
-    return (gzip.decompress(data) if name.endswith(".gz") else data).decode().splitlines()
+from tests.transformer_helpers import FIFO, lines, local_run
 
 
 def s3_run(s3: S3, name: str) -> dict[str, Any]:
@@ -36,22 +30,6 @@ def s3_run(s3: S3, name: str) -> dict[str, Any]:
     complete = f"out/{name}/shredding_complete.json"
     found["message"] = json.loads(s3.read(complete)) if complete in keys else None
     return found
-
-
-def local_run(base: Path) -> dict[str, Any]:
-    found: dict[str, Any] = {"good": [], "bad": []}
-    for part in sorted(base.rglob("part-*")):
-        found["good" if "output=good" in str(part) else "bad"] += lines(part.read_bytes(), part.name)
-    found["good"].sort()
-    found["bad"].sort()
-    found["message"] = json.loads((base / "shredding_complete.json").read_text())
-    return found
-
-
-def same(ours: dict[str, Any], reference: dict[str, Any]) -> None:
-    assert ours["good"] == reference["good"] and ours["bad"] == reference["bad"]
-    mine, theirs = ours["message"]["data"], reference["message"]["data"]
-    assert (mine["count"], mine["typesInfo"]) == (theirs["count"], theirs["typesInfo"])
 
 
 def config(input_path: str, output_path: str, queue: str | None = None) -> str:

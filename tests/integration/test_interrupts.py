@@ -10,11 +10,13 @@ import shutil
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from events_manifest.snowplow import sample_batches
-from tests.commands import env, process, signalled
+from tests.commands import env, signalled
+from tests.spark.test_transformer import transformer
 from tests.transformer_helpers import RESOLVER
 
 JVM_NOTICE = "WARNING: Using incubator modules"
@@ -32,7 +34,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("presses", [1, 2])
-def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presses: int) -> None:
+def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presses: int, spark: Any) -> None:
     for n, batch in enumerate(sample_batches(), start=1):
         shutil.copytree(batch, folder / "in" / f"run={n}")
     config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
@@ -49,7 +51,7 @@ def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presse
         assert ours(done.stderr) == [interrupted]
     else:  # the process may end before the second press, or the second come before the first is reported
         assert ours(done.stderr) in ([interrupted], [interrupted, at_once], [at_once]), done.stderr[-3000:]
-    again = process("spark_integration.transformer", folder, *flags)
+    again = transformer(folder, *flags)  # here, on the session of the tests: the interruption was the process's
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(p.parent.name for p in (folder / "out").glob("run=*/shredding_complete.json")) == ["run=1", "run=2"]
 

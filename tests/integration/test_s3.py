@@ -1,8 +1,9 @@
 """The transformer where its users run it: runs on S3 (moto's server, through the S3A connector),
 the manifest on DynamoDB (dynalite), the message on SQS (moto). The same rows, bad rows and counts
-as on local folders; a run killed (SIGKILL, under spark-submit) at each named step of its commit,
-between the files of its move included, finished by the next invocation; two transformers started
-together on one output writing each run once."""
+as on local folders; a run killed (SIGKILL to the process group, under spark-submit) between the
+files of its move, where S3's rename is a copy and a delete, finished by the next invocation (every
+other step is killed in the suite's own process: `tests/spark/test_transformer_crashes.py`); two
+transformers started together on one output writing each run once."""
 
 from __future__ import annotations
 
@@ -18,13 +19,12 @@ from events_manifest.testing import LocalServer
 from spark_integration import transformer as transformer_module
 from tests.commands import killed
 from tests.integration.conftest import S3, spark_submit, submit_env
-from tests.integration.outputs import config, manifest, queue, reference, s3_run, same
+from tests.integration.outputs import config, manifest, queue, reference, s3_run
 from tests.spark.test_transformer import transformer
-from tests.transformer_helpers import RESOLVER
-
-STEPS = ["sealed", "moving", "moved", "messaged", "committed"]
+from tests.transformer_helpers import RESOLVER, same
 
 
+@pytest.mark.every_line
 def test_the_transformer_on_s3_writes_what_it_writes_locally(
     runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, monkeypatch: pytest.MonkeyPatch, spark: Any
 ) -> None:
@@ -46,20 +46,20 @@ def test_the_transformer_on_s3_writes_what_it_writes_locally(
     assert bodies == [s3.read(f"out/run={n}/shredding_complete.json").decode() for n in (1, 2)]
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_a_run_killed_at_each_step_of_its_commit_on_s3_is_finished(
-    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, step: str, spark: Any
+def test_a_run_killed_between_the_files_of_its_move_on_s3_is_finished(
+    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, spark: Any
 ) -> None:
-    """Killed under spark-submit at `step` of run 1's commit (`moving`: after its first file moved,
-    S3's rename being a copy and a delete): the next invocation finishes run 1 (its message sent,
-    the same text), then transforms run 2; both as an unbroken transformer writes them."""
+    """Killed under spark-submit after run 1's first file moved into place (S3's rename being a copy
+    and a delete): the next invocation finishes run 1 (its message sent, the same text), then
+    transforms run 2; both as an unbroken transformer writes them."""
+    step = "moving"
     expected = reference(runs, dynalite)
     sqs, url = queue(s3_server)
     (runs / "s3.hocon").write_text(config(s3.url("in"), s3.url("out"), url))
     flags = ["--iglu-config", "iglu.json", "--config", "s3.hocon", "--manifest", manifest(dynalite)]
     command = spark_submit(transformer_module.__file__, *flags, server=s3_server)
     killed(command, runs, step, submit_env(AWS_ENDPOINT_URL_SQS=s3_server.endpoint))
-    assert "out/run=1/shredding_complete.json" in s3.keys("out/run=1/") or step != "committed"
+    assert "out/run=1/shredding_complete.json" not in s3.keys("out/run=1/")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)
         done = transformer(runs, *flags)

@@ -1,9 +1,10 @@
 """The stream transformer where its users run it: enriched files on S3 read by Spark's file source
-(the S3A connector on moto's server), windows written to S3, the manifest on DynamoDB (dynalite),
-the message on SQS (moto). Killed (SIGKILL, under spark-submit) at each named step, mid micro-batch,
-between a window's rows and its commit, after a commit before Spark's checkpoint, then started again
-on its checkpoint: every event ends in exactly one committed window, as the batch job writes the
-same events as two runs."""
+(the S3A connector on moto's server), or a Kinesis stream (moto's), windows written to S3, the
+manifest on DynamoDB (dynalite), the message on SQS (moto). Killed (SIGKILL to the process group,
+under spark-submit) at a named step, then started again on its checkpoint: every event ends in
+exactly one committed window, as the batch job writes the same events as two runs. Every step is
+killed in the suite's own process too (`tests/spark/test_stream_crashes.py`); here a real kill
+proves that nothing lives only in the killed process."""
 
 from __future__ import annotations
 
@@ -25,18 +26,16 @@ from events_manifest.testing import LocalServer
 from tests.commands import in_process, killed, signalled, wait_for
 from tests.integration import stream_driver
 from tests.integration.conftest import S3, spark_submit, submit_env
-from tests.integration.outputs import manifest, queue, reference, s3_run, same
+from tests.integration.outputs import manifest, queue, reference, s3_run
+from tests.transformer_helpers import same
 
 START = 1_794_997_800
 """2026-11-18 10:30:00 UTC, a ten-minute window's start."""
 STEPS = {
-    "batch-assigned": 0,  # the first batch's window recorded, none of its lines staged
-    "batch-written": 0,  # its lines staged, the book not told
-    "staged": 1,  # the first window's rows written, not sealed: the second batch commits it
-    "moving": 1,  # one of its files moved into place (S3: a copy and a delete)
-    "window-committed": 1,  # committed, the second batch not yet in Spark's checkpoint
+    "batch-written": 0,  # the first batch's lines staged, the book not told
+    "window-committed": 1,  # the first window committed, the second batch not yet in Spark's checkpoint
 }
-"""Each step, and the micro-batch during which it is reached."""
+"""The steps killed here, and the micro-batch during which each is reached."""
 
 
 def put_batch(s3: S3, n: int, key: str) -> None:
@@ -55,11 +54,13 @@ def stream_config(s3: S3, queue_url: str) -> str:
     )
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_a_stream_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
-    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, step: str, spark: Any
+@pytest.mark.every_line
+def test_a_stream_killed_once_its_window_is_committed_restarts_with_nothing_lost_or_doubled(
+    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, spark: Any
 ) -> None:
     from spark_integration.stream_transformer import main
+
+    step = "window-committed"
 
     expected = reference(runs, dynalite)
     sqs, url = queue(s3_server)
@@ -139,13 +140,15 @@ def put_records(kinesis: Any, stream: str, n: int) -> None:
         kinesis.put_records(StreamName=stream, Records=records)
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_a_kinesis_stream_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
-    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, step: str, spark: Any
+def test_a_kinesis_stream_killed_once_a_batch_is_staged_restarts_with_nothing_lost_or_doubled(
+    runs: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, spark: Any
 ) -> None:
-    """The same kills with the enriched events in a Kinesis stream of two shards (moto's): every
-    record in exactly one window, the windows the batch job's two runs."""
+    """The enriched events in a Kinesis stream of two shards (moto's), killed once the first batch's
+    lines are staged: the next start replays that batch from Spark's offsets, the same records, and
+    reads on; every record in exactly one window, the windows the batch job's two runs."""
     from spark_integration.stream_transformer import main
+
+    step = "batch-written"
 
     if spark.version.startswith("3."):
         pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")

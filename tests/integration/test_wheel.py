@@ -9,13 +9,14 @@ import json
 import os
 import re
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.commands import ROOT
+from spark_integration import demo
+from tests.commands import ROOT, in_process
 
 ENVIRONMENT = os.environ.get("EVENTS_MANIFEST_EXECUTOR_ENV")
 if ENVIRONMENT is None:
@@ -84,9 +85,15 @@ def test_the_installed_wheel_runs_away_from_the_checkout(tmp_path: Path) -> None
     assert all(Path(path).exists() for path in files[1:]) and len(files) == 3
 
 
-def test_the_wheel_installed_with_spark_runs_the_demo(tmp_path: Path) -> None:
+def summaries(said: str, folder: Path) -> str:
+    """What the demo printed, its folder and times left out."""
+    return re.sub(r"Shred run: \S+ -> (\S+) \([\d.]+ s\)", r"Shred run: \1", said.replace(str(folder), "F"))
+
+
+def test_the_wheel_installed_with_spark_runs_the_demo(tmp_path: Path, spark: Any) -> None:
     """`pip install events-manifest[spark]` from the wheel, then the README's main job from that
-    environment: the same summaries as the checkout's own demo, the outputs on disk."""
+    environment, as a process of its own: the same summaries as the checkout's own demo (run here,
+    on the session of the tests), the outputs on disk."""
     [wheel] = (BUILD / "dist").glob("events_manifest-*.whl")
     venv = tmp_path / "venv"
     alone = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # the suite's Spark sets it
@@ -95,7 +102,7 @@ def test_the_wheel_installed_with_spark_runs_the_demo(tmp_path: Path) -> None:
     install = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-c", constraints]
     subprocess.run([*install, f"{wheel}[spark]"], check=True, timeout=900, env=alone)
 
-    def demo(python: str, folder: Path) -> str:
+    def demo_of(python: str, folder: Path) -> str:
         env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
         env |= {key: os.environ[key] for key in ("JAVA_HOME",) if key in os.environ}
         folder.mkdir()
@@ -109,10 +116,13 @@ def test_the_wheel_installed_with_spark_runs_the_demo(tmp_path: Path) -> None:
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
-        return re.sub(r"Shred run: \S+ -> (\S+) \([\d.]+ s\)", r"Shred run: \1", done.stdout.replace(str(folder), "F"))
+        return summaries(done.stdout, folder)
 
-    installed = demo(str(venv / "bin" / "python"), tmp_path / "installed")
-    checkout = demo(sys.executable, tmp_path / "checkout")  # the session's environment
+    installed = demo_of(str(venv / "bin" / "python"), tmp_path / "installed")
+    (tmp_path / "checkout").mkdir()
+    ran = in_process(demo.main, tmp_path / "checkout", "--out", "out")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    checkout = summaries(ran.stdout, tmp_path / "checkout")
     assert installed == checkout
     assert re.search(r"dropped cross-batch +[1-9]", installed), installed
     for batch in ("batch-1", "batch-2"):

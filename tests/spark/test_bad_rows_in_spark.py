@@ -5,9 +5,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from pyspark.sql import functions as F
 
 from events_manifest._snowplow import legacy_bad_rows
+
+pytestmark = pytest.mark.every_line
 
 
 def _hostile(rng: random.Random) -> bytes:

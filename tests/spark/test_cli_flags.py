@@ -12,6 +12,8 @@ import pytest
 
 from spark_integration._cli_flags import spark_failure
 
+pytestmark = pytest.mark.every_line
+
 
 def _failure(spark: Any, error: Exception) -> Exception:
     def fail(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -23,6 +23,8 @@ from events_manifest.testing._servers import LocalServer
 from tests.commands import shredder
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, uuid5
 
+pytestmark = pytest.mark.every_line
+
 X = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 W = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 Y = "1f4b7b8e-6c1e-4c55-9a6c-3e9f0f7c2a10"

@@ -11,12 +11,15 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from pyspark.sql import functions as F
 
 from events_manifest._snowplow import fields, parsing
 from events_manifest._snowplow.parsing import UUID_PATTERN
 from spark_integration import _enriched as enriched
 from tests.shred_helpers import line
+
+pytestmark = pytest.mark.every_line
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 

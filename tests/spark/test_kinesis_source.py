@@ -6,7 +6,6 @@ it. The stream transformer's run on it is in test_stream_transformer.py."""
 from __future__ import annotations
 
 import pickle
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +13,9 @@ import pytest
 
 from events_manifest._transformer.kinesis_input import KinesisInput
 from events_manifest.testing import LocalServer
-from tests.kinesis_helpers import kinesis_stream, put
+from tests.kinesis_helpers import ahead, kinesis_stream, put
+
+pytestmark = pytest.mark.every_line
 
 pytest.importorskip("pyspark.sql.datasource", reason="Spark 3.5 has no Python stream source")
 
@@ -46,10 +47,10 @@ def test_a_partition_a_shard_read_by_a_copy_of_the_reader(stream: tuple[Any, Kin
     assert len(reader.partitions(start, end)) == 3, "every shard holds lines: three tasks"
     first = read(reader, start, end)
     rest: list[bytes] = []
-    for _ in range(50):
+    for trigger in range(1, 50):
         if len(first) + len(rest) >= len(lines):
             break
-        time.sleep(0.1)
+        ahead(reader.shards, trigger / 10)
         start, end = end, reader.latestOffset()  # 4.0 and 4.1 give none: the reader's last end
         rest += read(reader, start, end)
     assert sorted(first + rest) == sorted(line.encode() for line in lines)
@@ -76,10 +77,10 @@ def test_a_restarted_reader_goes_on_from_what_spark_gives_it(stream: tuple[Any, 
     else:
         again.commit(end)
     later: list[bytes] = []
-    for _ in range(50):
+    for trigger in range(1, 50):
         if later:
             break
-        time.sleep(0.1)
+        ahead(again.shards, trigger / 10)
         later = read(again, end, again.latestOffset())
     assert later == [b"after"]
 
@@ -120,10 +121,10 @@ def test_a_shard_split_or_merged_while_the_stream_runs_is_followed_into_its_chil
     put_at(middle + 1, ["child 3"])
     put_at(ranges[first], ["a 3"])
     moved: list[tuple[set[str], bool]] = []
-    for _ in range(50):
+    for trigger in range(1, 50):
         if len(seen) >= 6:
             break
-        time.sleep(0.1)
+        ahead(reader.shards, trigger / 10)
         start, end = end, reader.latestOffset(end, None)
         done = all(start["shards"][parent]["done"] for parent in parents)
         moved.append(({part.value for part in reader.partitions(start, end)}, done))

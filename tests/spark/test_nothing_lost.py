@@ -6,19 +6,15 @@ point. Each case checks the files on disk afterwards."""
 
 from __future__ import annotations
 
-import gzip
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pyspark
 import pytest
 
 from events_manifest import ManifestUnavailableError, SqliteManifest
 from events_manifest.model import PutBatch
 from spark_integration import shred
-from tests.commands import env, error_line, shredder
+from tests.commands import error_line, shredder
 from tests.core.test_cli_safety import snapshot
 from tests.shred_helpers import line, read_bad, read_output, write_input
 
@@ -114,29 +110,3 @@ def test_a_processing_table_keeps_a_one_line_reason(spark: Any, tmp_path: Path) 
         [record] = manifest.processing_manifest("processing").items()
         assert (record.state, record.detail) == ("failed", "ManifestUnavailableError: the store went away")
         assert [run.state for run in manifest.runs()] == ["failed"]
-
-
-@pytest.mark.process
-def test_a_failing_job_says_one_line_and_no_stack_trace(tmp_path: Path) -> None:
-    """As a user runs it: a corrupt gzip input. Spark's own log (the task failure and its Java stack
-    trace) stays silent; the job's one line says what happened."""
-    (tmp_path / "gz").mkdir()
-    good = gzip.compress((line(B, "FP") + "\n").encode())
-    (tmp_path / "gz" / "part-0.tsv.gz").write_bytes(good[: len(good) // 2])
-    done = subprocess.run(
-        [sys.executable, "-m", "spark_integration.shredder", *_shred_flags("out", "bad", "gz")],
-        cwd=tmp_path,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert "part-0.tsv.gz could not be read" in error_line(done)
-    frames = [x for x in done.stderr.splitlines() if x.lstrip().startswith(("at ", "Caused by", "java.", "org."))]
-    assert frames == [], done.stderr[-3000:]
-    others = [x for x in done.stderr.splitlines() if x.strip() and not x.startswith("shredder: error:")]
-    assert others in ([], ["WARNING: Using incubator modules: jdk.incubator.vector"]), done.stderr[-3000:]  # the JVM's
-    spark_own = {"artifacts"} if pyspark.__version__ == "4.0.0" else set()  # Spark 4.0.0's, in the working folder
-    left = sorted(p.name for p in tmp_path.iterdir() if p.name not in spark_own)
-    assert left == ["gz", "m.db"], "no output folder left behind"

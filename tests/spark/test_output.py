@@ -5,8 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spark_integration import _output as output
 from spark_integration._storage import HadoopStorage
+
+pytestmark = pytest.mark.every_line
 
 
 def _stage(root: Path, files: dict[str, str]) -> None:

@@ -1,12 +1,11 @@
 """Properties of the shred job on generated batches: every line accounted for, every event kept
 exactly once over a sequence of batches, reruns identical, the input's order and split irrelevant.
 
-Five examples per property in the suite; more with `EVENTS_MANIFEST_EXAMPLES=50 pytest ...`.
+Three examples per property in the suite; ten times as many with `EVENTS_MANIFEST_EXAMPLES=10 pytest ...`.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 from collections import Counter
@@ -24,10 +23,11 @@ from spark_integration import shred
 from spark_integration._enriched import load_enriched
 from spark_integration._plan import output_lines
 from spark_integration._scan import scan_batch
+from tests.examples import examples
 from tests.shred_helpers import KeptOnce, read_bad, read_output, write_input
 
 SLOW = settings(
-    max_examples=int(os.environ.get("EVENTS_MANIFEST_EXAMPLES", "4")),
+    max_examples=examples(3),
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
@@ -88,6 +88,7 @@ def test_output_does_not_depend_on_line_order_or_partitioning(
     assert results[0] == results[1]
 
 
+@pytest.mark.every_line
 @SLOW
 @given(data=enriched_batches(batches=2, max_events=14))
 def test_every_path_of_the_job_gives_the_same_bytes(

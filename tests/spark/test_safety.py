@@ -19,7 +19,7 @@ import pytest
 from events_manifest._backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.testing import LocalServer
 from tests.backends import unique_table
-from tests.commands import env, error_line, events_manifest, shredder, wait_for
+from tests.commands import error_line, events_manifest, shredder
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -91,35 +91,6 @@ def test_overwrite_replaces_only_the_jobs_own_output(batch: Path) -> None:
     assert read_output(batch / "out") == before, "the rerun gives the same output, not doubled"
     assert not (batch / "out" / "atomic-events" / "extra.txt").exists(), "inside the job's own folder: replaced"
     assert [row["line"] for row in read_bad(batch / "bad")] == ["broken"]
-
-
-@pytest.mark.process
-def test_a_second_run_into_a_folder_being_written_is_refused_at_once(tmp_path: Path) -> None:
-    """The first run is a process of its own, started as `/path/venv/bin/python -m ...` with the
-    venv not activated (not on PATH): its Python workers run on the driver's interpreter, not on
-    `python3` from PATH, and it completes while the second, in this process, is refused."""
-    write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
-    venv_bin = str(Path(sys.executable).parent)
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
-    child = {k: v for k, v in env().items() if k not in {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"}}
-    command = [sys.executable, "-m", "spark_integration.shredder", "--input-folder", "in"]
-    first = subprocess.Popen(
-        [*command, "--output-folder", "out", "--bad-folder", "bad", "--manifest", f"sqlite:///{tmp_path}/m.db"],
-        cwd=tmp_path,
-        env={**child, "PATH": path},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        wait_for((tmp_path / "out" / "_claim.json").exists, "the first run claiming its folder", first)
-        second = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad2")
-        assert "output folder [out] is being written by another run" in error_line(second)
-    finally:
-        _, err = first.communicate(timeout=300)
-    assert first.returncode == 0, err[-3000:]
-    assert len(read_output(tmp_path / "out")["atomic-events"]) == 2, "each event once"
-    assert not (tmp_path / "bad2").exists() and not (tmp_path / "out" / "_claim.json").exists()
 
 
 def test_a_claim_left_by_a_killed_run_is_taken_over(tmp_path: Path) -> None:

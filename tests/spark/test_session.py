@@ -6,8 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spark_integration._daemon import PRELOADED, _zipped_in_installed_pyspark, preload, without_threads
 from spark_integration.session import driver_java_options
+
+pytestmark = pytest.mark.every_line
 
 
 def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_its_sources(spark: Any) -> None:

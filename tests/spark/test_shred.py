@@ -55,6 +55,7 @@ def path(vendor: str, name: str, version: str) -> str:
     return f"shredded-types/vendor={vendor}/name={name}/format=jsonschema/version={version}"
 
 
+@pytest.mark.every_line
 def test_contexts_unstruct_derived_and_legacy_lines(spark: Any, tmp_path: Path) -> None:
     page = '{"id":"0f4d\\u00e9","n":1.50,"url":"http:\\/\\/x","tags":["été"],"e":1E3}'
     written = '{"id":"0f4dé","n":1.50,"url":"http://x","tags":["été"],"e":1E3}'  # compact, numbers as written
@@ -103,6 +104,7 @@ def test_contexts_unstruct_derived_and_legacy_lines(spark: Any, tmp_path: Path) 
     assert ShredSummary.from_json((tmp_path / "out" / "_summary.json").read_text()) == summary
 
 
+@pytest.mark.every_line
 def test_natural_and_synthetic_duplicates_in_batch(spark: Any, tmp_path: Path) -> None:
     late = line(A, "FP1", etl="2026-11-01 06:00:05.000", page_title="late etl")
     early = line(A, "FP1", etl="2026-11-01 06:00:01.000", page_title="early etl")
@@ -246,6 +248,7 @@ def not_timestamps(**values: str) -> list[str]:
     ]
 
 
+@pytest.mark.every_line
 def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
     """Each message word for word, the whole value quoted (`null` when empty)."""
     wrong_contexts = '{"schema":"iglu:com.acme/contexts/jsonschema/1-0-0","data":[]}'
@@ -306,6 +309,7 @@ def test_every_kind_of_bad_line(spark: Any, tmp_path: Path) -> None:
     assert datetime.strptime(tstamp, "%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@pytest.mark.every_line
 def test_cross_batch_synthetic_duplicates(spark: Any, tmp_path: Path) -> None:
     """An id an earlier batch had with another fingerprint gets a new id and a duplicate context;
     entries of later batches do not count, so rerunning an older batch changes nothing."""

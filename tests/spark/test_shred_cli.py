@@ -232,6 +232,7 @@ def test_output_folder_must_be_empty(spark: Any, tmp_path: Path) -> None:
     assert (tmp_path / "o" / "keep.txt").read_text() == "mine"
 
 
+@pytest.mark.every_line
 def test_the_readme_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert demo.main(["--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out

@@ -23,6 +23,8 @@ from spark_integration.transformer import main as transformer_main
 from tests.commands import in_process
 from tests.transformer_helpers import RESOLVER
 
+pytestmark = pytest.mark.every_line
+
 
 @pytest.mark.parametrize("version", ["3.5.0", "3.5.6", "3.5.2-amzn-1", "4.0.0", "4.0.1", "4.1.0-preview2", "4.9.9"])
 def test_the_supported_lines_are_accepted(version: str) -> None:

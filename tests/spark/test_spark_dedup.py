@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +14,7 @@ from events_manifest import RunConflictError, SqliteManifest
 from events_manifest._dedup.arrow import OUTCOME, REASON
 from events_manifest._dedup.engine import REPEATED, SEEN, Deduplicator, Expiry, Outcome
 from spark_integration import deduplicate, populate, shred
-from tests.commands import scratch, wait_for
+from tests.dedup_helpers import STREAM_SCHEMA, dedup_stream, stream_ids, write_json
 from tests.shred_helpers import line, write_input
 
 ETL = datetime(2026, 11, 1, 6)
@@ -38,6 +34,7 @@ def _sorted(df: Any) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in df.collect())
 
 
+@pytest.mark.every_line
 def test_four_outcomes_in_batch(spark: Any) -> None:
     df = spark.createDataFrame(ROWS, SCHEMA)
     result = deduplicate(df, key=["user", "order"], expiry=Expiry("ts", "1d"))
@@ -123,39 +120,6 @@ def test_populated_manifest_warms_the_first_shred(spark: Any, tmp_path: Path) ->
     assert (result.cross_batch_duplicates, result.kept_events) == (6, 2)
 
 
-def _write_json(folder: Path, name: str, rows: list[dict[str, Any]]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f".{name}.tmp").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    (folder / f".{name}.tmp").rename(folder / f"{name}.json")  # appear whole to the file source
-
-
-STREAM_SCHEMA = "id string, ts timestamp, payload string"
-
-
-def _ours(spark: Any, source: Path, tmp_path: Path, manifest: str, fail_batch: int | None = None) -> None:
-    """Run our streaming dedup over what `source` holds now, writing each batch's unique rows to
-    out/batch=<id> (overwritten on replay: an idempotent sink)."""
-    from spark_integration._streaming import deduplicate_stream
-
-    def sink(df: Any, batch_id: int) -> None:
-        df.write.mode("overwrite").json(str(tmp_path / "ours" / f"batch={batch_id}"))
-        if batch_id == fail_batch and not (tmp_path / "crashed").exists():
-            (tmp_path / "crashed").touch()
-            raise RuntimeError("crash after the sink wrote, before the batch committed")
-
-    stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
-    query = deduplicate_stream(
-        stream,
-        key=["id"],
-        fingerprint=["id"],
-        manifest=manifest,
-        checkpoint_location=str(tmp_path / "ours-checkpoint"),
-        sink=sink,
-        trigger={"availableNow": True},
-    )
-    query.awaitTermination()
-
-
 def _spark_within_watermark(spark: Any, source: Path, tmp_path: Path) -> None:
     stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
     deduped = stream.withWatermark("ts", "1 hour").dropDuplicatesWithinWatermark(["id"])
@@ -169,12 +133,6 @@ def _spark_within_watermark(spark: Any, source: Path, tmp_path: Path) -> None:
     query.awaitTermination()
 
 
-def _ids(spark: Any, folder: Path) -> list[str]:
-    if not folder.exists():
-        return []
-    return sorted(r["id"] for r in spark.read.schema(STREAM_SCHEMA).json(str(folder)).collect())
-
-
 def test_streaming_agrees_within_the_watermark_and_remembers_beyond_it(spark: Any, tmp_path: Path) -> None:
     source, manifest = tmp_path / "source", f"sqlite:///{tmp_path}/m.db"
     t0 = datetime(2026, 11, 1, 10)
@@ -182,39 +140,41 @@ def test_streaming_agrees_within_the_watermark_and_remembers_beyond_it(spark: An
     def rows(*pairs: tuple[str, datetime]) -> list[dict[str, Any]]:
         return [{"id": i, "ts": ts.isoformat(), "payload": "x"} for i, ts in pairs]
 
-    _write_json(source, "1", rows(("a", t0), ("b", t0), ("a", t0 + timedelta(minutes=5)), ("c", t0)))
-    _ours(spark, source, tmp_path, manifest)
+    write_json(source, "1", rows(("a", t0), ("b", t0), ("a", t0 + timedelta(minutes=5)), ("c", t0)))
+    dedup_stream(spark, source, tmp_path, manifest)
     _spark_within_watermark(spark, source, tmp_path)
-    assert _ids(spark, tmp_path / "ours") == _ids(spark, tmp_path / "spark") == ["a", "b", "c"]
+    assert stream_ids(spark, tmp_path / "ours") == stream_ids(spark, tmp_path / "spark") == ["a", "b", "c"]
 
     # a restart; later events move Spark's watermark far past a's, then a is sent again
-    _write_json(source, "2", rows(("d", t0 + timedelta(hours=10))))
-    _ours(spark, source, tmp_path, manifest)
+    write_json(source, "2", rows(("d", t0 + timedelta(hours=10))))
+    dedup_stream(spark, source, tmp_path, manifest)
     _spark_within_watermark(spark, source, tmp_path)
-    _write_json(source, "3", rows(("a", t0 + timedelta(hours=10, minutes=30)), ("e", t0 + timedelta(hours=10))))
-    _ours(spark, source, tmp_path, manifest)
+    write_json(source, "3", rows(("a", t0 + timedelta(hours=10, minutes=30)), ("e", t0 + timedelta(hours=10))))
+    dedup_stream(spark, source, tmp_path, manifest)
     _spark_within_watermark(spark, source, tmp_path)
-    assert _ids(spark, tmp_path / "ours") == ["a", "b", "c", "d", "e"]
-    assert _ids(spark, tmp_path / "spark") == ["a", "a", "b", "c", "d", "e"]  # a's state had been evicted
+    assert stream_ids(spark, tmp_path / "ours") == ["a", "b", "c", "d", "e"]
+    assert stream_ids(spark, tmp_path / "spark") == ["a", "a", "b", "c", "d", "e"]  # a's state had been evicted
 
 
+@pytest.mark.every_line
 def test_a_batch_that_failed_is_replayed_and_nothing_is_lost_or_doubled(spark: Any, tmp_path: Path) -> None:
     source, manifest = tmp_path / "source", f"sqlite:///{tmp_path}/m.db"
     ts = "2026-11-01T10:00:00"
-    _write_json(source, "1", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(20)])
-    _ours(spark, source, tmp_path, manifest)
-    _write_json(source, "2", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(10, 40)])
+    write_json(source, "1", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(20)])
+    dedup_stream(spark, source, tmp_path, manifest)
+    write_json(source, "2", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(10, 40)])
     with pytest.raises(Exception, match="crash after the sink wrote"):
-        _ours(spark, source, tmp_path, manifest, fail_batch=1)
-    _ours(spark, source, tmp_path, manifest)  # restarts from the checkpoint: batch 1 again, same etl time
-    assert _ids(spark, tmp_path / "ours") == sorted(f"e{n}" for n in range(40))
-    assert _ids(spark, tmp_path / "ours" / "batch=1") == sorted(f"e{n}" for n in range(20, 40))
+        dedup_stream(spark, source, tmp_path, manifest, fail_batch=1)
+    dedup_stream(spark, source, tmp_path, manifest)  # restarts from the checkpoint: batch 1 again, same etl time
+    assert stream_ids(spark, tmp_path / "ours") == sorted(f"e{n}" for n in range(40))
+    assert stream_ids(spark, tmp_path / "ours" / "batch=1") == sorted(f"e{n}" for n in range(20, 40))
     etl_files = sorted(
         p.name for p in (tmp_path / "ours-checkpoint" / "events_manifest_etl").iterdir() if not p.name.startswith(".")
     )
     assert etl_files == ["0", "1"]
 
 
+@pytest.mark.every_line
 def test_populator_command_line(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from spark_integration.populator import main
 
@@ -225,54 +185,6 @@ def test_populator_command_line(spark: Any, tmp_path: Path, capsys: pytest.Captu
     assert "in-memory manifest would not be shared" in capsys.readouterr().err
     assert main(["--input-folder", str(tmp_path / "nowhere"), "--manifest", f"sqlite:///{tmp_path}/m.db"]) == 1
     assert "Path does not exist" in capsys.readouterr().err
-
-
-STREAM_JOB = """
-import sys, time
-from pathlib import Path
-from spark_integration import local_session
-from spark_integration._streaming import deduplicate_stream
-
-root, manifest = Path(sys.argv[1]), sys.argv[2]
-spark = local_session("local[2]", "killed-stream")
-
-def sink(df, batch_id):
-    df.write.mode("overwrite").json(str(root / "ours" / f"batch={batch_id}"))
-    if batch_id == 1:
-        (root / "batch-1-written").touch()
-        time.sleep(600)  # killed here, before the batch is committed
-
-stream = spark.readStream.schema("id string, ts timestamp, payload string").json(str(root / "source"))
-deduplicate_stream(stream, key=["id"], fingerprint=["id"], manifest=manifest,
-                   checkpoint_location=str(root / "ours-checkpoint"), sink=sink,
-                   trigger={"availableNow": True}).awaitTermination()
-"""
-
-
-@pytest.mark.process
-def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, tmp_path: Path) -> None:
-    """SIGKILL to a separate streaming process (JVM included) after batch 1's sink wrote; the
-    restarted query replays batch 1 with its recorded etl time: every id exactly once."""
-    source, manifest = tmp_path / "source", f"sqlite:///{tmp_path}/m.db"
-    ts = "2026-11-01T10:00:00"
-    _write_json(source, "1", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(20)])
-    _ours(spark, source, tmp_path, manifest)  # batch 0
-    _write_json(source, "2", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(10, 40)])
-    job = subprocess.Popen(
-        [sys.executable, "-c", STREAM_JOB, str(tmp_path), manifest],
-        env={**os.environ, **scratch(tmp_path)},  # the killed JVM's scratch folders stay in tmp_path
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for((tmp_path / "batch-1-written").exists, "the streaming job reaching batch 1", job)
-        os.killpg(job.pid, signal.SIGKILL)
-    finally:
-        job.wait()
-    _ours(spark, source, tmp_path, manifest)  # restart from the checkpoint
-    assert _ids(spark, tmp_path / "ours") == sorted(f"e{n}" for n in range(40))
-    assert _ids(spark, tmp_path / "ours" / "batch=1") == sorted(f"e{n}" for n in range(20, 40))
 
 
 RECORDS = [
@@ -311,6 +223,7 @@ def test_a_spark_job_and_a_python_service_agree_on_one_manifest(spark: Any, tmp_
     assert (later["unique"], later["duplicate"]) == (0, 5), "every record of the second run was stored by the first"
 
 
+@pytest.mark.every_line
 @pytest.mark.parametrize("expiry", [None, Expiry("at", "3h")])
 def test_the_spark_dedup_decides_each_record_as_the_python_one(spark: Any, tmp_path: Path, expiry: Any) -> None:
     """The same records, in the same order, to the Python deduplicator and to the Spark one, each on

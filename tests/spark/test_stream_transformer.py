@@ -1,7 +1,8 @@
 """The stream transformer in this process, on the suite's Spark session, with a clock the test
 moves: windows committed in order, duplicates dropped across windows through the manifest, the
 same output as the batch job for the same events (each mode), a second job refused, the config's
-refusals. Kills and restarts, as processes, are in tests/integration/test_stream_kills.py."""
+refusals. Kills at each step and restarts are in tests/spark/test_stream_crashes.py (in this process)
+and tests/integration/test_stream.py (processes)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from events_manifest import ManifestConfigError
 from events_manifest._jobs.folders import FolderClaimedError
 from events_manifest._transformer.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
-from events_manifest.testing import LocalServer
 from tests.commands import in_process
 from tests.monitors import SentryServer, StatsdServer
 from tests.shred_helpers import contexts, sdj, unstruct
@@ -98,6 +97,7 @@ def committed(out: Path) -> list[Path]:
     return sorted(p for p in out.glob("run=*") if (p / "shredding_complete.json").exists())
 
 
+@pytest.mark.every_line
 def test_windows_commit_in_order_with_duplicates_dropped_across_them(stream: Any, clock: Clock, tmp_path: Path) -> None:
     inp, out = tmp_path / "in", tmp_path / "out"
     query = stream.start()
@@ -260,7 +260,7 @@ MODES: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "widerow json"])  # JSON: test_stream_crashes.py
 def test_one_window_is_what_the_batch_job_writes_for_one_run(
     spark: Any, tmp_path: Path, iglu: ResolverConfig, mode: str
 ) -> None:
@@ -502,62 +502,18 @@ def test_the_stream_s_statsd_and_stdout_metrics_count_what_its_windows_committed
     assert said.startswith("stream transformer: warning: Couldn't send metrics to StatsD at statsd.invalid:")
 
 
-def test_the_kinesis_input_writes_the_window_the_batch_job_writes(
-    tmp_path: Path, spark: Any, moto_server: LocalServer
-) -> None:
-    """The reference's Kinesis input section (moto's server as Kinesis, three shards): a backfill
-    (`--available-now`, `TRIM_HORIZON`) commits one window, the batch job's run of the same lines,
-    read by one task a shard; a second start reads only what arrived since (Spark 4.0 and 4.1 give the
-    reader no start: it takes the checkpoint's). Spark 3.5 has no Python stream source: refused in
-    one line that names the lines that have one."""
+@pytest.mark.every_line
+def test_the_kinesis_input_on_spark_3_5_is_refused_in_one_line(tmp_path: Path, spark: Any) -> None:
+    """Spark 3.5 has no Python stream source: the reference's Kinesis input section is refused in one
+    line that names the lines that have one, nothing written. (On Spark 4, the Kinesis input runs in
+    tests/spark/test_stream_crashes.py.)"""
     from spark_integration.stream_transformer import main
 
-    client = boto3.client("kinesis", endpoint_url=moto_server.endpoint)
-    name = f"enriched-{time.time_ns()}"
-    client.create_stream(StreamName=name, ShardCount=3)
-    lines = entity_lines()
-    for n, line in enumerate(lines):
-        client.put_record(StreamName=name, Data=line.encode(), PartitionKey=f"key-{n}")
+    if not spark.version.startswith("3."):
+        pytest.skip("Spark 4 reads Kinesis: tests/spark/test_stream_crashes.py")
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
-    section = {
-        "type": "kinesis",
-        "appName": "acme-snowplow-transformer",
-        "streamName": name,
-        "region": "us-east-1",
-        "position": "TRIM_HORIZON",
-        "retrievalMode": {"type": "Polling", "maxRecords": 3},
-        "bufferSize": 3,
-        "customEndpoint": moto_server.endpoint,
-        "dynamodbCustomEndpoint": "http://localhost:4569",
-        "cloudwatchCustomEndpoint": "http://localhost:4582",
-    }
+    section = {"type": "kinesis", "streamName": "enriched", "region": "us-east-1", "position": "TRIM_HORIZON"}
     config = b64(json.dumps({"input": section, "output": {"path": "out"}, "windowing": "1 hour"}))
-    tracker = spark.sparkContext.statusTracker()
-    jobs_before = set(tracker.getJobIdsForGroup())
     done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
-    if spark.version.startswith("3."):
-        assert done.returncode == 2 and done.stderr.startswith("input.type kinesis needs Spark 4.0 or newer")
-        assert len(done.stderr.splitlines()) == 1 and not (tmp_path / "out").exists()
-        return
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.startswith(f"Stream Transformer: reading Kinesis stream {name} in us-east-1,")
-    [window] = committed(tmp_path / "out")
-    run = tmp_path / "batch/in/run=1"
-    write(run, "a.tsv.gz", lines)
-    batch = {"input": "batch/in", "output": {"path": "batch/out"}, "formats": {"transformationType": "widerow"}}
-    assert transformer(tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(batch))).returncode == 0
-    assert tree(window) == tree(tmp_path / "batch/out/run=1")
-    jobs = set(tracker.getJobIdsForGroup()) - jobs_before
-    stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
-    assert 3 in {stage.numTasks for stage in stages if stage}, "the micro-batch read by a task a shard"
-    before = committed_ids(tmp_path / "out")
-    client.put_record(StreamName=name, Data=event(C).encode(), PartitionKey="later")
-    again = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert committed_ids(tmp_path / "out") == sorted([*before, C]), "the second start: the new event alone"
-    client.delete_stream(StreamName=name)
-    gone = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
-    assert gone.returncode == 1 and gone.stderr.strip().splitlines()[-1] == (
-        f"stream transformer: error: Kinesis stream {name} in us-east-1 does not exist (deleted, or never created): "
-        "create it, or correct input.streamName and input.region"
-    )
+    assert done.returncode == 2 and done.stderr.startswith("input.type kinesis needs Spark 4.0 or newer")
+    assert len(done.stderr.splitlines()) == 1 and not (tmp_path / "out").exists()

@@ -21,7 +21,6 @@ import pytest
 from events_manifest.testing._servers import LocalServer
 from tests.commands import env, in_process
 from tests.shred_helpers import contexts, sdj, unstruct
-from tests.spark.test_crash_rerun import killed_at
 from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event, schema_errors
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -122,6 +121,7 @@ def runs(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.every_line
 def test_runs_of_wide_rows_with_every_kind_of_bad_row_and_dedup(runs: Path, spark: Any) -> None:
     """Relative folders in the config (see `run`) mean the current folder's, though the session
     started elsewhere."""
@@ -297,37 +297,6 @@ def test_cross_batch_dedup_on_dynamodb(tmp_path: Path, dynalite: LocalServer) ->
     assert [r["event_id"] for r in outputs(tmp_path / "out/run=2")[0]] == [C]
 
 
-@pytest.mark.process
-def test_a_killed_run_is_finished_by_the_next_run(tmp_path: Path) -> None:
-    lines = [event(A, "f"), event(A, "f", etl="2026-11-01 06:00:09"), event(B), event(B), "bad"]
-    write_run(tmp_path, "run=1", lines)
-    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
-    (tmp_path / "c.hocon").write_text(config(tmp_path / "in", tmp_path / "out"))
-    flags = ("--iglu-config", "iglu.json", "--config", "c.hocon", "--manifest", "sqlite://m.db")
-    killed_at("staged", tmp_path, *flags, module="spark_integration.transformer")
-    left = sorted(p.name for p in (tmp_path / "out/run=1").iterdir())
-    assert left[0] == ".staging" or (left[0].startswith(".staging-") and "_claim.json" in left and len(left) == 2)
-    done = transformer(tmp_path, *flags)
-    assert done.returncode == 0, done.stderr[-2000:]
-    good, bad, message = outputs(tmp_path / "out/run=1")
-    assert sorted(p.name for p in (tmp_path / "out/run=1").iterdir()) == [
-        "output=bad",
-        "output=good",
-        "shredding_complete.json",
-    ]
-    assert len(good) == 3 and len(bad) == 1 and message["data"]["count"] == {"good": 3, "bad": 1}
-    kept = {row["event_id"]: row for row in good}
-    assert kept[A]["etl_tstamp"] == "2026-11-01T06:00:00Z", "the earliest copy, as an unbroken run keeps it"
-    renamed = [row for row in good if row["event_id"] != A]
-    assert len(renamed) == 2 and {str(r["contexts_com_snowplowanalytics_snowplow_duplicate_1"]) for r in renamed} == {
-        str([{"originalEventId": B}])
-    }
-    from events_manifest._transformer.parse_decide import new_event_id
-
-    expected = {new_event_id(B, None, event(B), rank, random_id=False) for rank in (0, 1)}
-    assert {r["event_id"] for r in renamed} == expected, "an unbroken run's ids: two identical lines, two ids"
-
-
 def read_tree(folder: Path) -> dict[str, list[str]]:
     """The lines of each partition folder below `folder`, by its path relative to it."""
     found: dict[str, list[str]] = {}
@@ -341,6 +310,7 @@ def partition_of(vendor: str, name: str, fmt: str, version: str = "1-0-0") -> st
     return f"vendor={vendor}/name={name}/format={fmt}/model={model}/revision={revision}/addition={addition}"
 
 
+@pytest.mark.every_line
 def test_shred_mode_writes_each_entity_under_its_partition(tmp_path: Path) -> None:
     acme = tmp_path / "acme" / "schemas/com.acme/order/jsonschema/1-0-0"
     acme.parent.mkdir(parents=True)
@@ -422,6 +392,7 @@ def test_shred_mode_writes_each_entity_under_its_partition(tmp_path: Path) -> No
     }  # fmt: skip
 
 
+@pytest.mark.every_line
 def test_wide_row_parquet_columns_values_and_misfits(tmp_path: Path, spark: Any) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -25,7 +25,6 @@ from events_manifest.testing._servers import LocalServer
 from tests.commands import events_manifest
 from tests.monitors import SentryServer
 from tests.shred_helpers import contexts, sdj, unstruct
-from tests.spark.test_crash_rerun import killed_at
 from tests.spark.test_transformer import A, B, C, D, aws, outputs, queue_config, read_lines, run, transformer, write_run
 from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event
 
@@ -77,24 +76,6 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     message = json.loads((odd_out / "shredding_complete.json").read_text())
     assert message["data"]["base"] == f"file:{odd_out}/", "named as it is, for the loader to find its files"
     assert done.stdout.index("run=5: 0 lines") < done.stdout.index("processing file:" + str(tmp_path / "in/run=6"))
-
-
-@pytest.mark.process
-def test_a_run_killed_after_its_commit_blocks_nothing(tmp_path: Path) -> None:
-    """Killed once `shredding_complete.json` is written, before the ledger records the run finished:
-    the next invocation brings the ledger to what the folder says and goes on with the next run."""
-    write_run(tmp_path, "run=1", [event(A, "f"), event(B, "f")])
-    command = flags(tmp_path, "", "--manifest", "sqlite://m.db")
-    killed_at("committed", tmp_path, *command, module="spark_integration.transformer")
-    assert (tmp_path / "out/run=1/shredding_complete.json").exists()
-    write_run(tmp_path, "run=2", [event(A, "f"), event(C, "f")])
-    done = transformer(tmp_path, *command)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "processing file:" + str(tmp_path / "in/run=1") not in done.stdout, "a committed run is done"
-    assert good_ids(tmp_path / "out/run=1") == sorted([A, B]) and good_ids(tmp_path / "out/run=2") == [C]
-    assert not any(p.name.startswith((".staging", "_claim")) for p in (tmp_path / "out/run=1").iterdir())
-    with SqliteManifest(tmp_path / "m.db") as manifest:
-        assert [record.state for record in manifest.runs()] == ["finished", "finished"]
 
 
 FIFO = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}

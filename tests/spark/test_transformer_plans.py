@@ -80,6 +80,7 @@ def _etl(folder: Path, event_id: str) -> str:
     return entry.etl_time.strftime("%Y-%m-%d %H:%M:%S")
 
 
+@pytest.mark.every_line
 @pytest.mark.parametrize(("mode", "plans"), [("widerow", PLANS), ("shred", PLANS[:2])])
 def test_the_plans_write_the_same_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, plans: tuple[str, ...]

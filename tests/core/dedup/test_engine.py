@@ -20,6 +20,7 @@ from events_manifest.aio import to_async
 from events_manifest.model import PutBatch
 from tests.backends import Backend
 from tests.dedup_helpers import ETL, EXPECTED, RECORDS, D, E, U, X
+from tests.examples import examples
 
 
 def test_every_record_lands_in_exactly_one_outcome(backend: Backend) -> None:
@@ -112,7 +113,7 @@ records_strategy = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(batches=st.lists(records_strategy, min_size=1, max_size=3), on_disk=st.booleans(), chunk=st.integers(1, 7))
 def test_matches_a_plain_model(batches: list[list[dict[str, Any]]], on_disk: bool, chunk: int) -> None:
     """Against a dict-and-max model of the rules, over several runs, in memory and on disk."""

@@ -10,6 +10,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from events_manifest.testing.conformance import manifest_state_machine
 from tests.backends import ASYNC_BACKENDS, BACKENDS, Backend
+from tests.examples import examples
 
 
 @pytest.mark.parametrize("backend", [b for b in BACKENDS + ASYNC_BACKENDS if b != "async-memory"], indirect=True)
@@ -19,7 +20,7 @@ def test_backend_follows_the_reference_model(backend: Backend) -> None:
     run_state_machine_as_test(  # type: ignore[no-untyped-call]
         machine,
         settings=settings(
-            max_examples=40 if local else 8,
+            max_examples=examples(20 if local else 4),
             stateful_step_count=20 if local else 12,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow],

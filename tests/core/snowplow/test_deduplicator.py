@@ -4,7 +4,6 @@ a Python consumer's batches, one decision per line."""
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +17,7 @@ from events_manifest._snowplow import batch
 from events_manifest.model import PutBatch
 from events_manifest.snowplow import BAD, CROSS_BATCH, IN_BATCH, KEPT, MANIFEST_ERROR, EnrichedDeduplicator
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, enriched_batches
+from tests.examples import examples
 from tests.shred_helpers import KeptOnce, line, sdj, unstruct
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -89,7 +89,7 @@ def test_a_manifest_that_fails_a_put_makes_that_line_a_bad_row() -> None:
 
 
 @settings(
-    max_examples=int(os.environ.get("EVENTS_MANIFEST_EXAMPLES", "25")),
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

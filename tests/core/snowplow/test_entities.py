@@ -10,6 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from events_manifest._snowplow.entities import Entity, compact, compact_entities, entities_of, read_rows
+from tests.examples import examples
 from tests.shred_helpers import CONTEXTS_URI, contexts, sdj, unstruct
 
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
@@ -66,7 +67,7 @@ def _compact(row: tuple[str, str, str]) -> list[Entity] | None:
     return compact_entities(*(c.encode() for c in row))
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(columns())
 @example(("", "", ""))
 def test_compact_reader_agrees_with_the_walker(row: tuple[str, str, str]) -> None:
@@ -77,7 +78,7 @@ def test_compact_reader_agrees_with_the_walker(row: tuple[str, str, str]) -> Non
         assert fast == entities
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(st.lists(columns(), max_size=6))
 def test_batch_reader_gives_each_row_what_the_walker_finds(rows: list[tuple[str, str, str]]) -> None:
     found = read_rows(*([row[i].encode() or None for row in rows] for i in range(3)))

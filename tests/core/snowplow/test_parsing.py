@@ -12,6 +12,7 @@ from events_manifest._snowplow import fields, parsing, truncation
 from events_manifest._snowplow.fields import FIELDS, MIN_FIELDS
 from events_manifest._snowplow.legacy_bad_rows import INVALID_UTF8
 from events_manifest._snowplow.parsing import split_and_check
+from tests.examples import examples
 from tests.shred_helpers import java_substring, line
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -50,7 +51,7 @@ _COUNTS = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(
     st.lists(_COUNTS.flatmap(lambda n: st.lists(_FIELD_TEXT, min_size=n, max_size=n)), min_size=1, max_size=6),
     st.integers(0, 2),
@@ -79,7 +80,7 @@ def test_fields_are_found_as_a_plain_split_finds_them(rows: list[list[str]], ski
         assert [column[row].as_py() for column in found.json] == [padded[i].encode() for i in fields.JSON_FIELDS]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     st.lists(_COUNTS.flatmap(lambda n: st.lists(_FIELD_TEXT, min_size=n, max_size=n)), max_size=9),
     st.integers(0, 2),

@@ -21,6 +21,7 @@ from events_manifest._transformer.parquet_types import BOOLEAN, INTEGER, JSON, S
 from events_manifest._transformer.parse_decide import Parse
 from events_manifest._transformer.shred_mode import atomic_line
 from events_manifest.iglu import ResolverConfig
+from tests.examples import examples
 from tests.transformer_helpers import RESOLVER
 
 UUID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -120,7 +121,7 @@ def lines(draw: st.DrawFn) -> str:
     return "\t".join([*fields, "extra"][:width])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     st.lists(lines(), min_size=1, max_size=12),
     st.booleans(),
@@ -145,7 +146,7 @@ def test_the_parsed_rows_share_the_lines_buffer() -> None:
     assert parsed.column("line").buffers()[2].address == text.buffers()[2].address
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(st.lists(lines(), min_size=1, max_size=12))
 def test_the_columnar_events_are_the_decoders(batch: list[str]) -> None:
     """The events Parquet and shred mode write from, built column by column: each one the per-event
@@ -159,7 +160,7 @@ def test_the_columnar_events_are_the_decoders(batch: list[str]) -> None:
         assert atomic is None or (isinstance(decoder, Event) and atomic == atomic_line(decoder))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(st.lists(lines(), min_size=1, max_size=12), st.sampled_from([None, 1_700_000_000 * NANOS + 5]))
 def test_the_good_events_of_a_batch_parse_split_are_the_decoders(batch: list[str], minimum: int | None) -> None:
     """Lines decided where they are read decode their good events from the columns `Parse` split
@@ -287,7 +288,7 @@ def _parquet_columns() -> ParquetColumns:
     return ParquetColumns((*built.entities, *extra))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(st.lists(lines(), min_size=1, max_size=12))
 def test_parquet_rows_built_from_columns_are_the_decoded_events_rows(batch: list[str]) -> None:
     """Parquet rows of the lines `columnar.kept_values` takes, built without an event: the rows and

@@ -15,7 +15,7 @@ from aws_kinesis_agg.aggregator import RecordAggregator
 from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing._proxy import EXPIRED_ITERATOR, THROTTLED
-from tests.kinesis_helpers import kinesis_stream, put
+from tests.kinesis_helpers import ahead, kinesis_stream, put
 
 
 @pytest.fixture
@@ -26,14 +26,15 @@ def stream(moto_server: LocalServer) -> Iterator[tuple[Any, KinesisInput]]:
 
 def drain(reader: ShardReader, offsets: dict[str, Any], count: int) -> tuple[list[bytes], dict[str, Any]]:
     """The records after `offsets`, micro-batch by micro-batch as Spark would ask, a tenth of a
-    second apart, until `count` are read (or a hundred triggers: then some are missing)."""
+    second apart on the reader's clock (moved on, not waited for), until `count` are read (or a
+    hundred triggers: then some are missing)."""
     records: list[bytes] = []
-    for _ in range(100):
+    for trigger in range(100):
         if len(records) >= count:
             break
+        ahead(reader, trigger / 10)
         batch, offsets = reader.read(offsets)
         records += batch
-        time.sleep(0.1)
     return records, offsets
 
 
@@ -76,10 +77,9 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
     middle = recent.latest(cut)
     assert sorted(recent.between(cut, middle)) == sorted(line.encode() for line in groups[1])
     assert sorted(recent.read(middle)[0]) == sorted(line.encode() for line in groups[2]), "the rest: read to the end"
-    time.sleep(2)  # nothing arrives: a reader started now cuts the records it finds in halves
     with FaultProxy(moto_server.endpoint, throttle_rate=0.0, operations=frozenset({"GetRecords"})) as proxy:
         through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=7)
-        late = ShardReader(through)
+        late = ShardReader(through, clock=lambda: time.time() + 2)  # two seconds on, nothing arrived: halves
         start = late.initial()
         half = late.latest(start)
         assert proxy.counts["GetRecords"] == 2 * 3, "a shard: its first record, none at the cut, one at the middle"

@@ -33,6 +33,7 @@ from events_manifest._transformer.parquet_types import (
     Type,
     column_field,
 )
+from tests.examples import examples
 from tests.transformer_helpers import IGLU_CENTRAL
 
 
@@ -117,7 +118,9 @@ SCHEMAS = [
 
 
 @pytest.mark.parametrize("path", SCHEMAS)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 @given(data=st.data())
 def test_every_value_a_schema_accepts_fits_its_column(path: str, data: st.DataObject) -> None:
     schema = json.loads((IGLU_CENTRAL / "schemas" / path).read_text())

@@ -1,0 +1,164 @@
+"""The stream transformer killed at each named step, in this process (`tests.crashes`), on the
+suite's Spark session with a clock the test moves: the two bundled sample batches arrive one window
+apart, and an unbroken stream commits them as two windows, the batch job's two runs of the same
+lines. A kill while the first batch is recorded in its window, once its lines are staged, while the
+first window's commit is staged, and once it is committed but before Spark's checkpoint knows the
+batch that committed it: the next start on the same checkpoint commits both windows as the
+unbroken stream did, every event in exactly one window. On a folder and on Kinesis (moto's, a task
+a shard); a real kill of the process group of each is in `tests/integration/test_stream.py`."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from events_manifest._transformer.kinesis_input import MARGIN_MS
+from events_manifest._transformer.stream_config import StreamConfig
+from events_manifest.iglu import ResolverConfig
+from events_manifest.snowplow import sample_batches
+from events_manifest.testing import LocalServer
+from tests.commands import in_process
+from tests.crashes import Crashes
+from tests.spark.test_stream_transformer import START, Clock, committed
+from tests.spark.test_transformer import transformer
+from tests.transformer_helpers import RESOLVER, b64, local_run, same
+
+pytestmark = pytest.mark.every_line
+
+STEPS = ["batch-assigned", "batch-written", "staged", "window-committed"]
+"""The first batch recorded in its window, its lines staged; the first window's rows staged, not
+sealed; committed, the batch that committed it not in Spark's checkpoint (the next start replays
+it). A window's commit at each of its steps is the batch transformer's run's
+(`tests/core/transformer/test_run_flow.py`)."""
+KINESIS_STEPS = ["batch-written", "window-committed"]
+"""Where a restart on Kinesis reads its records again from Spark's offsets: a batch staged and
+replayed, a batch committed and not replayed (the book's steps and a commit are the folder's)."""
+COMPLETE = "shredding_complete.json"
+
+
+def batch_job(tmp_path: Path) -> list[dict[str, Any]]:
+    """What the batch job writes for the two sample batches as two runs, with a manifest."""
+    for n, batch in enumerate(sample_batches(), start=1):
+        shutil.copytree(batch, tmp_path / "batch/in" / f"run={n}")
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    config = {"input": "batch/in", "output": {"path": "batch/out"}, "formats": {"transformationType": "widerow"}}
+    done = transformer(
+        tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(config)), "--manifest", "sqlite://batch.db"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [local_run(tmp_path / "batch/out" / f"run={n}") for n in (1, 2)]
+
+
+def crashed_and_continued(
+    spark: Any,
+    tmp_path: Path,
+    source: dict[str, Any],
+    arrive: Callable[[int], None],
+    steps: list[str],
+    subtests: pytest.Subtests,
+) -> None:
+    """An unbroken stream over the two batches (`arrive(n)` delivers batch n), recorded at `steps`:
+    the batch job's two runs; then, from what a kill at each step left, a start that reads on to the
+    end and stops: the same windows."""
+    from spark_integration.stream_transformer import StreamTransformer
+
+    out, db = tmp_path / "out", tmp_path / "m.db"
+    document = {"input": source, "output": {"path": str(out)}, "trigger": "100 milliseconds"}
+    config = StreamConfig.parse(json.dumps(document))
+    iglu = ResolverConfig.parse(json.dumps(RESOLVER))
+    crashes, clock = Crashes(out, db, tmp_path / "crashes"), Clock(START)
+    unbroken_start = StreamTransformer(spark, config, iglu=iglu, manifest=f"sqlite:///{db}", clock=clock)
+    with crashes.recording(steps), unbroken_start as stream:
+        query = stream.start()
+        arrive(0)
+        query.processAllAvailable()
+        clock.now += 600
+        arrive(1)
+        query.processAllAvailable()
+    unbroken = [local_run(window) for window in committed(out)]
+    assert [w.name[4:23] for w in committed(out)] == ["2026-11-18-10-30-00", "2026-11-18-10-40-00"]
+    for window, run in zip(unbroken, batch_job(tmp_path), strict=True):
+        same(window, run)  # each batch in its window, the second's re-delivered events dropped
+
+    for step in steps:
+        with subtests.test(step=step):
+            url = crashes.restore(step)
+            with StreamTransformer(spark, config, iglu=iglu, manifest=url, clock=Clock(START + 600)) as again:
+                again.start().processAllAvailable()  # then stopped: the windows it filled committed
+            windows = committed(out)
+            assert [w.name[4:23] for w in windows] == ["2026-11-18-10-30-00", "2026-11-18-10-40-00"], windows
+            for folder, expected in zip(windows, unbroken, strict=True):
+                same(local_run(folder), expected)
+                assert sorted(p.name for p in folder.iterdir()) == ["output=bad", "output=good", COMPLETE]
+            assert sorted(p.name for p in out.iterdir()) == ["_checkpoint", *(w.name for w in windows)]
+
+
+def test_a_stream_on_a_folder_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
+    spark: Any, tmp_path: Path, subtests: pytest.Subtests
+) -> None:
+    inp = tmp_path / "in"
+    inp.mkdir()
+    batches = [sorted(batch.glob("part-*"))[0] for batch in sample_batches()]
+
+    def arrive(n: int) -> None:
+        (inp / f"{n}.tsv.gz").write_bytes(batches[n].read_bytes())
+
+    crashed_and_continued(spark, tmp_path, {"type": "file", "dir": str(inp)}, arrive, STEPS, subtests)
+
+
+def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
+    spark: Any, tmp_path: Path, moto_server: LocalServer, subtests: pytest.Subtests
+) -> None:
+    """The reference's Kinesis input section (three shards): each batch's records put, then read
+    once they are older than the reader's margin (a shard is cut before what arrived within it), so
+    that a micro-batch reads a whole batch, by a stage of a task a shard. A stream deleted is one
+    line that says so, exit 1."""
+    from spark_integration.stream_transformer import main
+
+    if spark.version.startswith("3."):
+        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
+    client = boto3.client("kinesis", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    name = f"enriched-crashes-{time.time_ns()}"
+    client.create_stream(StreamName=name, ShardCount=3)
+    lines = [gzip.decompress(sorted(batch.glob("part-*"))[0].read_bytes()).splitlines() for batch in sample_batches()]
+
+    def arrive(n: int) -> None:
+        for at in range(0, len(lines[n]), 500):
+            records = [{"Data": x, "PartitionKey": f"{n}-{at + i}"} for i, x in enumerate(lines[n][at : at + 500])]
+            client.put_records(StreamName=name, Records=records)
+        time.sleep(MARGIN_MS / 1000 + 0.2)
+
+    section = {
+        "type": "kinesis",
+        "appName": "acme-snowplow-transformer",
+        "streamName": name,
+        "region": "us-east-1",
+        "position": "TRIM_HORIZON",
+        "retrievalMode": {"type": "Polling", "maxRecords": 1000},
+        "bufferSize": 3,
+        "customEndpoint": moto_server.endpoint,
+        "dynamodbCustomEndpoint": "http://localhost:4569",
+        "cloudwatchCustomEndpoint": "http://localhost:4582",
+    }
+    tracker = spark.sparkContext.statusTracker()
+    jobs_before = set(tracker.getJobIdsForGroup())
+    crashed_and_continued(spark, tmp_path, section, arrive, KINESIS_STEPS, subtests)
+    jobs = set(tracker.getJobIdsForGroup()) - jobs_before
+    stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
+    assert 3 in {stage.numTasks for stage in stages if stage}, "a micro-batch read by a task a shard"
+
+    client.delete_stream(StreamName=name)
+    config = b64(json.dumps({"input": section, "output": {"path": "out"}}))
+    gone = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
+    assert gone.returncode == 1 and gone.stderr.strip().splitlines()[-1] == (
+        f"stream transformer: error: Kinesis stream {name} in us-east-1 does not exist (deleted, or never created): "
+        "create it, or correct input.streamName and input.region"
+    )
