@@ -13,6 +13,9 @@ import nox
 nox.options.sessions = ["tests", "spark", "integration", "core", "lint", "typecheck", "docs", "resolve"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_external_run = True
+nox.options.default_venv_backend = "uv|virtualenv"
+"""uv makes an environment from its cache in seconds where pip takes a minute or two (pyspark is a
+third of a gigabyte); without uv installed (`pip install "nox[uv]"`), virtualenv and pip."""
 
 
 NEWEST = "4.3"
@@ -47,6 +50,18 @@ PARALLEL = ["-q", "-n", "2", "--dist", "worksteal", "--durations=10"]
 """Two test processes on two cores (each with its own Spark session and servers), and the ten
 slowest tests printed at every run, so that a slow test is seen the day it lands."""
 SUITE = [*PARALLEL, "--ignore=tests/integration"]
+EVERY_LINE = ["-m", "every_line"]
+"""The tests an older Spark line runs (docs/development.md, the test pyramid): what differs between
+lines is behind `spark_integration._spark_api`, so the seam's tests, the reference's byte-exact
+cases and one run of each command; not the flag, refusal and wording tests that never reach it."""
+WITHOUT_SPARK = [
+    "tests/core/test_cli.py",
+    "tests/core/manifest/test_contract.py",
+    "tests/core/snowplow/test_deduplicator.py",
+]
+"""What `core` runs where pyspark is not installed: the command line, the manifest's conformance on
+every backend and a Python consumer's dedup. That no core module imports Spark is an import rule
+(`tests/core/test_layers.py`), checked in `tests`."""
 
 
 @nox.session
@@ -60,14 +75,14 @@ def tests(session: nox.Session) -> None:
 @nox.session
 @nox.parametrize("line", list(OLDER_LINES), ids=list(OLDER_LINES))
 def spark(session: nox.Session, line: str) -> None:
-    """The Spark tests (the reference cases, the operator's day, the kill tests) on an older Spark
-    line: `nox -s spark-3.5`, `spark-4.0`; the newest line runs them in `tests`."""
+    """The Spark tests that run on every line (`EVERY_LINE`) on an older Spark line: `nox -s
+    "spark(3.5)"`, `"spark(4.0)"`; the newest line runs every test in `tests`."""
     session.install("-c", _constraints(session, line), "-e", ".[all,test]")
     _npm(session)
     session.run(
         "python", "-c", f"import pyspark; assert pyspark.__version__ == {OLDER_LINES[line]!r}, pyspark.__version__"
     )
-    session.run("pytest", *(session.posargs or [*SUITE, "tests/spark"]))
+    session.run("pytest", *(session.posargs or [*SUITE, *EVERY_LINE, "tests/spark"]))
 
 
 S3A_SOURCE = "sagemaker_pyspark==1.4.5"
@@ -121,18 +136,19 @@ def _executor_environment(session: nox.Session, constraints: str) -> Path:
 @nox.parametrize("line", ["3.5", NEWEST], ids=["3.5", NEWEST])
 def integration(session: nox.Session, line: str) -> None:
     """Where users run the jobs: S3 (moto's server, the S3A connector), DynamoDB (dynalite) and SQS
-    (moto) on loopback, kills during the commit on S3, two transformers at once, the stream
-    transformer killed at each step and started again, spark-submit, a standalone cluster whose
-    executors get the environment as an archive; on the oldest and the newest Spark line
-    (`nox -s integration-3.5`, `integration-4.3`)."""
+    (moto) on loopback, each command killed for real (SIGKILL to its process group) at one step and
+    finished by the next start, two transformers at once, Ctrl-C, spark-submit, a standalone cluster
+    whose executors get the environment as an archive: every test on the newest Spark line, those that
+    run on every line (`EVERY_LINE`: S3A on Hadoop 3.3, the cluster, a stream's kill) on the oldest
+    (`nox -s "integration(3.5)"`, `"integration(4.3)"`)."""
     constraints = _constraints(session, line)
-    session.install("-c", constraints, "-e", ".[all,test]", "venv-pack")
+    session.install("-c", constraints, "-e", ".[all,test]", "venv-pack", "pip")  # pip: the jars' download, the wheel
     _npm(session)
     jars = _s3a_jars(session)
     environment = _executor_environment(session, constraints)
     session.run(
         "pytest",
-        *(session.posargs or [*PARALLEL, "tests/integration"]),
+        *(session.posargs or [*PARALLEL, *([] if line == NEWEST else EVERY_LINE), "tests/integration"]),
         env={
             "EVENTS_MANIFEST_S3A_JARS": str(jars),
             "EVENTS_MANIFEST_EXECUTOR_ENV": str(environment),
@@ -143,12 +159,12 @@ def integration(session: nox.Session, line: str) -> None:
 
 @nox.session
 def core(session: nox.Session) -> None:
-    """The core's tests where pyspark is not installed: the core needs nothing of Spark."""
+    """The core where pyspark is not installed (`WITHOUT_SPARK`): it installs and runs without Spark."""
     session.install("-c", "constraints.txt", "-e", ".[async,test]")
     _npm(session)
     no_spark = "import importlib.util as u; assert u.find_spec('pyspark') is None, 'pyspark is installed'"
     session.run("python", "-c", no_spark)
-    session.run("pytest", *(session.posargs or [*SUITE, "tests/core"]))
+    session.run("pytest", *(session.posargs or [*SUITE, *WITHOUT_SPARK]))
 
 
 @nox.session
@@ -179,7 +195,7 @@ RESOLVE_LIMIT_SECONDS = 300
 declared bounds send the resolver backtracking, and users would wait as long."""
 
 
-@nox.session
+@nox.session(venv_backend="virtualenv")
 def resolve(session: nox.Session) -> None:
     """What a user's `pip install "events-manifest[all]"` resolves, without constraints.txt, in a
     fresh environment: it must settle within `RESOLVE_LIMIT_SECONDS`."""
