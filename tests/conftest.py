@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from events_manifest.aio import async_manifest_from_url
 from events_manifest.testing import LocalServer, start_dynalite, start_moto
@@ -32,6 +33,12 @@ os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSeri
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 for variable in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
     os.environ.pop(variable, None)
+
+
+# Hypothesis's checks of time (a slow draw, a slow example) fail a correct test on a loaded machine:
+# the suite's time is held by its budget (docs/development.md), not by them.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
