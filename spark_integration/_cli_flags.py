@@ -187,17 +187,24 @@ def _interruptions(
         threading.Thread(target=_cancel_spark_jobs, daemon=True).start()
         raise KeyboardInterrupt
 
+    def not_py4j_interrupted(record: logging.LogRecord) -> bool:
+        """py4j logs a call cut by an interruption (on the root logger), and once interrupted the
+        connection it could not close (on its own), each with its traceback."""
+        message = record.getMessage()
+        return message not in PY4J_INTERRUPTED and not (seen and message == PY4J_NOT_CLOSED)
+
     previous = signal.signal(signal.SIGINT, interrupt)
-    root = logging.getLogger()
-    if not verbose:
-        root.addFilter(_not_py4j_interrupted)
+    loggers = [logging.getLogger(), logging.getLogger("py4j.clientserver")]
+    for logger in loggers if not verbose else []:
+        logger.addFilter(not_py4j_interrupted)
     try:
         yield seen
     finally:
         # Once interrupted, the process is ending: a press during its last steps (the interpreter gives
         # SIGINT back its default as it finalizes) must not end it by the signal, with another status.
         signal.signal(signal.SIGINT, signal.SIG_IGN if seen else previous)
-        root.removeFilter(_not_py4j_interrupted)
+        for logger in loggers:
+            logger.removeFilter(not_py4j_interrupted)
 
 
 def _kill_local_jvm() -> None:
@@ -212,9 +219,8 @@ def _kill_local_jvm() -> None:
             process.kill()
 
 
-def _not_py4j_interrupted(record: logging.LogRecord) -> bool:
-    """py4j logs a call cut by an interruption on the root logger, with its traceback."""
-    return record.getMessage() not in {"KeyboardInterrupt while sending command.", "Exception while sending command."}
+PY4J_INTERRUPTED = frozenset({"KeyboardInterrupt while sending command.", "Exception while sending command."})
+PY4J_NOT_CLOSED = "Exception occurred while shutting down connection"
 
 
 def _cancel_spark_jobs() -> None:
