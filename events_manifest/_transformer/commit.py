@@ -188,5 +188,11 @@ def tidy(storage: Storage, found: RunFolder, dead_elsewhere: Judge | None = None
     staging folder and claim), unless a live run holds the folder (see `folders.claim`)."""
     if found.claimed and not drop_dead_claim(storage, found.base, dead_elsewhere):
         return
+    remove_leftovers(storage, found)
+
+
+def remove_leftovers(storage: Storage, found: RunFolder) -> None:
+    """Delete what a run killed after its commit left beside it: by `tidy`, or by the run itself
+    when the folder is under its own claim."""
     for leftover in found.leftovers():
         storage.delete(leftover)

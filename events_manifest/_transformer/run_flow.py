@@ -21,7 +21,15 @@ from events_manifest._jobs.run import NOTHING_WRITTEN, JobRun
 from events_manifest._jobs.storage import Listing, Storage, join
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._manifest.ledger import Advice
-from events_manifest._transformer.commit import RunCounts, State, deliver, inspect, seal, sealed_counts
+from events_manifest._transformer.commit import (
+    RunCounts,
+    State,
+    deliver,
+    inspect,
+    remove_leftovers,
+    seal,
+    sealed_counts,
+)
 from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.discovery import folder_uri
 from events_manifest._transformer.message import shredding_complete
@@ -140,8 +148,7 @@ def run(job: J, name: str, progress: Progress, write: Write[J]) -> RunResult | N
     try:
         found = inspect(storage, base)  # again, under the claim: another transformer may have committed it
         if found.state is State.COMMITTED:
-            for leftover in found.leftovers():  # what a kill after its commit left: ours, under our claim
-                storage.delete(leftover)
+            remove_leftovers(storage, found)  # a kill after its commit left them: ours, under our claim
             return None
         if found.state is State.INCOMPLETE:
             return None
