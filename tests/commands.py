@@ -46,6 +46,13 @@ def process(module: str, cwd: Path, *args: str, timeout: float = 300) -> subproc
     return subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def dead_pid() -> int:
+    """The pid of a process of this host that has ended: an owner no one holds any more."""
+    return int(
+        subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout
+    )
+
+
 def shredder(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The shred job's command line, in this process (the `spark` fixture must be active)."""
     from spark_integration.shredder import main

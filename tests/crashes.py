@@ -20,8 +20,6 @@ import contextlib
 import shutil
 import socket
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
@@ -30,12 +28,12 @@ import pytest
 
 from events_manifest._jobs import steps
 from events_manifest._manifest import liveness
+from tests.commands import dead_pid
 
 
 def ended_process() -> str:
     """`host:pid` of a process of this host that has ended, as the ledger and claims name owners."""
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    return f"{socket.gethostname()}:{int(done.stdout)}"
+    return f"{socket.gethostname()}:{dead_pid()}"
 
 
 @attrs.define

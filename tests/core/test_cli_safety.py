@@ -10,7 +10,6 @@ import os
 import sqlite3
 import stat
 import subprocess
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from events_manifest import SqliteManifest
 from events_manifest._manifest.ledger import STARTED, Run
 from events_manifest.model import to_epoch_seconds
-from tests.commands import events_manifest, process
+from tests.commands import dead_pid, events_manifest, process
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 
@@ -78,8 +77,7 @@ def test_dedup_outputs_never_replace_what_is_not_a_file_of_their_own(dedup_input
 
 def test_a_killed_dedup_leaves_no_partial_file_behind_the_next_run(dedup_input: Path) -> None:
     cwd = dedup_input
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = cwd / f".u.ndjson.{os.uname().nodename}@{int(dead.stdout)}.0123abcd.partial"
+    stale = cwd / f".u.ndjson.{os.uname().nodename}@{dead_pid()}.0123abcd.partial"
     live = cwd / f".u.ndjson.{os.uname().nodename}@{os.getpid()}.4567cdef.partial"  # this process: alive
     stale.write_text('{"id": 1}\n')
     live.write_text('{"id": 1}\n')
@@ -100,10 +98,9 @@ def test_dedup_reruns_are_refused_unless_on_purpose_and_the_advice_names_real_fl
     future = cli(cwd, "dedup", "in.ndjson", *flags, "--etl-time", "3026-01-01T00:00:00")
     assert future.returncode == 1 and "etl time 3026-01-01 00:00:00 is more than a day ahead of now" in future.stderr
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     with SqliteManifest(cwd / "m.db") as manifest:  # a run of another item, killed after its puts
         etl, now = datetime(2026, 11, 1, 5), int(time.time())
-        owner = f"{os.uname().nodename}:{int(dead.stdout)}"
+        owner = f"{os.uname().nodename}:{dead_pid()}"
         assert manifest._swap_run(None, Run(to_epoch_seconds(etl), "topic-3", STARTED, now, None, owner, now))
         assert manifest.put(A, "FP", etl)
     refused = cli(cwd, "dedup", "in.ndjson", *flags, "--unique", "u")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +17,7 @@ import pytest
 from events_manifest._backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.testing import LocalServer
 from tests.backends import unique_table
-from tests.commands import error_line, events_manifest, shredder
+from tests.commands import dead_pid, error_line, events_manifest, shredder
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -96,8 +94,7 @@ def test_overwrite_replaces_only_the_jobs_own_output(batch: Path) -> None:
 def test_a_claim_left_by_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     write_input(tmp_path / "in", [line(A, "FP")])
     (tmp_path / "out").mkdir()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    claim = {"run": "x", "host": os.uname().nodename, "pid": int(dead.stdout), "since": time.time()}
+    claim = {"run": "x", "host": os.uname().nodename, "pid": dead_pid(), "since": time.time()}
     (tmp_path / "out" / "_claim.json").write_text(json.dumps(claim))
     done = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -215,10 +212,9 @@ def test_a_dead_run_of_another_item_is_finished_before_other_runs(tmp_path: Path
     from events_manifest._manifest.ledger import STARTED, Run
     from events_manifest.model import to_epoch_seconds
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     etl = datetime(2026, 11, 1, 5)
     with SqliteManifest(tmp_path / "m.db") as manifest:
-        owner, now = f"{os.uname().nodename}:{int(dead.stdout)}", int(time.time())
+        owner, now = f"{os.uname().nodename}:{dead_pid()}", int(time.time())
         assert manifest._swap_run(None, Run(to_epoch_seconds(etl), "earlier", STARTED, now, None, owner, now))
         assert manifest.put(A, "FP", etl)
     write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])

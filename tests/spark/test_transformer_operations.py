@@ -26,7 +26,7 @@ from tests.commands import events_manifest
 from tests.monitors import SentryServer
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.test_transformer import A, B, C, D, aws, outputs, queue_config, read_lines, run, transformer, write_run
-from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event
+from tests.transformer_helpers import FIFO, RESOLVER, b64, config, dynamodb_config, event
 
 __all__ = ["aws"]  # the fixture, used here
 
@@ -76,9 +76,6 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     message = json.loads((odd_out / "shredding_complete.json").read_text())
     assert message["data"]["base"] == f"file:{odd_out}/", "named as it is, for the loader to find its files"
     assert done.stdout.index("run=5: 0 lines") < done.stdout.index("processing file:" + str(tmp_path / "in/run=6"))
-
-
-FIFO = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
 
 
 def test_a_refused_message_is_sent_by_the_next_invocation(tmp_path: Path, aws: dict[str, Any]) -> None:

@@ -5,8 +5,6 @@ hold before a run writes into it, the marker that makes a folder the job's, and 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +24,9 @@ from events_manifest._jobs.folders import (
 )
 from events_manifest._jobs.storage import LocalStorage
 from events_manifest._manifest import liveness
+from tests.commands import dead_pid
 
 LAYOUT = Layout("shred job", "_job.json", lambda role, name: name.startswith("part-") or name == "_SUCCESS")
-
-
-def dead_pid() -> int:
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    return int(done.stdout)
 
 
 def write_claim(folder: Path, **fields: Any) -> None:
