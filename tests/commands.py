@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -147,4 +148,5 @@ def signalled(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # the JVM and the workers, whatever happened
         process.wait()
+        shutil.rmtree(child["SPARK_LOCAL_DIRS"], ignore_errors=True)  # a killed JVM's pyspark copies: 185 MB
     return subprocess.CompletedProcess(command, process.returncode, out, err)

@@ -89,13 +89,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
             os.killpg(daemon.pid, signal.SIGTERM)
         for daemon in daemons:
             daemon.wait(timeout=60)
+        remove_finished_apps(base)
+
+
+def remove_finished_apps(base: Path) -> None:
+    """Each application's folders on the workers: an unpacked environment is half a gigabyte per
+    worker, which a machine with little disk left cannot hold for every application of a run."""
+    for folder in base.glob("worker-*/app-*"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def submit(
     cluster: tuple[str, Path], module_file: str, *args: str, server: LocalServer, cwd: Path, shipped: list[str]
 ) -> subprocess.CompletedProcess[str]:
     """`spark-submit` of a job to the cluster, the driver on this interpreter, the executors' Python
-    as `shipped` options say (an archive and `spark.pyspark.python`, or nothing)."""
+    as `shipped` options say (an archive and `spark.pyspark.python`, or nothing). The applications
+    before it have ended: their folders go first."""
+    remove_finished_apps(cluster[1])
     options = [
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--conf", "spark.ui.enabled=false",

@@ -182,7 +182,7 @@ def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, t
     write_json(source, "2", [{"id": f"e{n}", "ts": ts, "payload": "p"} for n in range(10, 40)])
     job = subprocess.Popen(
         [sys.executable, "-c", STREAM_JOB, str(tmp_path), manifest],
-        env={**os.environ, **scratch(tmp_path)},  # the killed JVM's scratch folders stay in tmp_path
+        env={**os.environ, **scratch(tmp_path)},  # the killed JVM's scratch folders: in tmp_path, then removed
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -192,6 +192,7 @@ def test_a_query_killed_mid_batch_restarts_without_loss_or_doubles(spark: Any, t
         os.killpg(job.pid, signal.SIGKILL)
     finally:
         job.wait()
+        shutil.rmtree(tmp_path / "spark-scratch", ignore_errors=True)
     dedup_stream(spark, source, tmp_path, manifest)  # restart from the checkpoint
     assert stream_ids(spark, tmp_path / "ours") == sorted(f"e{n}" for n in range(40))
     assert stream_ids(spark, tmp_path / "ours" / "batch=1") == sorted(f"e{n}" for n in range(20, 40))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -136,3 +137,4 @@ def test_the_wheel_installed_with_spark_runs_the_demo(tmp_path: Path, spark: Any
         check=True,
     )
     assert where.stdout.startswith(str(venv))
+    shutil.rmtree(venv)  # a gigabyte with pyspark: a machine with little disk left needs it back
