@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import operator
 import re
+import reprlib
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -72,7 +73,7 @@ def to_epoch_seconds(etl_time: datetime) -> int:
     """Whole epoch seconds of an etl time, sub-second part truncated; a naive datetime is UTC."""
     if not isinstance(etl_time, datetime):
         raise ManifestConfigError(
-            f"etl_time must be a datetime (naive means UTC), got {type(etl_time).__name__} {etl_time!r}"
+            f"etl_time must be a datetime (naive means UTC), got {type(etl_time).__name__} {echo(etl_time)}"
         )
     return calendar.timegm(etl_time.utctimetuple())
 
@@ -92,6 +93,13 @@ def from_epoch_seconds(seconds: int) -> datetime:
     return datetime(1970, 1, 1) + timedelta(seconds=seconds)
 
 
+_ECHO = reprlib.Repr()
+_ECHO.maxstring = _ECHO.maxother = 80
+echo = _ECHO.repr
+"""A value as an error message shows it: its repr, cut to about 80 characters (an id or item of
+megabytes is not repeated whole)."""
+
+
 def normalize_event_id(event_id: EventId) -> str:
     """The canonical lowercase text of an event id, or a ManifestConfigError naming the value."""
     if isinstance(event_id, uuid.UUID):
@@ -99,16 +107,24 @@ def normalize_event_id(event_id: EventId) -> str:
     if isinstance(event_id, str) and UUID_TEXT.fullmatch(event_id):
         return event_id.lower()
     raise ManifestConfigError(
-        f"event_id [{event_id!r}] is not a UUID: pass a uuid.UUID or its canonical text (8-4-4-4-12 hexadecimal digits)"
+        f"event_id [{echo(event_id)}] is not a UUID: "
+        "pass a uuid.UUID or its canonical text (8-4-4-4-12 hexadecimal digits)"
     )
 
 
 def check_fingerprint(fingerprint: str) -> str:
     if not isinstance(fingerprint, str) or not fingerprint:
         raise ManifestConfigError(
-            f"fingerprint [{fingerprint!r}] must be a non-empty string "
+            f"fingerprint [{echo(fingerprint)}] must be a non-empty string "
             "(replace a missing fingerprint with a random UUID before the put)"
         )
+    try:
+        fingerprint.encode()
+    except UnicodeEncodeError as e:
+        raise ManifestConfigError(
+            f"fingerprint [{echo(fingerprint)}] holds half a UTF-16 surrogate pair at character {e.start}, which no "
+            "backend can store: make it of Unicode text (a hash's hex digits)"
+        ) from None
     if len(fingerprint) > MAX_FINGERPRINT_BYTES // 4 and len(fingerprint.encode()) > MAX_FINGERPRINT_BYTES:
         raise ManifestConfigError(
             f"fingerprint [{fingerprint[:40]}...] is longer than {MAX_FINGERPRINT_BYTES} bytes: hash it first"
@@ -123,6 +139,15 @@ def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
             f"{where}: [{name}] is not a valid DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ . -)"
         )
     return name
+
+
+def _encodable(text: str) -> bool:
+    """Whether `text` is Unicode text (no half surrogate pair), checked at C speed."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _HEX_AS_X = bytes.maketrans(b"0123456789abcdef", b"x" * 16)
@@ -173,6 +198,7 @@ class PutBatch:
             and set(map(type, fingerprints)) == {str}
             and all(fingerprints)
             and max(map(len, fingerprints)) <= MAX_FINGERPRINT_BYTES // 4
+            and _encodable("".join(fingerprints))
         ):
             return cls._one_by_one(rows)
         return cls(keys, list(map(seconds.__getitem__, times)))
@@ -186,7 +212,7 @@ class PutBatch:
                 event_id, fingerprint, etl_time = item
             except (TypeError, ValueError):
                 raise ManifestConfigError(
-                    f"each item must be an (event_id, fingerprint, etl_time) triple, got {item!r}"
+                    f"each item must be an (event_id, fingerprint, etl_time) triple, got {echo(item)}"
                 ) from None
             keys.append((normalize_event_id(event_id), check_fingerprint(fingerprint)))
             etls.append(to_epoch_seconds(etl_time))

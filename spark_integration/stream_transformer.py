@@ -43,7 +43,7 @@ from events_manifest._transformer.kinesis_input import KinesisInputError, ShardR
 from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.read_files import ReadFiles
 from events_manifest._transformer.run_flow import Progress, RunResult, run
-from events_manifest._transformer.sentry import Sentry
+from events_manifest._transformer.sentry import sentry_of
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource
 from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
 from events_manifest.iglu import ResolverConfig
@@ -471,8 +471,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config, iglu, named = _configs(args)
-        dsn = config.run.monitoring.sentry_dsn
-        sentry = Sentry(dsn) if dsn else None
+        sentry = sentry_of(
+            config.run.monitoring.sentry_dsn,
+            lambda line: print(f"stream transformer: warning: {line}", file=sys.stderr),
+        )
     except ManifestConfigError as e:
         return refused(e)
     stop = threading.Event()

@@ -27,7 +27,7 @@ from events_manifest._transformer.config import TransformerConfig, TransformerCo
 from events_manifest._transformer.discovery import discover, folder_uri
 from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.run_flow import Progress, RunResult, run
-from events_manifest._transformer.sentry import Sentry
+from events_manifest._transformer.sentry import sentry_of
 from events_manifest.iglu import ResolverConfig
 from spark_integration._cli_flags import (
     ManifestFlags,
@@ -132,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config, iglu, named = _configs(args)
-        sentry = Sentry(config.monitoring.sentry_dsn) if config.monitoring.sentry_dsn else None
+        sentry = sentry_of(
+            config.monitoring.sentry_dsn, lambda line: print(f"transformer: warning: {line}", file=sys.stderr)
+        )
     except ManifestConfigError as e:  # the transformer's config, or the manifest's
         return refused(e)
     progress = Progress()

@@ -50,7 +50,14 @@ def parse_duration(text: str, what: str = "duration") -> timedelta:
     match = _DURATION.fullmatch(text.strip())
     if not match or int(match.group(1)) == 0:
         raise ManifestConfigError(f"{what} [{text}] is not a positive duration such as 3600, 15m, 12h or 180d")
-    return timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+    seconds = int(match.group(1)) * _UNITS[match.group(2)]
+    if seconds > LONGEST_DURATION.total_seconds():
+        raise ManifestConfigError(f"{what} [{text}] is longer than {LONGEST_DURATION.days}d (a hundred years)")
+    return timedelta(seconds=seconds)
+
+
+LONGEST_DURATION = timedelta(days=36500)
+"""The longest `ttl` (or other duration) a URL takes: an entry's expiry stays a date any store can hold."""
 
 
 def manifest_from_url(url: str, *, read_only: bool = False) -> DuplicateStorage:

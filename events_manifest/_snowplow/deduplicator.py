@@ -9,6 +9,7 @@ a copy of an event an earlier call kept is a cross-batch duplicate.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -22,6 +23,19 @@ from events_manifest._snowplow import legacy_bad_rows
 from events_manifest._snowplow.batch import decide
 from events_manifest._snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, Dedup
 from events_manifest.model import to_epoch_seconds
+
+_UNPAIRED = re.compile("[\ud800-\udfff]")
+"""Half a UTF-16 surrogate pair: a Python string may hold one, Unicode text (and a file's line) cannot."""
+
+
+def _unpaired(line: str) -> str | None:
+    """Why `line` is no Unicode text (the first half pair it holds), or None."""
+    found = _UNPAIRED.search(line)
+    if found is None:
+        return None
+    return (
+        f"line holds half a UTF-16 surrogate pair (U+{ord(found[0]):04X}) at character {found.start()}: no Unicode text"
+    )
 
 
 @attrs.frozen
@@ -54,7 +68,8 @@ class LineDecision:
         if not self.bad:
             raise ValueError(f"the line is {self.status}, not a bad row")
         moment = failed_at or datetime.now(UTC)
-        return legacy_bad_rows.bad_row(self.line.encode(), list(self.errors), legacy_bad_rows.failure_tstamp(moment))
+        line = _UNPAIRED.sub("\ufffd", self.line).encode()  # as invalid UTF-8 shows
+        return legacy_bad_rows.bad_row(line, list(self.errors), legacy_bad_rows.failure_tstamp(moment))
 
 
 @attrs.frozen
@@ -74,8 +89,19 @@ class EnrichedDeduplicator:
 
     def decide(self, lines: Iterable[str], etl_time: datetime | None = None) -> list[LineDecision]:
         """One decision per line, in order. `etl_time` is the batch's (now by default): the manifest
-        stores it, and a later batch's copy of a kept event is a cross-batch duplicate."""
-        texts = list(lines)
+        stores it, and a later batch's copy of a kept event is a cross-batch duplicate. A line that
+        is no Unicode text (half a surrogate pair) is a bad row."""
+        if isinstance(lines, str | bytes):
+            raise TypeError(
+                "lines must be an iterable of enriched lines, not one text: pass [line] or text.splitlines()"
+            )
+        given = list(lines)
+        try:
+            "".join(given).encode()
+            unpaired: dict[int, str] = {}
+        except UnicodeEncodeError:
+            unpaired = {n: why for n, line in enumerate(given) if (why := _unpaired(line)) is not None}
+        texts = [line for n, line in enumerate(given) if n not in unpaired]
         etl = etl_time or datetime.now(UTC)
         dedup = Dedup(
             InProcess(self.manifest) if self.manifest is not None else None,
@@ -93,7 +119,10 @@ class EnrichedDeduplicator:
             decided["errors"].to_pylist(),
             strict=True,
         )
-        return [
+        decisions = [
             LineDecision(line, status, new_id if status == KEPT else original, original, tuple(errors or ()))
             for line, status, new_id, original, errors in columns
         ]
+        for n, why in unpaired.items():  # in order: each lands at its own place
+            decisions.insert(n, LineDecision(given[n], BAD, None, None, (why,)))
+        return decisions

@@ -76,7 +76,14 @@ def decode_value(value: str, flag: str = "the value") -> str:
         raise TransformerConfigError(f"Value of {flag} cannot be parsed as Base64 hocon neither as FS path")
     path = Path(value).absolute()
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            held = file.read(LARGEST_CONFIG + 1)
+        if len(held) > LARGEST_CONFIG:
+            raise TransformerConfigError(
+                f"Error reading {path} file from filesystem: it holds more than {LARGEST_CONFIG >> 20} MiB, which no "
+                f"config does: give {flag} the config's own file (or its text in base64)"
+            )
+        return held.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         if decoded is not None and len(value) >= _SHORTEST_SHOWN_BASE64:
             raise TransformerConfigError(
@@ -87,6 +94,8 @@ def decode_value(value: str, flag: str = "the value") -> str:
         raise TransformerConfigError(f"Error reading {path} file from filesystem: {reason}") from None
 
 
+LARGEST_CONFIG = 10 << 20
+"""A file given as a config past this size is refused unread (a device such as /dev/zero never ends)."""
 _SHORTEST_SHOWN_BASE64 = 24
 """Below this, a value that happens to decode as Base64 (`conf`, `abcd`) is taken for the file name
 it more likely is, in the message."""
@@ -100,11 +109,41 @@ def _hocon_problem(text: str) -> str:
     return "unreadable"
 
 
+_QUOTED_OR_SKIPPED = re.compile(r'"""[\s\S]*?"*"""|"(?:[^"\\\n]|\\.)*"|(?:#|//)[^\n]*')
+"""A triple-quoted string or a comment (left as written), or a quoted string (its escapes read)."""
+_UNICODE_ESCAPE = re.compile(r"\\\\|\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\u([0-9a-f]{4})", re.IGNORECASE)
+_KEPT_ESCAPED = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r"}
+
+
+def _unicode_escapes(text: str) -> str:
+    """`text` with the `\\uXXXX` escapes of its quoted strings read (a surrogate pair as its one
+    character), as JSON and HOCON read them and pyhocon does not; an escaped backslash stays one."""
+
+    def character(match: re.Match[str]) -> str:
+        if match.group(0) == "\\\\":
+            return match.group(0)
+        if match.group(1):
+            high, low = int(match.group(1), 16), int(match.group(2), 16)
+            found = chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+        else:
+            found = chr(int(match.group(3), 16))
+            if 0xD800 <= ord(found) <= 0xDFFF:
+                return match.group(0)  # half a pair: no character, left as written
+        return _KEPT_ESCAPED.get(found, found)
+
+    def quoted(match: re.Match[str]) -> str:
+        found = match.group(0)
+        return _UNICODE_ESCAPE.sub(character, found) if found.startswith('"') and not found.startswith('"""') else found
+
+    return _QUOTED_OR_SKIPPED.sub(quoted, text)
+
+
 def parse_hocon(text: str, what: str) -> ConfigTree:
-    """HOCON (or JSON) text, substitutions resolved. A syntax error names its line and column,
-    never the text there (a config holds credentials)."""
+    """HOCON (or JSON) text, substitutions resolved, as an editor may have saved it (a UTF-8 byte
+    order mark, CRLF line ends). A syntax error names its line and column, never the text there (a
+    config holds credentials)."""
     try:
-        return ConfigFactory.parse_string(text)
+        return ConfigFactory.parse_string(_unicode_escapes(text.removeprefix("\ufeff")))
     except ParseBaseException as e:
         where = f"line {e.lineno}, column {e.col}"
     except (ConfigException, ValueError) as e:  # its words quote the values: not shown
@@ -470,21 +509,29 @@ class TransformerConfig:
 def _monitoring(get: Any) -> Monitoring:
     """The `monitoring` section, as the reference reads it (`monitoring.Monitoring`)."""
 
-    def pairs(path: str) -> tuple[tuple[str, str], ...]:
+    def pairs(path: str, statsd: bool = False) -> tuple[tuple[str, str], ...]:
         found = get(path)
         if found is None:
             return ()
         if not isinstance(found, dict):
             raise _wrong_type(path, found, "object")
-        return tuple(sorted((str(key).strip('"'), _string(value, f"{path}.{key}")) for key, value in found.items()))
+        named = [(str(key).strip('"'), _string(value, f"{path}.{key}")) for key, value in found.items()]
+        for key, value in named if statsd else ():
+            _metric_text(key, path)
+            _metric_text(value, f"{path}.{key}")
+        return tuple(sorted(named))
 
-    def periodic(path: str, **given: Any) -> Periodic:
+    def periodic(path: str, statsd: bool, **given: Any) -> Periodic:
         prefix = get(f"{path}.prefix")
-        return Periodic(
-            period=duration(get(f"{path}.period") or DEFAULT_PERIOD, f"{path}.period").total_seconds(),
-            prefix=DEFAULT_PREFIX if prefix is None else _string(prefix, f"{path}.prefix"),
-            **given,
-        )
+        prefix = DEFAULT_PREFIX if prefix is None else _string(prefix, f"{path}.prefix")
+        _metric_text(prefix, f"{path}.prefix", statsd)
+        seconds = duration(get(f"{path}.period") or DEFAULT_PERIOD, f"{path}.period").total_seconds()
+        if seconds < 1:
+            raise _error(
+                f"DecodingFailure at .{path}.period: {seconds:g} seconds is under a second; "
+                f"report at most once a second (the reference's default is {DEFAULT_PERIOD})"
+            )
+        return Periodic(period=seconds, prefix=prefix, **given)
 
     dsn, cloudwatch, statsd, stdout = get("monitoring.sentry.dsn"), None, None, None
     if isinstance(get("monitoring.metrics.cloudwatch"), dict):  # the stream reference's is a flag of KCL's
@@ -499,15 +546,27 @@ def _monitoring(get: Any) -> Monitoring:
         path = "monitoring.metrics.statsd"
         port = _int(get(f"{path}.port", True), f"{path}.port", least=1, most=65535)
         host = _string(get(f"{path}.hostname", True), f"{path}.hostname")
-        statsd = periodic(path, hostname=host, port=port, tags=pairs(f"{path}.tags"))
+        statsd = periodic(path, True, hostname=host, port=port, tags=pairs(f"{path}.tags", statsd=True))
     if get("monitoring.metrics.stdout") is not None:
-        stdout = periodic("monitoring.metrics.stdout")
+        stdout = periodic("monitoring.metrics.stdout", False)
     return Monitoring(
         sentry_dsn=None if dsn is None else _string(dsn, "monitoring.sentry.dsn"),
         cloudwatch=cloudwatch,
         statsd=statsd,
         stdout=stdout,
     )
+
+
+_STATSD_FIELDS = re.compile(r"[|:,#\r\n]")
+_LINE_END = re.compile(r"[\r\n]")
+
+
+def _metric_text(value: str, key: str, statsd: bool = True) -> None:
+    """A metric's prefix or tag, refused where it would break the line it goes in: a line end in
+    any, and in a StatsD datagram also `|`, `:`, `,` and `#`, which end its fields."""
+    if (_STATSD_FIELDS if statsd else _LINE_END).search(value):
+        said = "'|', ':', ',', '#' or a line end" if statsd else "a line end"
+        raise _error(f"DecodingFailure at .{key}: {redact.shown(value)} holds {said}, which would break its lines")
 
 
 def merged(text: str, defaults: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 import botocore.exceptions
 from botocore.config import Config
 
+from events_manifest import _redact as redact
 from events_manifest._aws import boto3_session, default_region
 from events_manifest._transformer.commit import RunCounts
 from events_manifest._transformer.config import TransformerConfigError
@@ -37,18 +38,26 @@ STATSD_TIMEOUT = 5.0
 """How long the last report waits for StatsD's hostname to resolve when the job stops."""
 
 
+def number(value: float) -> str:
+    """A figure as the reference prints it: an integer as digits (never `1e+06`), a fraction in
+    plain decimals."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.6f}".rstrip("0")
+
+
 def statsd_datagrams(statsd: Periodic, counters: Mapping[str, int], gauges: Mapping[str, float]) -> list[str]:
-    """The reference's StatsD lines: `<prefix>.<name>:<value>|c` (a gauge `|g`), then its tags as
-    `|#key:value,...` when there are any."""
-    tags = "|#" + ",".join(f"{key}:{value}" for key, value in statsd.tags) if statsd.tags else ""
-    lines = [f"{metric_name(statsd.prefix, key)}:{value}|c{tags}" for key, value in counters.items()]
-    return lines + [f"{metric_name(statsd.prefix, key)}:{value:g}|g{tags}" for key, value in gauges.items()]
+    """The reference's StatsD lines: `<prefix>.<name>:<value>|c` (a gauge `|g`), then `|#` and its
+    tags as `key:value,...` (none: `|#` alone)."""
+    tags = "|#" + ",".join(f"{key}:{value}" for key, value in statsd.tags)
+    lines = [f"{metric_name(statsd.prefix, key)}:{number(value)}|c{tags}" for key, value in counters.items()]
+    return lines + [f"{metric_name(statsd.prefix, key)}:{number(value)}|g{tags}" for key, value in gauges.items()]
 
 
 def stdout_lines(stdout: Periodic, counters: Mapping[str, int], gauges: Mapping[str, float]) -> list[str]:
     """The reference's stdout lines: `<prefix>.<name> = <value>`."""
     values: dict[str, float] = {**counters, **gauges}
-    return [f"{metric_name(stdout.prefix, key)} = {value:g}" for key, value in values.items()]
+    return [f"{metric_name(stdout.prefix, key)} = {number(value)}" for key, value in values.items()]
 
 
 def send_statsd(statsd: Periodic, datagrams: list[str]) -> None:
@@ -140,12 +149,12 @@ class Reporter:
         cloudwatch = self.monitoring.cloudwatch
         if cloudwatch is None:
             return
-        said = f"{cloudwatch.metric} with value {duration_ms}"
+        said = f"{cloudwatch.metric} with value {duration_ms} milliseconds"  # Scala's FiniteDuration
         try:
             data = cloudwatch_data(cloudwatch, duration_ms, counts)
             self._cloudwatch.put_metric_data(Namespace=cloudwatch.namespace, MetricData=data)
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-            reason = str(e).replace("\n", " ")
+            reason = redact.text(str(e).replace("\n", " "))  # an endpoint's password
             self.err(f"Couldn't send {said} to namespace {cloudwatch.namespace}. Error: {reason}")
         else:
             self.out(f"{said} successfully sent to namespace {cloudwatch.namespace}")

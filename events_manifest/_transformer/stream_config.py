@@ -30,9 +30,11 @@ windowing = 10 minutes
 trigger = 10 seconds
 formats { transformationType = widerow }
 input { type = file }
+monitoring.metrics.stdout { period = 1 minute, prefix = "snowplow.transformer." }
 """
 )
-"""The batch job's defaults, and the stream transformer's own: ten-minute windows of wide rows."""
+"""The batch job's defaults, and the stream transformer's own (its application.conf): ten-minute
+windows of wide rows, the metrics on stdout every minute (`monitoring.metrics.stdout = null`: none)."""
 
 INPUTS = ("file", "kafka", "kinesis", "pubsub")
 

@@ -475,29 +475,31 @@ def test_a_file_that_cannot_be_read_is_named_and_the_advice_followed_goes_on(
 def test_the_stream_s_statsd_and_stdout_metrics_count_what_its_windows_committed(tmp_path: Path, spark: Any) -> None:
     """The reference's `monitoring.metrics` (StatsD on a loopback UDP socket, stdout): the counters
     are the committed windows' counts, with ours beside them; a StatsD whose name does not resolve
-    costs one line, and the window is committed as before."""
+    costs one line, and the window is committed as before; stdout's are on unless configured."""
     from spark_integration.stream_transformer import main
 
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
     write(tmp_path / "in", "a.tsv.gz", [event(A, "fa"), event(A, "fa"), event(B), "not an event"])
     statsd = StatsdServer()
 
-    def run(out: str, host: str) -> Any:
-        metrics = {"statsd": {"hostname": host, "port": statsd.port, "tags": {"app": "stream"}}, "stdout": {}}
+    def run(out: str, host: str, stdout: dict[str, Any]) -> Any:
+        metrics = {"statsd": {"hostname": host, "port": statsd.port, "tags": {"app": "stream"}}, **stdout}
         document = {"input": {"type": "file", "dir": "in"}, "output": {"path": out}, "monitoring": {"metrics": metrics}}
         config = ("--config", b64(json.dumps(document)), "--manifest", f"sqlite://{out}.db", "--available-now")
         return in_process(main, tmp_path, "--iglu-config", "iglu.json", *config)
 
-    done = run("out", "localhost")
+    done = run("out", "localhost", {"stdout": {"prefix": "acme."}})
     assert done.returncode == 0, done.stderr[-3000:]
     sent = set(statsd.datagrams())
     statsd.close()
     for name, value in (("good", 2), ("bad", 1), ("natural_duplicates", 1), ("manifest_puts", 2)):
         assert f"snowplow.transformer.{name}:{value}|c|#app:stream" in sent, sent
     assert "snowplow.transformer.lag_seconds:0|g|#app:stream" in sent, "every staged line committed"
-    assert re.search(r" INFO transformer\.metrics: snowplow\.transformer\.good = 2$", done.stdout, re.MULTILINE)
-    down = run("out2", "statsd.invalid")
+    assert re.search(r" INFO transformer\.metrics: acme\.good = 2$", done.stdout, re.MULTILINE)
+    down = run("out2", "statsd.invalid", {})
     assert down.returncode == 0 and len(committed(tmp_path / "out2")) == 1, down.stderr[-3000:]
+    said_by_default = r" INFO transformer\.metrics: snowplow\.transformer\.good = 2$"  # stdout's, as the reference's
+    assert re.search(said_by_default, down.stdout, re.MULTILINE), down.stdout
     [said] = [line for line in down.stderr.splitlines() if "StatsD" in line]
     assert said.startswith("stream transformer: warning: Couldn't send metrics to StatsD at statsd.invalid:")
 

@@ -518,7 +518,7 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis_and_its_metri
                        "SINCE": "2020-01-01-00-00-00", "UNTIL": "2099-01-01-00-00-00"}.items():  # fmt: skip
         text = text.replace(f'"{key}"', json.dumps(value))
     sentry = SentryServer()
-    text = text.replace("https://public-key@sentry.acme.com/1", sentry.dsn())
+    text = text.replace('"http://sentry.acme.com"', json.dumps(sentry.dsn()))  # the reference's placeholder
     namespace = f"snowplow/transformer_batch_{time.time_ns()}"
     text = text.replace('"snowplow/transformer_batch"', json.dumps(namespace))
     (tmp_path / "extended.hocon").write_text(text)
@@ -555,7 +555,8 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis_and_its_metri
 
 def test_a_failed_run_s_exception_goes_to_sentry_and_the_run_fails_as_before(tmp_path: Path) -> None:
     """`monitoring.sentry.dsn` (a loopback server taking the SDK's envelopes): the error that ends
-    the job is sent, then the job fails with its one line, exit 1; the DSN's key is never shown."""
+    the job is sent, then the job fails with its one line, exit 1; the DSN's key is never shown, and
+    what is sent holds neither of the command line's base64 configs."""
     from spark_integration.demo import EMPTY_RESOLVER
 
     sentry = SentryServer()
@@ -564,8 +565,8 @@ def test_a_failed_run_s_exception_goes_to_sentry_and_the_run_fails_as_before(tmp
     parquet = '"formats": {"transformationType": "widerow", "fileFormat": "parquet"}'
     monitoring = json.dumps({"sentry": {"dsn": sentry.dsn("SECRETKEY")}})
     text = json.dumps({"input": "in", "output": {"path": "out"}})[:-1] + f', {parquet}, "monitoring": {monitoring}}}'
-    (tmp_path / "c.hocon").write_text(text)
-    done = transformer(tmp_path, "--iglu-config", b64(json.dumps(EMPTY_RESOLVER)), "--config", "c.hocon")
+    configs = [b64(json.dumps(EMPTY_RESOLVER)), b64(text)]
+    done = transformer(tmp_path, "--iglu-config", configs[0], "--config", configs[1])
     sentry.close()
     assert done.returncode == 1, done.stderr[-3000:]
     [line] = [x for x in done.stderr.splitlines() if x.startswith("transformer: error: ")]
@@ -573,6 +574,41 @@ def test_a_failed_run_s_exception_goes_to_sentry_and_the_run_fails_as_before(tmp
     [reported] = sentry.events
     [exception] = reported["exception"]["values"]
     assert "link_click" in exception["value"]
+    assert not [value for value in configs if value in json.dumps(reported)], "the frames' variables are not sent"
+
+
+def test_the_reference_s_placeholder_sentry_dsn_is_said_once_and_the_job_goes_on(tmp_path: Path) -> None:
+    """The reference's extended example's `dsn = "http://sentry.acme.com"` (no key) is read, as the
+    reference reads it: one warning at the start, then the job runs."""
+    (tmp_path / "in").mkdir()
+    config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
+    config["monitoring"] = {"sentry": {"dsn": "http://sentry.acme.com"}}
+    done = transformer(tmp_path, "--iglu-config", b64(json.dumps(RESOLVER)), "--config", b64(json.dumps(config)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.splitlines() == [
+        "transformer: warning: monitoring.sentry.dsn cannot be used (not a Sentry DSN, such as "
+        "https://KEY@o1.ingest.sentry.io/1): failures go unreported"
+    ]
+    assert "No incomplete folders were discovered" in done.stdout
+
+
+def test_a_config_as_an_editor_saves_it_is_read_and_a_device_is_refused(tmp_path: Path) -> None:
+    """A config saved by a Windows editor (a UTF-8 byte order mark, CRLF line ends) as `json.dumps`
+    writes it (`\\u00fc` for `ü`): read as written, the folder named in another script found. A
+    device given as the config (`/dev/zero`) is refused in one line, unread past a config's size."""
+    (tmp_path / "in-ü").mkdir()
+    config = {"input": "in-ü", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
+    text = json.dumps(config, indent=2).replace("\n", "\r\n")
+    assert "in-\\u00fc" in text
+    (tmp_path / "windows.hocon").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "windows.hocon")
+    assert done.returncode == 0 and "No incomplete folders were discovered" in done.stdout, done.stderr[-3000:]
+    device = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "/dev/zero")
+    assert device.returncode == 2 and device.stderr.splitlines() == [
+        "Error reading /dev/zero file from filesystem: it holds more than 10 MiB, which no config does: give "
+        "--config the config's own file (or its text in base64)"
+    ]
 
 
 def test_a_claim_from_another_host_is_judged_by_the_ledger(tmp_path: Path) -> None:

@@ -81,6 +81,7 @@ def test_builtin_urls(tmp_path: Path) -> None:
         ("no-scheme", "has no scheme"),
         ("memory://?tll=1d", r"unknown parameter\(s\) tll"),
         ("memory://?ttl=forever", r"ttl \[forever\] is not a positive duration"),
+        ("memory://?ttl=99999999999d", r"ttl \[99999999999d\] is longer than 36500d \(a hundred years\)"),
         ("sqlite://", "names no file"),
         ("dynamodb://table-x?concurrency=0", r"concurrency \[0\] must be a positive integer"),
         ("dynamodb://bad%20name?region=us-east-1", "is not a valid DynamoDB table name"),

@@ -25,6 +25,24 @@ B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 ETL = datetime(2026, 11, 1, 7, 0)
 
 
+def test_a_line_that_is_no_unicode_text_is_a_bad_row_and_one_text_is_refused() -> None:
+    """A Python string may hold half a surrogate pair, which no file's line can: that line is a bad
+    row (a consumer that retries its batch gets past it), the others decided as without it; one
+    text given where lines are expected is refused, not decided a character at a time."""
+    lines = [line(A, "F1"), line(B, "F1").replace("\t", "\t\ud800", 1), line(A, "F1")]
+    decisions = EnrichedDeduplicator().decide(lines, ETL)
+    assert [d.status for d in decisions] == [KEPT, BAD, IN_BATCH]
+    assert [d.line for d in decisions] == lines
+    position = lines[1].index("\ud800")
+    assert decisions[1].errors == (
+        f"line holds half a UTF-16 surrogate pair (U+D800) at character {position}: no Unicode text",
+    )
+    row = json.loads(decisions[1].bad_row(ETL))
+    assert row["line"] == lines[1].replace("\ud800", "\ufffd"), "as invalid UTF-8 shows"
+    with pytest.raises(TypeError, match=r"not one text: pass \[line\] or text\.splitlines\(\)"):
+        EnrichedDeduplicator().decide(lines[0])
+
+
 def test_one_batch_keeps_one_copy_reidentifies_a_shared_id_and_names_a_bad_line() -> None:
     lines = [
         line(A, "F1", txn_id="first"),

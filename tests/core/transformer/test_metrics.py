@@ -34,8 +34,12 @@ def test_the_lines_are_the_reference_s() -> None:
         "snowplow.transformer.bad:1|c|#app:t,env:prod",
         "snowplow.transformer.lag_seconds:2.5|g|#app:t,env:prod",
     ]
-    assert statsd_datagrams(Periodic(60, "p", "h", 1), {"good": 0}, {}) == ["p.good:0|c"], "no tags, no `|#`"
-    assert stdout_lines(Periodic(60, "snowplow.transformer"), {"good": 6}, {}) == ["snowplow.transformer.good = 6"]
+    assert statsd_datagrams(Periodic(60, "p", "h", 1), {"good": 0}, {}) == ["p.good:0|c|#"], "no tags: `|#` alone"
+    assert stdout_lines(Periodic(60, "snowplow.transformer"), {"good": 6, "bad": 10**6}, {"lag_seconds": 0.25}) == [
+        "snowplow.transformer.good = 6",
+        "snowplow.transformer.bad = 1000000",
+        "snowplow.transformer.lag_seconds = 0.25",
+    ]
 
 
 def test_statsd_and_stdout_get_the_counters_of_each_period(
@@ -47,14 +51,16 @@ def test_statsd_and_stdout_get_the_counters_of_each_period(
         reporter.committed(COUNTS, 800)
         time.sleep(0.5)
     got = statsd.datagrams()
-    assert "snowplow.transformer.good:12|c" in got and "snowplow.transformer.bad:2|c" in got
-    assert "snowplow.transformer.synthetic_duplicates:4|c" in got and "snowplow.transformer.manifest_puts:14|c" in got
+    assert "snowplow.transformer.good:12|c|#" in got and "snowplow.transformer.bad:2|c|#" in got
     assert (
-        "snowplow.transformer.cross_batch_duplicates:2|c" in got
-        and "snowplow.transformer.natural_duplicates:4|c" in got
+        "snowplow.transformer.synthetic_duplicates:4|c|#" in got and "snowplow.transformer.manifest_puts:14|c|#" in got
     )
-    assert got.count("snowplow.transformer.good:12|c") == 1 and "snowplow.transformer.good:0|c" in got, "since the last"
-    assert "snowplow.transformer.lag_seconds:4|g" in got
+    assert (
+        "snowplow.transformer.cross_batch_duplicates:2|c|#" in got
+        and "snowplow.transformer.natural_duplicates:4|c|#" in got
+    )
+    assert got.count("snowplow.transformer.good:12|c|#") == 1 and "snowplow.transformer.good:0|c|#" in got, "since"
+    assert "snowplow.transformer.lag_seconds:4|g|#" in got
     said = capsys.readouterr().out.splitlines()
     assert any(line.endswith(" INFO transformer.metrics: snowplow.transformer.good = 12") for line in said), said
     assert any(line.endswith(" INFO transformer.metrics: snowplow.transformer.bad = 2") for line in said)
@@ -76,7 +82,7 @@ def test_cloudwatch_gets_the_duration_datum_and_the_dedup_figures(
     said: list[str] = []
     with Reporter(Monitoring(cloudwatch=CloudWatch(namespace, dimensions=(("app", "t"),))), out=said.append) as r:
         r.committed(COUNTS, 1234)
-    assert said == [f"transform_duration with value 1234 successfully sent to namespace {namespace}"]
+    assert said == [f"transform_duration with value 1234 milliseconds successfully sent to namespace {namespace}"]
     cloudwatch = boto3.client("cloudwatch", endpoint_url=moto_server.endpoint)
     metrics = cloudwatch.list_metrics(Namespace=namespace)["Metrics"]
     assert {m["MetricName"] for m in metrics} == {
@@ -96,18 +102,23 @@ def test_cloudwatch_gets_the_duration_datum_and_the_dedup_figures(
     assert [(p["Sum"], p["Unit"]) for p in stats] == [(1234.0, "Milliseconds")]
 
 
-def test_a_cloudwatch_that_does_not_answer_costs_a_bounded_time_and_a_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cloudwatch_that_does_not_answer_costs_a_bounded_time_and_a_line_without_its_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", f"http://metrics:SECRET@127.0.0.1:{port}")
     errors: list[str] = []
     began = time.monotonic()
     with Reporter(Monitoring(cloudwatch=CloudWatch("ns")), err=errors.append) as reporter:
         reporter.committed(COUNTS, 7)
     assert time.monotonic() - began < 30
     [line] = errors
-    assert line.startswith("Couldn't send transform_duration with value 7 to namespace ns. Error: Could not connect")
+    assert line.startswith(
+        "Couldn't send transform_duration with value 7 milliseconds to namespace ns. Error: Could not"
+    )
+    assert "SECRET" not in line and "metrics:***@127.0.0.1" in line, line
 
 
 def test_cloudwatch_without_a_region_is_refused_before_anything(monkeypatch: pytest.MonkeyPatch) -> None:
