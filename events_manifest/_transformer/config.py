@@ -333,6 +333,8 @@ class BadSink:
     """For failures other than throttling: full jitter."""
     throttled: Backoff = Backoff(0.1, 1.0, None)
     """For throttled records: Fibonacci steps, without end: a throttled stream loses nothing."""
+    endpoint: str | None = None
+    """`customEndpoint`: the stream's service elsewhere than AWS's own (a VPC endpoint, LocalStack)."""
 
 
 @attrs.frozen
@@ -593,7 +595,7 @@ def _bad_sink(get: Any) -> BadSink:
     )
     if kind == "file":
         return BadSink()
-    region = get("output.bad.region")
+    region, endpoint = get("output.bad.region"), get("output.bad.customEndpoint")
     if region is not None:
         check_known_region(_string(region, "output.bad.region"), "output.bad.region")
 
@@ -613,6 +615,7 @@ def _bad_sink(get: Any) -> BadSink:
         _int(get("output.bad.byteLimit"), "output.bad.byteLimit", least=1, most=5242880),
         backoff("output.bad.backoffPolicy", True),
         backoff("output.bad.throttledBackoffPolicy", False),
+        None if endpoint is None else _string(endpoint, "output.bad.customEndpoint"),
     )
 
 

@@ -21,6 +21,7 @@ import attrs
 import botocore.exceptions
 from botocore.config import Config
 
+from events_manifest import _redact as redact
 from events_manifest._aws import boto3_session, default_region
 from events_manifest._transformer import bad_rows
 from events_manifest._transformer.config import Backoff, BadSink, TransformerConfigError, check_known_region
@@ -39,7 +40,8 @@ class KinesisSinkError(DeliveryError):
 class Stream:
     """Where bad rows go, resolved where the job starts (the driver), since the processes that
     send (Spark's workers, on other hosts) may not share its environment: the sink's settings, its
-    region and the endpoint the environment names (`AWS_ENDPOINT_URL_KINESIS`, `AWS_ENDPOINT_URL`)."""
+    region and its endpoint (`output.bad.customEndpoint`, else the one the environment names:
+    `AWS_ENDPOINT_URL_KINESIS`, `AWS_ENDPOINT_URL`)."""
 
     sink: BadSink
     region: str
@@ -50,7 +52,7 @@ class Stream:
         region = sink.region or default_region()
         if not region:
             raise TransformerConfigError("Region cannot be resolved, needs to be passed explicitly")
-        endpoint = os.environ.get("AWS_ENDPOINT_URL_KINESIS") or os.environ.get("AWS_ENDPOINT_URL")
+        endpoint = sink.endpoint or os.environ.get("AWS_ENDPOINT_URL_KINESIS") or os.environ.get("AWS_ENDPOINT_URL")
         return cls(sink, check_known_region(region), endpoint)
 
     def client(self) -> Any:
@@ -127,7 +129,8 @@ class KinesisSink:
                 reason = next(result for _, result in retry if result["ErrorCode"] not in THROTTLED)
                 raise KinesisSinkError(
                     f"Kinesis stream {self.sink.stream} refused {len(records)} bad rows after "
-                    f"{self.sink.backoff.retries} retries ({reason['ErrorCode']}: {reason.get('ErrorMessage', '')}): "
+                    f"{self.sink.backoff.retries} retries ({reason['ErrorCode']}: "
+                    f"{redact.text(reason.get('ErrorMessage', ''))}): "
                     "the run is not committed; run the transformer again once the stream takes them"
                 )
             self.sleep(_jitter(self.sink.backoff, failed, self.random))

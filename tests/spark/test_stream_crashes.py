@@ -76,9 +76,9 @@ def crashed_and_continued(
     iglu = ResolverConfig.parse(json.dumps(RESOLVER))
     crashes, clock = Crashes(out, db, tmp_path / "crashes"), Clock(START)
     unbroken_start = StreamTransformer(spark, config, iglu=iglu, manifest=f"sqlite:///{db}", clock=clock)
+    arrive(0)  # whole before the first trigger: the first batch one micro-batch, whose steps are recorded
     with crashes.recording(steps), unbroken_start as stream:
         query = stream.start()
-        arrive(0)
         query.processAllAvailable()
         clock.now += 600
         arrive(1)
@@ -131,10 +131,13 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     lines = [gzip.decompress(sorted(batch.glob("part-*"))[0].read_bytes()).splitlines() for batch in sample_batches()]
 
     def arrive(n: int) -> None:
+        time.sleep(1.05 - time.time() % 1)  # within one second (Kinesis cuts to the second): one micro-batch
+        began = time.monotonic()
         for at in range(0, len(lines[n]), 500):
             records = [{"Data": x, "PartitionKey": f"{n}-{at + i}"} for i, x in enumerate(lines[n][at : at + 500])]
             client.put_records(StreamName=name, Records=records)
-        time.sleep(MARGIN_MS / 1000 + 0.2)
+        # older than the margin, and than the time they took to arrive: a shard's middle time falls after them
+        time.sleep(MARGIN_MS / 1000 + 0.2 + (time.monotonic() - began))
 
     section = {
         "type": "kinesis",

@@ -514,19 +514,19 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis_and_its_metri
     bad = [f"not an event {n}" for n in range(620)]
     write_run(tmp_path, name, [event(A, "f"), event(B, "f"), *bad])
     text = (Path(__file__).parent.parent / "data/transformer.extended.hocon").read_text()
-    for key, value in {"INPUT": "in", "OUTPUT": "out", "QUEUE_URL": url, "STREAM": stream,
-                       "SINCE": "2020-01-01-00-00-00", "UNTIL": "2099-01-01-00-00-00"}.items():  # fmt: skip
-        text = text.replace(f'"{key}"', json.dumps(value))
     sentry = SentryServer()
     text = text.replace('"http://sentry.acme.com"', json.dumps(sentry.dsn()))  # the reference's placeholder
     namespace = f"snowplow/transformer_batch_{time.time_ns()}"
     text = text.replace('"snowplow/transformer_batch"', json.dumps(namespace))
-    (tmp_path / "extended.hocon").write_text(text)
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
     monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_server.endpoint)
     monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_server.endpoint)
     with FaultProxy(moto_server.endpoint, throttle_rate=0.5, operations=frozenset({"PutRecords"}), seed=1) as proxy:
-        monkeypatch.setenv("AWS_ENDPOINT_URL_KINESIS", proxy.endpoint)
+        for key, value in {"INPUT": "in", "OUTPUT": "out", "QUEUE_URL": url, "STREAM": stream,
+                           "BAD_ENDPOINT": proxy.endpoint,  # output.bad.customEndpoint: no environment variable
+                           "SINCE": "2020-01-01-00-00-00", "UNTIL": "2099-01-01-00-00-00"}.items():  # fmt: skip
+            text = text.replace(f'"{key}"', json.dumps(value))
+        (tmp_path / "extended.hocon").write_text(text)
         done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "extended.hocon")
     assert done.returncode == 0, done.stderr[-3000:]
     assert proxy.throttled > 0, "the stream throttled"
