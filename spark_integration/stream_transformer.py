@@ -120,6 +120,7 @@ class StreamTransformer:
         self.clock = ForwardClock(clock)  # the wall clock (`clock`) only taken forward
         self.storage = storage = HadoopStorage(spark)
         self.checkpoint = storage.qualify(checkpoint or join(config.output, CHECKPOINT))
+        config.source.check_checkpoint(storage, join(self.checkpoint, SPARK, "offsets"), self.checkpoint)
         self.app_id = str(uuid.uuid4())
         self.book = WindowBook(storage, self.checkpoint, config.window_seconds, self.app_id)
         protected = [Place(MANIFEST, path) for path in manifest_files(manifest)]

@@ -40,7 +40,7 @@ def send(queue: Queue, sender: Any, body: str, base: str) -> None:
     """Send the message; a failure is the reference's error, naming the message and the folder."""
     try:
         if queue.type == "sqs":
-            sender.send_message(QueueUrl=queue.name, MessageBody=body, MessageGroupId=GROUP)
+            sender.send_message(QueueUrl=queue_url(queue, sender), MessageBody=body, MessageGroupId=GROUP)
         else:
             sender.publish(TargetArn=queue.name, Message=body, MessageGroupId=GROUP)
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
@@ -49,6 +49,15 @@ def send(queue: Queue, sender: Any, body: str, base: str) -> None:
             f"Could not send shredded types {body} to queue for {base} ({reason}). The run's rows are written and "
             "sealed: once the queue answers, run the transformer again; it sends this message and commits the run"
         ) from None
+
+
+def queue_url(queue: Queue, sender: Any) -> str:
+    """`queue.queueName` as SendMessage takes it: a URL as given; a name looked up (`GetQueueUrl`),
+    as the reference's stream transformer does."""
+    if queue.name.startswith(("https://", "http://")):
+        return queue.name
+    url: str = sender.get_queue_url(QueueName=queue.name)["QueueUrl"]
+    return url
 
 
 class QueueError(DeliveryError):

@@ -5,6 +5,7 @@ needs is the batch job's `TransformerConfig`, checked by the batch job's rules."
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import attrs
 
 from events_manifest._aws import default_region
+from events_manifest._jobs.storage import Storage, join
 from events_manifest._transformer.config import (
     DEFAULTS,
     TransformerConfig,
@@ -56,6 +58,43 @@ class StreamSource:
         if self.kinesis is not None:
             return self.kinesis.describe()
         return f"folder {self.path}" if self.type == "file" else f"Kafka topic {self.topic} at {self.bootstrap_servers}"
+
+    def check_checkpoint(self, storage: Storage, offsets: str, checkpoint: str) -> None:
+        """Refuse a checkpoint whose last offset (Spark's log in the folder `offsets`) another kind
+        of input wrote: its positions mean nothing to this one, and a start would stop on them."""
+        batches = [int(name) for name in storage.children(offsets) if name.isdigit()] if storage.exists(offsets) else []
+        if not batches:
+            return
+        lines = storage.read_text(join(offsets, str(max(batches)))).splitlines()
+        written = offset_input(lines[2]) if len(lines) > 2 else None
+        if written is not None and written != self.type:
+            raise TransformerConfigError(
+                f"checkpoint [{checkpoint}] holds the positions of {INPUT_WORDS[written]}, and this config reads "
+                f"{self.describe()}: give this input an output.path of its own (its checkpoint goes there); "
+                "nothing was written"
+            )
+
+
+INPUT_WORDS = {
+    "file": "a folder's files",
+    "kinesis": "a Kinesis stream's shards",
+    "kafka": "a Kafka topic's partitions",
+}
+
+
+def offset_input(offset: str) -> str | None:
+    """The kind of input whose Spark offset this is (`file`, `kinesis`, `kafka`), or None if unknown."""
+    try:
+        found = json.loads(offset)
+    except ValueError:
+        return None
+    if not isinstance(found, dict) or not found:
+        return None
+    if "logOffset" in found:
+        return "file"
+    if "shards" in found:
+        return "kinesis"
+    return "kafka" if all(isinstance(partitions, dict) for partitions in found.values()) else None
 
 
 @attrs.frozen

@@ -33,6 +33,31 @@ def test_the_message_goes_to_a_fifo_queue_in_the_shredding_group(endpoint: str) 
     assert message["Body"] == '{"schema":"x"}' and message["Attributes"]["MessageGroupId"] == queues.GROUP
 
 
+def test_a_queue_given_by_name_is_looked_up_and_sent_to_by_its_url(endpoint: str) -> None:
+    """`queue.queueName` as a name, not a URL: its URL asked for (GetQueueUrl), as the reference's
+    stream transformer does, and the message sent there (moto would take the name as a URL too)."""
+    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=endpoint)
+    name = f"runs-{time.time_ns()}.fifo"
+    url = sqs.create_queue(QueueName=name, Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})[
+        "QueueUrl"
+    ]
+    queue = Queue("sqs", name, "us-east-1")
+    sender, calls = queues.client(queue), []
+    sender.meta.events.register(
+        "before-parameter-build.sqs.*", lambda params, model, **_: calls.append((model.name, params))
+    )
+    queues.send(queue, sender, '{"schema":"x"}', "s3://b/out/run=1/")
+    assert [(operation, params.get("QueueName") or params.get("QueueUrl")) for operation, params in calls] == [
+        ("GetQueueUrl", name),
+        ("SendMessage", url),
+    ]
+    [message] = sqs.receive_message(QueueUrl=url)["Messages"]
+    assert message["Body"] == '{"schema":"x"}'
+    missing = Queue("sqs", "no-such-queue.fifo", "us-east-1")
+    with pytest.raises(queues.QueueError, match=r"to queue for s3://b/out/run=1/ \(.*NonExistentQueue"):
+        queues.send(missing, queues.client(missing), "{}", "s3://b/out/run=1/")
+
+
 def test_the_message_goes_to_an_sns_topic(endpoint: str) -> None:
     sns = boto3.client("sns", region_name="us-east-1", endpoint_url=endpoint)
     arn = sns.create_topic(Name=f"runs-{time.time_ns()}")["TopicArn"]

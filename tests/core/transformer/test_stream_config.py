@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from events_manifest._jobs.storage import LocalStorage
 from events_manifest._transformer.config import TransformerConfigError
 from events_manifest._transformer.formats import WideRowJson
-from events_manifest._transformer.stream_config import StreamConfig
+from events_manifest._transformer.stream_config import INPUT_WORDS, StreamConfig
 
 
 def test_the_config_s_refusals_name_the_key(tmp_path: Path) -> None:
@@ -98,3 +99,39 @@ def test_the_reference_s_kinesis_input_reads_with_its_defaults() -> None:
     )
     assert given is not None and (given.position, given.timestamp_ms) == ("AT_TIMESTAMP", 1_795_773_600_250)
     assert (given.app_name, given.fan_out, given.endpoint) == ("acme", True, "http://localhost:4566")
+
+
+def test_a_checkpoint_another_kind_of_input_wrote_is_refused(tmp_path: Path) -> None:
+    """Spark's offset log as each input writes it (a folder's `logOffset`, the Kinesis input's
+    `shards`, Kafka's partitions): given to another kind of input, refused in one line; to its own,
+    or new, taken."""
+    offsets = tmp_path / "checkpoint" / "spark" / "offsets"
+    offsets.mkdir(parents=True)
+    metadata = '{"batchWatermarkMs":0,"batchTimestampMs":1764000000000,"conf":{}}'
+    written = {
+        "file": '{"logOffset":3}',
+        "kinesis": '{"shards":{"shardId-000000000000":{"after":"4959","from":null,"ts":null,"at":null,"done":false}}}',
+        "kafka": '{"enriched":{"0":1024,"1":998}}',
+    }
+    sources = {
+        "file": {"type": "file", "dir": "in"},
+        "kinesis": {"type": "kinesis", "streamName": "enriched", "region": "eu-west-1"},
+        "kafka": {"type": "kafka", "topicName": "enriched", "bootstrapServers": "localhost:9092"},
+    }
+    storage = LocalStorage()
+    for writer, offset in written.items():
+        (offsets / "0").write_text(f"v1\n{metadata}\n{{}}\n")  # an earlier batch, not the last
+        (offsets / "1").write_text(f"v1\n{metadata}\n{offset}\n")
+        (offsets / ".1.crc").write_bytes(b"crc")
+        for reader, section in sources.items():
+            source = StreamConfig.parse(json.dumps({"input": section, "output": {"path": "out"}})).source
+            if reader == writer:
+                source.check_checkpoint(storage, str(offsets), "cp")
+                continue
+            with pytest.raises(TransformerConfigError) as refused:
+                source.check_checkpoint(storage, str(offsets), "cp")
+            assert str(refused.value).startswith(f"checkpoint [cp] holds the positions of {INPUT_WORDS[writer]}, and ")
+            advice = "give this input an output.path of its own (its checkpoint goes there)"
+            assert str(refused.value).endswith(f"{advice}; nothing was written")
+    source = StreamConfig.parse(json.dumps({"input": sources["file"], "output": {"path": "out"}})).source
+    source.check_checkpoint(storage, str(tmp_path / "new" / "offsets"), "new")
