@@ -40,6 +40,11 @@ HALVING_MS = 2000
 """A shard that received nothing since the cut (a producer stopped over a backlog) is cut at the
 middle time of its unread records while they span more than this: the driver reads at most these
 two seconds of a shard's records, and a backlog ends in halves."""
+SECOND_OF_RECORDS = 1000
+"""How many records a read from a time takes at least, whatever `maxRecords`: an `AT_TIMESTAMP`
+iterator starts at the second, and those before the time within it (at most a second of a shard's
+writes, 1,000 records or 1 MB) are skipped in one call, where `maxRecords = 1` would take one a call
+and never get past a busy second."""
 CALLS_PER_TRIGGER = 5
 """GetRecords calls the driver makes at most to find a shard's last record when nothing is left to
 cut (Kinesis serves 5 a second a shard)."""
@@ -204,9 +209,10 @@ class ShardReader:
                     sequence = int(record["SequenceNumber"])
                     if part.end["from"] is not None and sequence >= int(part.end["from"]):
                         return
-                    if _arrived(record, state):
+                    arrived = _arrived(record, state)
+                    if arrived:
                         yield from user_records(record)
-                    state = _after(record["SequenceNumber"])
+                    state = {**_after(record["SequenceNumber"]), "at": None if arrived else state["at"]}
                     if part.end["after"] is not None and sequence >= int(part.end["after"]):
                         return
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
@@ -247,7 +253,7 @@ class ShardReader:
     def _first(self, shard: str, state: State) -> tuple[_Record | None, bool]:
         """The first record after `state`, or none and whether the shard was read to its last record."""
         answer: dict[str, Any] = {}
-        limit = 1 if state["at"] is None else self.source.max_records  # from a time: records before it skipped
+        limit = 1 if state["at"] is None else max(self.source.max_records, SECOND_OF_RECORDS)
         for answer in self._pages(shard, state, limit):
             for record in answer["Records"]:
                 if _arrived(record, state):
@@ -327,8 +333,9 @@ def user_records(record: Mapping[str, Any]) -> Iterator[bytes]:
 
 def _arrived(record: Mapping[str, Any], state: State) -> bool:
     """Whether a record read from a shard's start time (`at`) arrived at or after it: Kinesis takes
-    that time to the second, the offset holds it to the millisecond."""
-    at = state["at"] if state["after"] is None and state["from"] is None else None
+    that time to the second, the offset holds it to the millisecond. A task keeps the time past the
+    records of that second before it (`after` beside `at`), until one arrived at or after it."""
+    at = state["at"] if state["from"] is None else None
     return at is None or _ms(record) >= at
 
 

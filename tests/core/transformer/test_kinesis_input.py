@@ -116,6 +116,30 @@ def test_latest_reads_what_arrives_after_the_first_start_and_is_pinned(stream: t
     assert sorted(latest.between(start, end)) == [b"after 1", b"after 2"], "a replay of the first batch: the same"
 
 
+def test_latest_with_max_records_1_gets_past_a_busy_second_and_reads_nothing_before_its_pin(
+    stream: tuple[Any, KinesisInput],
+) -> None:
+    """`LATEST` pinned within a second that already holds records (a busy shard), with
+    `retrievalMode.maxRecords = 1`: the driver gets past them (a read from a time skips that second
+    in one call), and the micro-batch holds only what arrived at or after the pin, first or not."""
+    client, source = stream
+    one = KinesisInput(source.stream, source.region, source.endpoint, position="LATEST", max_records=1)
+    time.sleep(1.02 - time.time() % 1)  # the start of a second: the records before the pin share it
+    before = [f"before {n}" for n in range(12)]
+    for line in before:  # one shard: the pin's second holds more records than the driver's calls a trigger
+        client.put_record(StreamName=source.stream, Data=line.encode(), PartitionKey="busy")
+    latest = ShardReader(one)
+    time.sleep(0.05)  # apart from the pin by more than the millisecond the arrival times are given to
+    start = latest.initial()
+    time.sleep(0.05)
+    assert int(start["shards"][next(iter(start["shards"]))]["at"]) // 1000 == int(time.time()), "still that second"
+    for line in ("after 1", "after 2"):
+        client.put_record(StreamName=source.stream, Data=line.encode(), PartitionKey="busy")
+    records, end = drain(latest, start, 2)
+    assert records == [b"after 1", b"after 2"]
+    assert latest.between(start, end) == records, "a replay of the batch: the same"
+
+
 def test_records_the_kpl_aggregated_are_split(stream: tuple[Any, KinesisInput]) -> None:
     client, source = stream
     aggregator = RecordAggregator()
