@@ -17,6 +17,7 @@ Records the Kinesis Producer Library aggregated are split into their user record
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -316,19 +317,44 @@ class ShardReader:
 
 
 def user_records(record: Mapping[str, Any]) -> Iterator[bytes]:
-    """A Kinesis record's data, or the user records the Kinesis Producer Library aggregated in it."""
-    from aws_kinesis_agg import MAGIC
-    from aws_kinesis_agg.deaggregator import iter_deaggregate_records
+    """A Kinesis record's data, or the user records the Kinesis Producer Library aggregated in it,
+    as KCL reads them: a record whose checksum fails (or that is no aggregate) is one plain record;
+    a user record that cannot be read (its partition key not in the record's table) becomes a line
+    that says so, a bad row downstream, never dropped in silence (the library's own iterator
+    drops it and every user record after it)."""
+    from aws_kinesis_agg import DIGEST_SIZE, MAGIC
+    from aws_kinesis_agg.deaggregator import messages_pb2  # the library's module: it sets up the import
+    from google.protobuf.message import DecodeError
 
     data: bytes = record["Data"]
-    if not data.startswith(MAGIC):
+    body = data[len(MAGIC) :]
+    if (
+        not data.startswith(MAGIC)
+        or len(body) <= DIGEST_SIZE
+        or hashlib.md5(body[:-DIGEST_SIZE]).digest() != body[-DIGEST_SIZE:]
+    ):
         yield data
         return
-    import base64
-
-    for user in iter_deaggregate_records([dict(record)], data_format="Boto3"):
-        found = user["kinesis"]
-        yield base64.b64decode(found["data"]) if found.get("aggregated") else found["data"]
+    try:
+        aggregate = messages_pb2.AggregatedRecord.FromString(body[:-DIGEST_SIZE])
+    except DecodeError:
+        yield data
+        return
+    keys, hashes = len(aggregate.partition_key_table), len(aggregate.explicit_hash_key_table)
+    for n, user in enumerate(aggregate.records):
+        hashed = user.HasField("explicit_hash_key_index")
+        if user.partition_key_index < keys and (not hashed or user.explicit_hash_key_index < hashes):
+            yield user.data
+            continue
+        index, table = (
+            (user.partition_key_index, keys)
+            if user.partition_key_index >= keys
+            else (user.explicit_hash_key_index, hashes)
+        )
+        yield (
+            f"user record {n} of the KPL record {record.get('SequenceNumber')} cannot be read: its key index "
+            f"{index} is not in the record's table of {table}"
+        ).encode()
 
 
 def _arrived(record: Mapping[str, Any], state: State) -> bool:

@@ -5,12 +5,15 @@ stream in one line."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from aws_kinesis_agg import DIGEST_SIZE, MAGIC
 from aws_kinesis_agg.aggregator import RecordAggregator
+from aws_kinesis_agg.deaggregator import messages_pb2
 
 from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader
 from events_manifest.testing import FaultProxy, LocalServer
@@ -138,6 +141,29 @@ def test_latest_with_max_records_1_gets_past_a_busy_second_and_reads_nothing_bef
     records, end = drain(latest, start, 2)
     assert records == [b"after 1", b"after 2"]
     assert latest.between(start, end) == records, "a replay of the batch: the same"
+
+
+def test_a_kpl_user_record_that_cannot_be_read_is_a_line_that_says_so_and_none_is_dropped(
+    stream: tuple[Any, KinesisInput],
+) -> None:
+    """An aggregate whose second user record names a partition key its table lacks (the checksum
+    right): the others read, that one a line saying so (a bad row downstream); an aggregate whose
+    checksum fails is one plain record, as KCL takes it."""
+    client, source = stream
+    aggregator = RecordAggregator()
+    for n in range(4):
+        aggregator.add_user_record(f"key-{n}", f"user record {n}".encode())
+    key, _, data = aggregator.clear_and_get().get_contents()
+    aggregate = messages_pb2.AggregatedRecord.FromString(data[len(MAGIC) : -DIGEST_SIZE])
+    aggregate.records[1].partition_key_index = 99
+    body = aggregate.SerializeToString()
+    client.put_record(StreamName=source.stream, Data=MAGIC + body + hashlib.md5(body).digest(), PartitionKey=key)
+    broken = MAGIC + body + b"\0" * DIGEST_SIZE
+    client.put_record(StreamName=source.stream, Data=broken, PartitionKey=key)
+    records, _ = drain(ShardReader(source), ShardReader(source).initial(), 5)
+    said = [record for record in records if record.startswith(b"user record 1 of the KPL record ")]
+    assert len(said) == 1 and said[0].endswith(b"cannot be read: its key index 99 is not in the record's table of 4")
+    assert sorted(set(records) - set(said)) == sorted([broken, b"user record 0", b"user record 2", b"user record 3"])
 
 
 def test_records_the_kpl_aggregated_are_split(stream: tuple[Any, KinesisInput]) -> None:
