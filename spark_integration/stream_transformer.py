@@ -193,7 +193,7 @@ class StreamTransformer:
 
     def _query(self, available_now: bool) -> StreamingQuery:
         writer = (
-            _lines(self.spark, self.config.source, self.storage, available_now=available_now)
+            _lines(self.spark, self.config.source, self.storage)
             .writeStream.queryName(f"stream transformer {self.app_id}")
             .option("checkpointLocation", join(self.checkpoint, SPARK))
             .foreachBatch(self._stage)
@@ -407,14 +407,13 @@ _KINESIS = re.compile(rf"{KinesisInputError.__name__}: (.+)$", re.MULTILINE)
 """The Kinesis input's own error, in the text of a query it stopped (the stream deleted while read)."""
 
 
-def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage, *, available_now: bool) -> DataFrame:
-    """The stream of enriched lines, a column `value` (`available_now`: a Kinesis input's driver
-    waits out throttling, so that a trigger that could not read is not taken for the stream's end)."""
+def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) -> DataFrame:
+    """The stream of enriched lines, a column `value`."""
     if source.kinesis is not None:
         check_python_streams(spark, "input.type kinesis")
         from spark_integration._kinesis import kinesis_lines  # pyspark 4's datasource module: after the check
 
-        return kinesis_lines(spark, attrs.evolve(source.kinesis, patient=available_now))
+        return kinesis_lines(spark, source.kinesis)
     if source.type == "file":
         reader = (
             spark.readStream.format("text")

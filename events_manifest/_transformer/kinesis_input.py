@@ -21,7 +21,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import botocore.exceptions
@@ -57,7 +57,6 @@ EXPIRED = "ExpiredIteratorException"
 BACKOFF = (0.2, 5.0)
 """The pauses between reads of a throttled shard, doubling from the first to the last."""
 
-_T = TypeVar("_T")
 State = dict[str, Any]
 """`{"after": sequence number | None, "from": sequence number | None, "at": milliseconds | None,
 "ts": milliseconds | None, "done": bool}`: one position of the three, or none (the shard's first
@@ -92,10 +91,6 @@ class KinesisInput:
     fan_out: bool = False
     dynamodb_endpoint: str | None = None
     cloudwatch_endpoint: str | None = None
-    patient: bool = False
-    """Ours: the driver waits out a refusal that passes (throttling) where it would leave the shard
-    for the next trigger: an `--available-now` start, which ends once a micro-batch reads nothing,
-    must not take a throttled trigger for the stream's end."""
 
     def describe(self) -> str:
         return f"Kinesis stream {self.stream} in {self.region}"
@@ -171,14 +166,14 @@ class ShardReader:
     def initial(self) -> Offsets:
         """Where a first start reads each shard: `LATEST` pinned to now (a batch replayed reads the same)."""
         at = {"LATEST": int(self.clock() * 1000), "AT_TIMESTAMP": self.source.timestamp_ms}.get(self.source.position)
-        return {"shards": {shard["ShardId"]: _start(at) for shard in self._waited(self.shards)}}
+        return {"shards": {shard["ShardId"]: _start(at) for shard in self.shards()}}
 
     def latest(self, start: Offsets) -> Offsets:
         """Where the micro-batch after `start` ends: each readable shard cut at once (a thread a
         shard), children of a split or a merge found and started at their first record."""
         known = {shard: _state(found) for shard, found in start["shards"].items()}
         try:
-            self._listed = listed = self._waited(self.shards)
+            self._listed = listed = self.shards()
         except _Passing:
             listed = self._listed
         for shard in listed:
@@ -235,28 +230,9 @@ class ShardReader:
         """The records of a micro-batch (again, after a crash): each shard from `start` to `end`."""
         return [record for part in self.ranges(start, end) for record in self.records(part)]
 
-    def _waited(self, call: Callable[[], _T]) -> _T:
-        """`call()`; when the source is `patient`, a refusal that passes waited out (`BACKOFF`) and
-        the call made again, however long it takes, as a task waits."""
-        pause = BACKOFF[0]
-        while True:
-            try:
-                return call()
-            except _Passing:
-                if not self.source.patient:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, BACKOFF[1])
-
     def _cut(self, shard: str, state: State, closed: bool, now: int) -> State:
         """A shard's end of the next micro-batch (see the module); where it was if the shard cannot
-        be read this trigger (a refusal that passes), unless the source is `patient`."""
-        try:
-            return self._waited(lambda: self._cut_once(shard, state, closed, now))
-        except _Passing:
-            return state
-
-    def _cut_once(self, shard: str, state: State, closed: bool, now: int) -> State:
+        be read this trigger (a refusal that passes)."""
         try:
             known = state["from"] is not None and state["ts"] is not None
             first, ended = (_Record(state["from"], state["ts"]), False) if known else self._first(shard, state)
@@ -272,7 +248,7 @@ class ShardReader:
             return {**_after(last.sequence), "done": closed and ended}
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             if _code(e) in (*PASSING, EXPIRED, None):
-                raise _Passing(f"{self.source.describe()}: shard {shard} refused a read: {_said(e)}") from None
+                return state
             raise KinesisInputError(f"{self.source.describe()}: shard {shard} cannot be read: {_said(e)}") from None
 
     def _first(self, shard: str, state: State) -> tuple[_Record | None, bool]:
@@ -302,27 +278,24 @@ class ShardReader:
 
     def _pages(self, shard: str, state: State, limit: int, *, patient: bool = False) -> Iterator[dict[str, Any]]:
         """GetRecords answers from `state` on; an expired iterator taken again after the last record
-        read. The driver's stop at the shard's last record or after `CALLS_PER_TRIGGER` answers, and
-        leave a refusal to the caller unless the source is `patient`; a task's (`patient`) go to the
-        shard's end. Both wait out a refusal that passes (`BACKOFF`), call by call."""
+        read. The driver's stop at the shard's last record or after `CALLS_PER_TRIGGER` calls, and
+        leave a refusal to the caller; a task's (`patient`) go to the shard's end, waiting out a
+        refusal that passes (`BACKOFF`)."""
         iterator: Any = None
         pause, calls = BACKOFF[0], 0
-        waits = patient or self.source.patient
         while patient or calls < CALLS_PER_TRIGGER:
+            calls += 1
             try:
                 iterator = iterator or self._iterator(shard, state)
                 answer: dict[str, Any] = self.client.get_records(ShardIterator=iterator, Limit=limit)
             except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-                if _code(e) == EXPIRED:
-                    calls += 1
-                elif waits and _code(e) in (*PASSING, None):
+                if _code(e) != EXPIRED and not (patient and _code(e) in (*PASSING, None)):
+                    raise
+                if _code(e) != EXPIRED:
                     time.sleep(pause)
                     pause = min(pause * 2, BACKOFF[1])
-                else:
-                    raise
                 iterator = None
                 continue
-            calls, pause = calls + 1, BACKOFF[0]  # the pauses double while refusals follow one another
             yield answer
             if answer["Records"]:
                 state = _after(answer["Records"][-1]["SequenceNumber"])

@@ -240,27 +240,6 @@ def test_a_refused_read_loses_nothing_and_doubles_nothing(
     assert len(records) == len(lines), "nothing read twice"
 
 
-def test_a_patient_driver_reads_through_a_throttling_storm_at_one_trigger(moto_server: LocalServer) -> None:
-    """A third of ListShards, GetShardIterator and GetRecords throttled: the `patient` driver (an
-    `--available-now` start) waits each refusal out, call by call, so a trigger that comes once the
-    records are past the margin cuts the shard past them all, and the batch holds each once (an
-    impatient driver leaves a shard it could not read for a later trigger: an `--available-now` start
-    would take that empty trigger for the stream's end)."""
-    with kinesis_stream(moto_server.endpoint, shards=1, max_records=7) as (client, source):
-        lines = [f"line {n}" for n in range(12)]
-        put(client, source, lines)
-        storm = frozenset({"ListShards", "GetShardIterator", "GetRecords"})
-        with FaultProxy(moto_server.endpoint, throttle_rate=0.35, operations=storm, seed=7) as proxy:
-            through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", patient=True)
-            reader = ShardReader(through)
-            start = reader.initial()
-            ahead(reader, 10)  # the trigger comes once every record is past the margin
-            records, end = reader.read(start)
-            again = ShardReader(through).between(start, end)
-        assert proxy.throttled > 5
-        assert sorted(records) == sorted(again) == sorted(line.encode() for line in lines), "all, once, at one trigger"
-
-
 def test_a_stream_that_does_not_exist_is_one_line(moto_server: LocalServer) -> None:
     reader = ShardReader(KinesisInput("nowhere", "us-east-1", moto_server.endpoint))
     with pytest.raises(KinesisInputError) as caught:
