@@ -119,13 +119,13 @@ def check_fingerprint(fingerprint: str) -> str:
             "(replace a missing fingerprint with a random UUID before the put)"
         )
     try:
-        fingerprint.encode()
+        encoded = fingerprint.encode()
     except UnicodeEncodeError as e:
         raise ManifestConfigError(
             f"fingerprint [{echo(fingerprint)}] holds half a UTF-16 surrogate pair at character {e.start}, which no "
             "backend can store: make it of Unicode text (a hash's hex digits)"
         ) from None
-    if len(fingerprint) > MAX_FINGERPRINT_BYTES // 4 and len(fingerprint.encode()) > MAX_FINGERPRINT_BYTES:
+    if len(encoded) > MAX_FINGERPRINT_BYTES:
         raise ManifestConfigError(
             f"fingerprint [{fingerprint[:40]}...] is longer than {MAX_FINGERPRINT_BYTES} bytes: hash it first"
         )
@@ -141,8 +141,9 @@ def check_table_name(name: str, where: str = "DynamoDB table name") -> str:
     return name
 
 
-def _encodable(text: str) -> bool:
-    """Whether `text` is Unicode text (no half surrogate pair), checked at C speed."""
+def unicode_text(text: str) -> bool:
+    """Whether `text` is Unicode text: no half of a UTF-16 surrogate pair, which a Python string may
+    hold and no UTF-8 form can (checked at C speed)."""
     try:
         text.encode()
     except UnicodeEncodeError:
@@ -198,7 +199,7 @@ class PutBatch:
             and set(map(type, fingerprints)) == {str}
             and all(fingerprints)
             and max(map(len, fingerprints)) <= MAX_FINGERPRINT_BYTES // 4
-            and _encodable("".join(fingerprints))
+            and unicode_text("".join(fingerprints))
         ):
             return cls._one_by_one(rows)
         return cls(keys, list(map(seconds.__getitem__, times)))

@@ -22,7 +22,7 @@ from events_manifest._opening.handle import InProcess
 from events_manifest._snowplow import legacy_bad_rows
 from events_manifest._snowplow.batch import decide
 from events_manifest._snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, Dedup
-from events_manifest.model import to_epoch_seconds
+from events_manifest.model import to_epoch_seconds, unicode_text
 
 _UNPAIRED = re.compile("[\ud800-\udfff]")
 """Half a UTF-16 surrogate pair: a Python string may hold one, Unicode text (and a file's line) cannot."""
@@ -96,10 +96,8 @@ class EnrichedDeduplicator:
                 "lines must be an iterable of enriched lines, not one text: pass [line] or text.splitlines()"
             )
         given = list(lines)
-        try:
-            "".join(given).encode()
-            unpaired: dict[int, str] = {}
-        except UnicodeEncodeError:
+        unpaired: dict[int, str] = {}
+        if not unicode_text("".join(given)):
             unpaired = {n: why for n, line in enumerate(given) if (why := _unpaired(line)) is not None}
         texts = [line for n, line in enumerate(given) if n not in unpaired]
         etl = etl_time or datetime.now(UTC)

@@ -22,6 +22,7 @@ import msgspec
 
 from events_manifest._iglu.keys import parse_parts
 from events_manifest._snowplow import legacy_bad_rows
+from events_manifest.model import unicode_text
 
 CONTEXTS_SCHEMA = re.compile(r"iglu:com\.snowplowanalytics\.snowplow/contexts/jsonschema/1-0-(?:0|[1-9][0-9]*)")
 UNSTRUCT_SCHEMA = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
@@ -54,16 +55,7 @@ def _unescaped(match: re.Match[str]) -> str:
     if "\\" not in found:
         return found
     written = json.dumps(json.loads(found), ensure_ascii=False)
-    return found if _has_lone_surrogate(written) else written
-
-
-def _has_lone_surrogate(text: str) -> bool:
-    """Half a character (an escaped lone surrogate): kept escaped, it has no UTF-8 form."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return True
-    return False
+    return written if unicode_text(written) else found  # half a character: kept escaped
 
 
 class Entity(NamedTuple):

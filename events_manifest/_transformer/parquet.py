@@ -44,6 +44,7 @@ from events_manifest._transformer.parquet_types import (
 from events_manifest._transformer.shred_mode import IgluFailure, model_versions
 from events_manifest._transformer.widerow import CONTEXT, column_name
 from events_manifest.errors import ManifestConfigError
+from events_manifest.model import unicode_text
 
 DECIMAL_FIELDS = frozenset(
     (
@@ -299,11 +300,7 @@ def _atomic(field: Field, value: Any) -> tuple[Any, list[dict[str, Any]]]:
 
 def _utf8(text: str) -> str:
     """A string Arrow takes: half a surrogate pair (it has no UTF-8 form) written `?`, as the JVM writes it."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode()
-    return text
+    return text if unicode_text(text) else text.encode("utf-8", "replace").decode()
 
 
 def _wrong(value: Any, kind: Type) -> list[dict[str, Any]]:
