@@ -39,7 +39,7 @@ from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._opening.urls import manifest_files
 from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
-from events_manifest._transformer.kinesis_input import KinesisInputError, ShardReader
+from events_manifest._transformer.kinesis_input import KinesisInputError, ShardReader, pinned
 from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.read_files import ReadFiles
 from events_manifest._transformer.run_flow import Progress, RunResult, run
@@ -192,8 +192,11 @@ class StreamTransformer:
         return self.query
 
     def _query(self, available_now: bool) -> StreamingQuery:
+        source = self.config.source
+        if source.kinesis is not None:
+            source = attrs.evolve(source, kinesis=pinned(source.kinesis, self.storage, self.checkpoint))
         writer = (
-            _lines(self.spark, self.config.source, self.storage)
+            _lines(self.spark, source, self.storage)
             .writeStream.queryName(f"stream transformer {self.app_id}")
             .option("checkpointLocation", join(self.checkpoint, SPARK))
             .foreachBatch(self._stage)

@@ -28,6 +28,7 @@ import botocore.exceptions
 from botocore.config import Config
 
 from events_manifest._aws import boto3_session
+from events_manifest._jobs.storage import Storage, join
 from events_manifest.errors import ManifestError
 
 MARGIN_MS = 1000
@@ -84,7 +85,7 @@ class KinesisInput:
     endpoint: str | None = None
     position: str = "LATEST"
     timestamp_ms: int | None = None
-    """For `AT_TIMESTAMP`."""
+    """For `AT_TIMESTAMP`; for `LATEST`, the time of the checkpoint's first start (`pinned`)."""
     max_records: int = 10000
     app_name: str = "snowplow-transformer-kinesis"
     buffer_size: int = 3
@@ -164,8 +165,9 @@ class ShardReader:
             raise _Passing(f"{self.source.describe()} cannot be reached: {_said(e)}") from None
 
     def initial(self) -> Offsets:
-        """Where a first start reads each shard: `LATEST` pinned to now (a batch replayed reads the same)."""
-        at = {"LATEST": int(self.clock() * 1000), "AT_TIMESTAMP": self.source.timestamp_ms}.get(self.source.position)
+        """Where the first micro-batch reads each shard: `LATEST` at its pin (`pinned`), else now."""
+        latest = self.source.timestamp_ms if self.source.timestamp_ms is not None else int(self.clock() * 1000)
+        at = {"LATEST": latest, "AT_TIMESTAMP": self.source.timestamp_ms}.get(self.source.position)
         return {"shards": {shard["ShardId"]: _start(at) for shard in self.shards()}}
 
     def latest(self, start: Offsets) -> Offsets:
@@ -314,6 +316,24 @@ class ShardReader:
         else:
             arguments.update(ShardIteratorType="TRIM_HORIZON")
         return self.client.get_shard_iterator(**arguments)["ShardIterator"]
+
+
+LATEST_PIN = "kinesis_latest_ms"
+"""The file of a checkpoint that holds the time `LATEST` means for it, in milliseconds."""
+
+
+def pinned(
+    source: KinesisInput, storage: Storage, checkpoint: str, clock: Callable[[], float] = time.time
+) -> KinesisInput:
+    """The input with `LATEST` fixed at the first start on `checkpoint`, kept there (`LATEST_PIN`).
+    Spark's log keeps a micro-batch's end, not its start: after a crash it asks a new reader for the
+    first batch's start again, and a `LATEST` taken anew would lose that batch's records."""
+    if source.position != "LATEST":
+        return source
+    path = join(checkpoint, LATEST_PIN)
+    if not storage.exists(path):
+        storage.create_new(path, str(int(clock() * 1000)))
+    return attrs.evolve(source, timestamp_ms=int(storage.read_text(path)))
 
 
 def user_records(record: Mapping[str, Any]) -> Iterator[bytes]:

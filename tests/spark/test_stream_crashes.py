@@ -64,10 +64,12 @@ def crashed_and_continued(
     arrive: Callable[[int], None],
     steps: list[str],
     subtests: pytest.Subtests,
+    *,
+    latest: bool = False,
 ) -> None:
     """An unbroken stream over the two batches (`arrive(n)` delivers batch n), recorded at `steps`:
     the batch job's two runs; then, from what a kill at each step left, a start that reads on to the
-    end and stops: the same windows."""
+    end and stops: the same windows. A `latest` input reads what arrives once the stream started."""
     from spark_integration.stream_transformer import StreamTransformer
 
     out, db = tmp_path / "out", tmp_path / "m.db"
@@ -76,9 +78,12 @@ def crashed_and_continued(
     iglu = ResolverConfig.parse(json.dumps(RESOLVER))
     crashes, clock = Crashes(out, db, tmp_path / "crashes"), Clock(START)
     unbroken_start = StreamTransformer(spark, config, iglu=iglu, manifest=f"sqlite:///{db}", clock=clock)
-    arrive(0)  # whole before the first trigger: the first batch one micro-batch, whose steps are recorded
+    if not latest:
+        arrive(0)  # whole before the first trigger: the first batch one micro-batch, whose steps are recorded
     with crashes.recording(steps), unbroken_start as stream:
         query = stream.start()
+        if latest:
+            arrive(0)
         query.processAllAvailable()
         clock.now += 600
         arrive(1)
@@ -117,10 +122,11 @@ def test_a_stream_on_a_folder_killed_at_each_step_restarts_with_nothing_lost_or_
 def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
     spark: Any, tmp_path: Path, moto_server: LocalServer, subtests: pytest.Subtests
 ) -> None:
-    """The reference's Kinesis input section (three shards): each batch's records put, then read
-    once they are older than the reader's margin (a shard is cut before what arrived within it), so
-    that a micro-batch reads a whole batch, by a stage of a task a shard. A stream deleted is one
-    line that says so, exit 1."""
+    """The reference's Kinesis input section (three shards, `LATEST`): each batch's records put once
+    the stream started, then read once they are older than the reader's margin (a shard is cut
+    before what arrived within it), so that a micro-batch reads a whole batch, by a stage of a task a
+    shard. The first batch replayed after a kill reads from the first start's `LATEST`, kept in the
+    checkpoint. A stream deleted is one line that says so, exit 1."""
     from spark_integration.stream_transformer import main
 
     if spark.version.startswith("3."):
@@ -144,7 +150,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
         "appName": "acme-snowplow-transformer",
         "streamName": name,
         "region": "us-east-1",
-        "position": "TRIM_HORIZON",
+        "position": "LATEST",
         "retrievalMode": {"type": "Polling", "maxRecords": 1000},
         "bufferSize": 3,
         "customEndpoint": moto_server.endpoint,
@@ -153,7 +159,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     }
     tracker = spark.sparkContext.statusTracker()
     jobs_before = set(tracker.getJobIdsForGroup())
-    crashed_and_continued(spark, tmp_path, section, arrive, KINESIS_STEPS, subtests)
+    crashed_and_continued(spark, tmp_path, section, arrive, KINESIS_STEPS, subtests, latest=True)
     jobs = set(tracker.getJobIdsForGroup()) - jobs_before
     stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
     assert 3 in {stage.numTasks for stage in stages if stage}, "a micro-batch read by a task a shard"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,8 @@ from aws_kinesis_agg import DIGEST_SIZE, MAGIC
 from aws_kinesis_agg.aggregator import RecordAggregator
 from aws_kinesis_agg.deaggregator import messages_pb2
 
-from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader
+from events_manifest._jobs.storage import LocalStorage
+from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader, pinned
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing._proxy import EXPIRED_ITERATOR, THROTTLED
 from tests.kinesis_helpers import ahead, kinesis_stream, put
@@ -106,17 +108,26 @@ def test_offsets_an_earlier_version_wrote_are_read_on(stream: tuple[Any, Kinesis
     assert sorted(records) == sorted(f"line {n}".encode() for n in range(6))
 
 
-def test_latest_reads_what_arrives_after_the_first_start_and_is_pinned(stream: tuple[Any, KinesisInput]) -> None:
+def test_latest_reads_what_arrives_after_the_first_start_and_is_pinned_in_the_checkpoint(
+    stream: tuple[Any, KinesisInput], tmp_path: Path
+) -> None:
+    """`LATEST` is the time of the first start on a checkpoint, kept in it: after a crash Spark asks a
+    new reader for the first micro-batch's start again, and the replay reads the same records."""
     client, source = stream
     put(client, source, ["before"])
     time.sleep(0.2)
-    latest = ShardReader(KinesisInput(source.stream, source.region, source.endpoint, position="LATEST"))
-    start = latest.initial()
+    latest = KinesisInput(source.stream, source.region, source.endpoint, position="LATEST")
+    checkpoint, storage = str(tmp_path), LocalStorage()
+    first = ShardReader(pinned(latest, storage, checkpoint))
+    start = first.initial()
     time.sleep(0.2)
     put(client, source, ["after 1", "after 2"])
-    records, end = drain(latest, start, 2)
+    records, end = drain(first, start, 2)
     assert sorted(records) == [b"after 1", b"after 2"]
-    assert sorted(latest.between(start, end)) == [b"after 1", b"after 2"], "a replay of the first batch: the same"
+    restarted = ShardReader(pinned(latest, storage, checkpoint, clock=lambda: time.time() + 60))  # a minute on
+    assert restarted.initial() == start
+    assert sorted(restarted.between(restarted.initial(), end)) == [b"after 1", b"after 2"], "the replay: the same"
+    assert ShardReader(latest).initial() != start, "without the checkpoint's pin, a later time"
 
 
 def test_latest_with_max_records_1_gets_past_a_busy_second_and_reads_nothing_before_its_pin(
