@@ -39,7 +39,7 @@ from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._opening.urls import manifest_files
 from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
-from events_manifest._transformer.kinesis_input import KinesisInputError, ShardReader, pinned
+from events_manifest._transformer.kinesis_input import KinesisInputError, KinesisStreamMissing, ShardReader, pinned
 from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.read_files import ReadFiles
 from events_manifest._transformer.run_flow import Progress, RunResult, run
@@ -130,9 +130,15 @@ class StreamTransformer:
                     f"input.dir [{config.source.path}] is not a folder: make it, or correct input.dir"
                 )
             protected.append(Place(INPUT, config.source.path))
+        self._missing: KinesisStreamMissing | None = None
         if config.source.kinesis is not None:
             check_python_streams(spark, "input.type kinesis")
-            ShardReader(config.source.kinesis).shards()  # a stream that does not exist: one line, before anything
+            try:
+                ShardReader(config.source.kinesis).shards()  # a stream that does not exist: one line, before anything
+            except KinesisStreamMissing as e:
+                if not storage.exists(self.book.root):
+                    raise
+                self._missing = e  # `start` commits what an earlier start staged, then says so
         outputs = [Place("output folder", config.output, folder=True)]
         if not inside(self.checkpoint, storage.qualify(config.output)):
             outputs.append(Place("checkpoint", checkpoint or self.checkpoint, folder=True))
@@ -183,6 +189,10 @@ class StreamTransformer:
             self.metrics.open()
             with self._lock:
                 self._reconcile()
+                if self._missing is not None:
+                    done = self._commit(self.book.due(self.clock(), ending=True))
+                    torn = any(not batch.staged and not batch.closed for batch in self.book.batches())
+                    raise KinesisStreamMissing(f"{self._missing}; {_staged(done, torn)}")
                 self._commit(self.book.due(self.clock()))
             self.query = self._query(available_now)
         except BaseException:
@@ -277,6 +287,7 @@ class StreamTransformer:
             if self.query is not None:
                 self.query.stop()
                 failure = self.query.exception()
+                self.query = None  # stopped, its failure told once
             if self._claims:
                 self.watch_files(now=True)
             if commit and self._claims:
@@ -310,7 +321,8 @@ class StreamTransformer:
         except KeyboardInterrupt:
             pass  # a stop asked for: what is staged is committed below
         except BaseException:
-            self.stop(commit=False)
+            failed = self.query is not None and not self.query.isActive and self.query.exception() is not None
+            self.stop(commit=failed)  # the query's own failure (the stream deleted): what it staged, committed
             raise
         self.stop()
         return sum(result.lines for result in self.results)
@@ -347,6 +359,7 @@ class StreamTransformer:
                 lines.write.mode("overwrite").option("compression", "gzip").text(self.book.batch_lines(found))
                 steps.reached("batch-written")
                 self.book.staged(found)
+                steps.reached("batch-staged")
                 if self._waiting_since is None or found.window.start < self._waiting_since:
                     self._waiting_since = found.window.start
             if self._commit(self.book.due(self.clock())):
@@ -387,6 +400,17 @@ class StreamTransformer:
         return committed
 
 
+def _staged(done: Sequence[RunResult], torn: bool) -> str:
+    """What a start whose stream is gone committed of what an earlier start staged, and whether a
+    batch it was staging when it stopped is left (not whole: its records were only in the stream)."""
+    said = (
+        f"what an earlier start staged is committed: {', '.join(result.name for result in done)}"
+        if done
+        else "nothing staged was left to commit"
+    )
+    return f"{said}; a batch it was staging when it stopped is not whole and is not committed" if torn else said
+
+
 def _failure(text: str) -> str:
     """What a failed query says, and what to do so that the next start goes on: a file that cannot
     be read is moved away (the replayed batch goes on without it) and put back under a new name."""
@@ -406,7 +430,7 @@ def _failure(text: str) -> str:
     return f"{said}. The {committed[4:]}; start it again on the same checkpoint to go on from the batch that failed"
 
 
-_KINESIS = re.compile(rf"{KinesisInputError.__name__}: (.+)$", re.MULTILINE)
+_KINESIS = re.compile(rf"(?:{KinesisInputError.__name__}|{KinesisStreamMissing.__name__}): (.+)$", re.MULTILINE)
 """The Kinesis input's own error, in the text of a query it stopped (the stream deleted while read)."""
 
 

@@ -17,6 +17,7 @@ Records the Kinesis Producer Library aggregated are split into their user record
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -55,6 +56,8 @@ PASSING = THROTTLED | {"InternalFailure", "ServiceUnavailable", "InternalServerE
 """Refusals that pass: the driver leaves the shard where it was until the next trigger; a task waits
 and tries again. Anything else stops the job in one line. The SDK tries a call twice before that."""
 EXPIRED = "ExpiredIteratorException"
+MISSING = "ResourceNotFoundException"
+"""The stream, or a shard of it, does not exist: deleted while read, or never created."""
 BACKOFF = (0.2, 5.0)
 """The pauses between reads of a throttled shard, doubling from the first to the last."""
 
@@ -68,6 +71,10 @@ Offsets = dict[str, Any]
 
 class KinesisInputError(ManifestError):
     """The stream cannot be read: it does not exist (deleted, or never created), or refuses us."""
+
+
+class KinesisStreamMissing(KinesisInputError):
+    """The stream does not exist (deleted, or never created)."""
 
 
 class _Passing(KinesisInputError):
@@ -154,15 +161,25 @@ class ShardReader:
                     return found
                 arguments = {"NextToken": answer["NextToken"]}
         except botocore.exceptions.ClientError as e:
-            if e.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
-                raise KinesisInputError(
-                    f"{self.source.describe()} does not exist (deleted, or never created): create it, or correct "
-                    "input.streamName and input.region"
-                ) from None
+            if _code(e) == MISSING:
+                raise self._missing() from None
             kind = _Passing if _code(e) in PASSING else KinesisInputError
             raise kind(f"{self.source.describe()} cannot be listed: {_said(e)}") from None
         except botocore.exceptions.BotoCoreError as e:
             raise _Passing(f"{self.source.describe()} cannot be reached: {_said(e)}") from None
+
+    def _missing(self) -> KinesisStreamMissing:
+        return KinesisStreamMissing(
+            f"{self.source.describe()} does not exist (deleted, or never created): create it, or correct "
+            "input.streamName and input.region"
+        )
+
+    def _unreadable(self, shard: str, error: Exception) -> KinesisInputError:
+        """A shard that cannot be read: the stream's absence, if it is gone (`shards` says so)."""
+        if _code(error) == MISSING:
+            with contextlib.suppress(_Passing):
+                self.shards()
+        return KinesisInputError(f"{self.source.describe()}: shard {shard} cannot be read: {_said(error)}")
 
     def initial(self) -> Offsets:
         """Where the first micro-batch reads each shard: `LATEST` at its pin (`pinned`), else now."""
@@ -219,9 +236,7 @@ class ShardReader:
                     if part.end["after"] is not None and sequence >= int(part.end["after"]):
                         return
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-            raise KinesisInputError(
-                f"{self.source.describe()}: shard {part.shard} cannot be read: {_said(e)}"
-            ) from None
+            raise self._unreadable(part.shard, e) from None
 
     def read(self, start: Offsets) -> tuple[list[bytes], Offsets]:
         """The micro-batch after `start` and its end, read here: what Spark's driver and tasks do."""
@@ -251,7 +266,7 @@ class ShardReader:
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             if _code(e) in (*PASSING, EXPIRED, None):
                 return state
-            raise KinesisInputError(f"{self.source.describe()}: shard {shard} cannot be read: {_said(e)}") from None
+            raise self._unreadable(shard, e) from None
 
     def _first(self, shard: str, state: State) -> tuple[_Record | None, bool]:
         """The first record after `state`, or none and whether the shard was read to its last record."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -66,10 +67,12 @@ def crashed_and_continued(
     subtests: pytest.Subtests,
     *,
     latest: bool = False,
-) -> None:
+    kept: tuple[str, ...] = (),
+) -> tuple[Crashes, list[dict[str, Any]]]:
     """An unbroken stream over the two batches (`arrive(n)` delivers batch n), recorded at `steps`:
     the batch job's two runs; then, from what a kill at each step left, a start that reads on to the
-    end and stops: the same windows. A `latest` input reads what arrives once the stream started."""
+    end and stops: the same windows. A `latest` input reads what arrives once the stream started;
+    the files at the `kept` steps are recorded too, for the caller (`Crashes.restore`)."""
     from spark_integration.stream_transformer import StreamTransformer
 
     out, db = tmp_path / "out", tmp_path / "m.db"
@@ -80,7 +83,7 @@ def crashed_and_continued(
     unbroken_start = StreamTransformer(spark, config, iglu=iglu, manifest=f"sqlite:///{db}", clock=clock)
     if not latest:
         arrive(0)  # whole before the first trigger: the first batch one micro-batch, whose steps are recorded
-    with crashes.recording(steps), unbroken_start as stream:
+    with crashes.recording([*steps, *kept]), unbroken_start as stream:
         query = stream.start()
         if latest:
             arrive(0)
@@ -104,6 +107,7 @@ def crashed_and_continued(
                 same(local_run(folder), expected)
                 assert sorted(p.name for p in folder.iterdir()) == ["output=bad", "output=good", COMPLETE]
             assert sorted(p.name for p in out.iterdir()) == ["_checkpoint", *(w.name for w in windows)]
+    return crashes, unbroken
 
 
 def test_a_stream_on_a_folder_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
@@ -127,7 +131,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     before what arrived within it), so that a micro-batch reads a whole batch, by a stage of a task a
     shard. The first batch replayed after a kill reads from the first start's `LATEST`, kept in the
     checkpoint. A stream deleted is one line that says so, exit 1."""
-    from spark_integration.stream_transformer import main
+    from spark_integration.stream_transformer import StreamTransformer, main
 
     if spark.version.startswith("3."):
         pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
@@ -159,15 +163,54 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     }
     tracker = spark.sparkContext.statusTracker()
     jobs_before = set(tracker.getJobIdsForGroup())
-    crashed_and_continued(spark, tmp_path, section, arrive, KINESIS_STEPS, subtests, latest=True)
+    crashes, unbroken = crashed_and_continued(
+        spark, tmp_path, section, arrive, KINESIS_STEPS, subtests, latest=True, kept=("batch-staged",)
+    )
     jobs = set(tracker.getJobIdsForGroup()) - jobs_before
     stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
     assert 3 in {stage.numTasks for stage in stages if stage}, "a micro-batch read by a task a shard"
 
-    client.delete_stream(StreamName=name)
-    config = b64(json.dumps({"input": section, "output": {"path": "out"}}))
-    gone = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
+    # the stream deleted while the job runs, a batch staged in its window: that window committed, then said
+    out = tmp_path / "out"
+    config = StreamConfig.parse(json.dumps({"input": section, "output": {"path": str(out)}, "trigger": "100 ms"}))
+    iglu = ResolverConfig.parse(json.dumps(RESOLVER))
+    stopped: list[BaseException] = []
+    with StreamTransformer(spark, config, iglu=iglu, clock=Clock(START + 1200)) as stream:
+        running = threading.Thread(target=lambda: _failed(stream.run, stopped), daemon=True)
+        running.start()
+        client.put_records(StreamName=name, Records=[{"Data": x, "PartitionKey": "k"} for x in lines[0][:20]])
+        while (
+            not any(b.staged and b.window.start >= START + 1200 for b in stream.book.batches()) and running.is_alive()
+        ):
+            time.sleep(0.1)
+        client.delete_stream(StreamName=name)
+        running.join(120)
+    windows = committed(out)
+    assert [w.name[4:23] for w in windows][-1] == "2026-11-18-10-50-00" and len(windows) == 3, windows
+    assert [result.counts.lines for result in stream.results] == [20], "every record of the batch staged"
+    [failure] = stopped
+    assert str(failure).startswith(f"the stream stopped: Kinesis stream {name} in us-east-1 does not exist"), failure
+    assert str(failure).endswith("the windows whose batches were all staged are committed"), failure
+
+    # a start killed once it staged the first batch, the stream gone since: the next start commits that window
+    url = crashes.restore("batch-staged")
+    assert url is not None and committed(out) == []
+    main_config = b64(json.dumps({"input": section, "output": {"path": "out"}}))
+    flags = ["--iglu-config", "iglu.json", "--config", main_config, "--manifest", url, "--available-now"]
+    gone = in_process(main, tmp_path, *flags)
+    [first] = committed(out)
+    same(local_run(first), unbroken[0])
     assert gone.returncode == 1 and gone.stderr.strip().splitlines()[-1] == (
         f"stream transformer: error: Kinesis stream {name} in us-east-1 does not exist (deleted, or never created): "
-        "create it, or correct input.streamName and input.region"
+        f"create it, or correct input.streamName and input.region; what an earlier start staged is committed: "
+        f"{first.name}"
     )
+    again = in_process(main, tmp_path, *flags)
+    assert again.stderr.strip().splitlines()[-1].endswith("region; nothing staged was left to commit")
+
+
+def _failed(run: Callable[[], int], failures: list[BaseException]) -> None:
+    try:
+        run()
+    except Exception as e:
+        failures.append(e)

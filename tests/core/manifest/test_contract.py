@@ -143,6 +143,12 @@ def test_threads_racing_on_the_same_pairs_accept_each_once(backend: Backend) -> 
     assert accepted == [1] * len(pairs)
 
 
+RACERS = multiprocessing.get_context("forkserver")
+"""Processes of their own, forked from one clean server that imported this module once (where a
+spawned process imports it again, a second each): none inherits the suite's threads or clients."""
+RACERS.set_forkserver_preload([__name__])
+
+
 def _put_from_process(url: str, pairs: list[tuple[str, str]], seconds: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     with manifest_from_url(url) as m:
         out.put((seconds, m.put_many((*p, ETL + timedelta(seconds=seconds)) for p in pairs)))
@@ -154,9 +160,8 @@ def test_processes_racing_on_the_same_pairs_accept_each_once(backend: Backend) -
     url = backend.url(timedelta(days=180))
     backend.make().close()  # create the file or table once, before the race
     pairs = [(str(uuid.uuid4()), f"fp-{i}") for i in range(80)]
-    context = multiprocessing.get_context("spawn")
-    out = context.Queue()
-    processes = [context.Process(target=_put_from_process, args=(url, pairs, n, out)) for n in range(3)]
+    out = RACERS.Queue()
+    processes = [RACERS.Process(target=_put_from_process, args=(url, pairs, n, out)) for n in range(3)]
     for p in processes:
         p.start()
     answers = [out.get(timeout=120) for _ in processes]
