@@ -15,6 +15,7 @@ transformed again the same etl time, hence the manifest's same answers.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import signal
 import sys
@@ -39,12 +40,18 @@ from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._opening.urls import manifest_files
 from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
-from events_manifest._transformer.kinesis_input import KinesisInputError, KinesisStreamMissing, ShardReader, pinned
+from events_manifest._transformer.kinesis_input import (
+    KinesisInput,
+    KinesisInputError,
+    KinesisStreamMissing,
+    ShardReader,
+    pinned,
+)
 from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.read_files import ReadFiles
 from events_manifest._transformer.run_flow import Progress, RunResult, run
 from events_manifest._transformer.sentry import sentry_of
-from events_manifest._transformer.stream_config import StreamConfig, StreamSource
+from events_manifest._transformer.stream_config import StreamConfig, StreamSource, last_offset
 from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
 from events_manifest.iglu import ResolverConfig
 from spark_integration._cli_flags import (
@@ -131,10 +138,14 @@ class StreamTransformer:
                 )
             protected.append(Place(INPUT, config.source.path))
         self._missing: KinesisStreamMissing | None = None
+        self._kinesis: KinesisInput | None = None
+        """The Kinesis input as the query reads it (`LATEST` pinned)."""
+        self._started_ms = 0
+        """When `start` began, by this machine's clock: what an available-now run reads up to."""
         if config.source.kinesis is not None:
             check_python_streams(spark, "input.type kinesis")
             try:
-                ShardReader(config.source.kinesis).shards()  # a stream that does not exist: one line, before anything
+                ShardReader(config.source.kinesis).shards_waited()  # a stream that does not exist: one line, first
             except KinesisStreamMissing as e:
                 if not storage.exists(self.book.root):
                     raise
@@ -176,6 +187,7 @@ class StreamTransformer:
         """Claim the output and the checkpoint, commit what an earlier start left, then start the
         query: every micro-batch staged in its window (`_stage`)."""
         storage, run_id = self.storage, uuid.uuid4().hex
+        self._started_ms = int(time.time() * 1000)
         try:
             for path, role in ((self.config.output, "output"), (self.checkpoint, "checkpoint")):
                 qualified = storage.qualify(path)
@@ -204,7 +216,8 @@ class StreamTransformer:
     def _query(self, available_now: bool) -> StreamingQuery:
         source = self.config.source
         if source.kinesis is not None:
-            source = attrs.evolve(source, kinesis=pinned(source.kinesis, self.storage, self.checkpoint))
+            self._kinesis = pinned(source.kinesis, self.storage, self.checkpoint)
+            source = attrs.evolve(source, kinesis=self._kinesis)
         writer = (
             _lines(self.spark, source, self.storage)
             .writeStream.queryName(f"stream transformer {self.app_id}")
@@ -328,12 +341,14 @@ class StreamTransformer:
         return sum(result.lines for result in self.results)
 
     def _read_again(self, query: StreamingQuery, available_now: bool) -> bool:
-        """Whether an `available_now` query over a Python source (Kinesis) ended with more to read:
-        Spark's available-now for such a source stops after a batch it replays (the last start was
-        killed mid-batch). Another query goes on until one reads nothing."""
-        if not available_now or self.config.source.kinesis is None or query.exception() is not None:
+        """Whether an `available_now` run on Kinesis has more to read of the stream as it was when
+        the run started: Spark's available-now for a Python source reads one micro-batch (a replayed
+        one, after a kill), and a throttled trigger reads nothing. Another query goes on."""
+        kinesis = self._kinesis
+        if not available_now or kinesis is None or query.exception() is not None:
             return False
-        return any(progress.get("numInputRows", 0) for progress in query.recentProgress)
+        reader, found = ShardReader(kinesis), last_offset(self.storage, join(self.checkpoint, SPARK, "offsets"))
+        return reader.behind(reader.initial() if found is None else json.loads(found), self._started_ms)
 
     def _lag(self) -> float:
         """The stream's gauge: how long the oldest window with uncommitted lines has been open (an

@@ -60,6 +60,9 @@ MISSING = "ResourceNotFoundException"
 """The stream, or a shard of it, does not exist: deleted while read, or never created."""
 BACKOFF = (0.2, 5.0)
 """The pauses between reads of a throttled shard, doubling from the first to the last."""
+DRIVER_PATIENCE = 2
+"""Refusals that pass the driver waits out in a shard's cut (0.2 then 0.4 s) before it leaves the
+shard where it was until the next trigger: under throttling, most triggers still move."""
 
 State = dict[str, Any]
 """`{"after": sequence number | None, "from": sequence number | None, "at": milliseconds | None,
@@ -135,6 +138,8 @@ class ShardReader:
     clock: Callable[[], float] = time.time
     margin_ms: int = MARGIN_MS
     span_ms: int = SPAN_MS
+    sleep: Callable[[float], None] = time.sleep
+    """How a refusal that passes is waited out (`BACKOFF`): a test's own, to wait for nothing."""
     _client: Any = attrs.field(default=None, init=False)
     _listed: list[dict[str, Any]] = attrs.field(factory=list, init=False)
     """The last listing of the shards: a trigger whose listing did not pass cuts the shards it knew."""
@@ -185,7 +190,7 @@ class ShardReader:
         """Where the first micro-batch reads each shard: `LATEST` at its pin (`pinned`), else now."""
         latest = self.source.timestamp_ms if self.source.timestamp_ms is not None else int(self.clock() * 1000)
         at = {"LATEST": latest, "AT_TIMESTAMP": self.source.timestamp_ms}.get(self.source.position)
-        return {"shards": {shard["ShardId"]: _start(at) for shard in self.shards()}}
+        return {"shards": {shard["ShardId"]: _start(at) for shard in self.shards_waited()}}
 
     def latest(self, start: Offsets) -> Offsets:
         """Where the micro-batch after `start` ends: each readable shard cut at once (a thread a
@@ -209,6 +214,31 @@ class ShardReader:
             cut = list(pool.map(lambda shard: self._cut(shard, known[shard], shard in closed, now), readable))
         known.update(zip(readable, cut, strict=True))
         return {"shards": known}
+
+    def behind(self, start: Offsets, before_ms: int) -> bool:
+        """Whether a shard holds a record after `start` that arrived before `before_ms`: what an
+        available-now run has left of the stream it started on. Refusals that pass are waited out
+        (`BACKOFF`): a run that could not read must not end as if it had read everything."""
+        known = {shard: _state(found) for shard, found in start["shards"].items()}
+        for shard in self.shards_waited():
+            known.setdefault(shard["ShardId"], _start(None))
+        for shard, state in sorted(known.items()):
+            if state["done"]:
+                continue
+            if state["from"] is not None and state["ts"] is not None:
+                if state["ts"] < before_ms:
+                    return True
+                continue
+            limit = 1 if state["at"] is None else max(self.source.max_records, SECOND_OF_RECORDS)
+            for answer in self._pages(shard, state, limit, patient=True):
+                found = [record for record in answer["Records"] if _arrived(record, state)]
+                if found:
+                    if _ms(found[0]) < before_ms:
+                        return True
+                    break
+                if _ended(answer):
+                    break
+        return False
 
     def ranges(self, start: Offsets, end: Offsets) -> list[ShardRange]:
         """The micro-batch from `start` to `end`: one range a shard that moved."""
@@ -295,21 +325,22 @@ class ShardReader:
 
     def _pages(self, shard: str, state: State, limit: int, *, patient: bool = False) -> Iterator[dict[str, Any]]:
         """GetRecords answers from `state` on; an expired iterator taken again after the last record
-        read. The driver's stop at the shard's last record or after `CALLS_PER_TRIGGER` calls, and
-        leave a refusal to the caller; a task's (`patient`) go to the shard's end, waiting out a
-        refusal that passes (`BACKOFF`)."""
+        read. The driver's stop at the shard's last record or after `CALLS_PER_TRIGGER` calls, wait
+        out `DRIVER_PATIENCE` refusals that pass and leave the next to the caller; a task's
+        (`patient`) go to the shard's end, waiting out every refusal that passes (`BACKOFF`)."""
         iterator: Any = None
-        pause, calls = BACKOFF[0], 0
+        pause, calls, refused = BACKOFF[0], 0, 0
         while patient or calls < CALLS_PER_TRIGGER:
             calls += 1
             try:
                 iterator = iterator or self._iterator(shard, state)
                 answer: dict[str, Any] = self.client.get_records(ShardIterator=iterator, Limit=limit)
             except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-                if _code(e) != EXPIRED and not (patient and _code(e) in (*PASSING, None)):
-                    raise
                 if _code(e) != EXPIRED:
-                    time.sleep(pause)
+                    refused += 1
+                    if _code(e) not in (*PASSING, None) or not (patient or refused <= DRIVER_PATIENCE):
+                        raise
+                    self.sleep(pause)
                     pause = min(pause * 2, BACKOFF[1])
                 iterator = None
                 continue
@@ -319,6 +350,17 @@ class ShardReader:
             iterator = answer.get("NextShardIterator")
             if iterator is None or (not patient and _ended(answer)):
                 return
+
+    def shards_waited(self) -> list[dict[str, Any]]:
+        """The stream's shards (`shards`), refusals that pass waited out (`BACKOFF`): for a start
+        and an available-now run's end, which have no next trigger to wait for."""
+        pause = BACKOFF[0]
+        while True:
+            try:
+                return self.shards()
+            except _Passing:
+                self.sleep(pause)
+                pause = min(pause * 2, BACKOFF[1])
 
     def _iterator(self, shard: str, state: Mapping[str, Any]) -> Any:
         arguments: dict[str, Any] = {"StreamName": self.source.stream, "ShardId": shard}

@@ -62,11 +62,8 @@ class StreamSource:
     def check_checkpoint(self, storage: Storage, offsets: str, checkpoint: str) -> None:
         """Refuse a checkpoint whose last offset (Spark's log in the folder `offsets`) another kind
         of input wrote: its positions mean nothing to this one, and a start would stop on them."""
-        batches = [int(name) for name in storage.children(offsets) if name.isdigit()] if storage.exists(offsets) else []
-        if not batches:
-            return
-        lines = storage.read_text(join(offsets, str(max(batches)))).splitlines()
-        written = offset_input(lines[2]) if len(lines) > 2 else None
+        found = last_offset(storage, offsets)
+        written = offset_input(found) if found is not None else None
         if written is not None and written != self.type:
             raise TransformerConfigError(
                 f"checkpoint [{checkpoint}] holds the positions of {INPUT_WORDS[written]}, and this config reads "
@@ -80,6 +77,16 @@ INPUT_WORDS = {
     "kinesis": "a Kinesis stream's shards",
     "kafka": "a Kafka topic's partitions",
 }
+
+
+def last_offset(storage: Storage, offsets: str) -> str | None:
+    """The source's offset in the last entry of Spark's offset log (the folder `offsets`), as Spark
+    wrote it; None before the first micro-batch."""
+    batches = [int(name) for name in storage.children(offsets) if name.isdigit()] if storage.exists(offsets) else []
+    if not batches:
+        return None
+    lines = storage.read_text(join(offsets, str(max(batches)))).splitlines()
+    return lines[2] if len(lines) > 2 else None
 
 
 def offset_input(offset: str) -> str | None:

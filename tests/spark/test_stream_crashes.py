@@ -214,3 +214,45 @@ def _failed(run: Callable[[], int], failures: list[BaseException]) -> None:
         run()
     except Exception as e:
         failures.append(e)
+
+
+def test_an_available_now_run_reads_to_the_stream_s_end_through_a_throttling_storm(
+    spark: Any, tmp_path: Path, moto_server: LocalServer
+) -> None:
+    """Every read of the stream refused for three seconds (GetShardIterator, GetRecords), then a
+    third of them: `--available-now` reads every record the stream held when it started, in
+    one window, and exits 0, where its first trigger, refused, read nothing and was taken for the
+    stream's end (Spark's available-now for a Python source is one micro-batch)."""
+    from events_manifest.testing import FaultProxy
+    from spark_integration.stream_transformer import main
+
+    if spark.version.startswith("3."):
+        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
+    client = boto3.client("kinesis", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    name = f"enriched-storm-{time.time_ns()}"
+    client.create_stream(StreamName=name, ShardCount=2)
+    first = gzip.decompress(sorted(sample_batches()[0].glob("part-*"))[0].read_bytes()).splitlines()
+    lines = list({line.split(b"\t")[6]: line for line in first if line.count(b"\t") > 6}.values())[:60]
+    client.put_records(StreamName=name, Records=[{"Data": x, "PartitionKey": str(n)} for n, x in enumerate(lines)])
+    time.sleep(MARGIN_MS / 1000 + 0.2)
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    calls = frozenset({"GetShardIterator", "GetRecords"})
+    with FaultProxy(moto_server.endpoint, throttle_rate=1.0, operations=calls, seed=11) as proxy:
+
+        def abate() -> None:  # three seconds after the first refusal: past the first trigger's patience
+            while not proxy.throttled:
+                time.sleep(0.05)
+            time.sleep(3)
+            proxy.throttle_rate = 0.3
+
+        threading.Thread(target=abate, daemon=True).start()
+        section = {"type": "kinesis", "streamName": name, "region": "us-east-1", "position": "TRIM_HORIZON"}
+        document = {"input": {**section, "customEndpoint": proxy.endpoint}, "output": {"path": "out"}}
+        config = b64(json.dumps({**document, "trigger": "100 milliseconds"}))
+        done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert proxy.throttled > 3
+    [window] = committed(tmp_path / "out")
+    run = local_run(window)
+    assert len(run["good"]) + len(run["bad"]) == len(lines) == 60, "each record, once"
+    client.delete_stream(StreamName=name)

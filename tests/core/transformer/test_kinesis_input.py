@@ -251,6 +251,29 @@ def test_a_refused_read_loses_nothing_and_doubles_nothing(
     assert len(records) == len(lines), "nothing read twice"
 
 
+def test_what_an_available_now_run_has_left_is_said_through_throttling(
+    stream: tuple[Any, KinesisInput], moto_server: LocalServer
+) -> None:
+    """`behind`: records after the offsets that arrived before the run started; none once read to
+    them, nor before the records arrived. With half of every call refused (a throttling storm), the
+    refusals are waited out, never taken for a stream read to its end."""
+    client, source = stream
+    before = int(time.time() * 1000) - 1
+    put(client, source, [f"line {n}" for n in range(10)])
+    started = int(time.time() * 1000) + 1
+    calls = frozenset({"ListShards", "GetShardIterator", "GetRecords"})
+    with FaultProxy(moto_server.endpoint, throttle_rate=0.5, operations=calls, seed=3) as proxy:
+        through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON")
+        waits: list[float] = []
+        storm = ShardReader(through, sleep=waits.append)  # the pauses counted, not waited
+        start = storm.initial()
+        assert storm.behind(start, started)
+        records, end = drain(ShardReader(source), start, 10)
+        assert len(records) == 10 and not storm.behind(end, started)
+    assert proxy.throttled > 3 and waits, "refusals waited out"
+    assert not ShardReader(source).behind(start, before), "what arrived after the run started is not left"
+
+
 def test_a_stream_that_does_not_exist_is_one_line(moto_server: LocalServer) -> None:
     reader = ShardReader(KinesisInput("nowhere", "us-east-1", moto_server.endpoint))
     with pytest.raises(KinesisInputError) as caught:
