@@ -223,21 +223,9 @@ class ShardReader:
         for shard in self.shards_waited():
             known.setdefault(shard["ShardId"], _start(None))
         for shard, state in sorted(known.items()):
-            if state["done"]:
-                continue
-            if state["from"] is not None and state["ts"] is not None:
-                if state["ts"] < before_ms:
-                    return True
-                continue
-            limit = 1 if state["at"] is None else max(self.source.max_records, SECOND_OF_RECORDS)
-            for answer in self._pages(shard, state, limit, patient=True):
-                found = [record for record in answer["Records"] if _arrived(record, state)]
-                if found:
-                    if _ms(found[0]) < before_ms:
-                        return True
-                    break
-                if _ended(answer):
-                    break
+            first = None if state["done"] else self._first(shard, state, patient=True)[0]
+            if first is not None and first.ts < before_ms:
+                return True
         return False
 
     def ranges(self, start: Offsets, end: Offsets) -> list[ShardRange]:
@@ -281,8 +269,7 @@ class ShardReader:
         """A shard's end of the next micro-batch (see the module); where it was if the shard cannot
         be read this trigger (a refusal that passes)."""
         try:
-            known = state["from"] is not None and state["ts"] is not None
-            first, ended = (_Record(state["from"], state["ts"]), False) if known else self._first(shard, state)
+            first, ended = self._first(shard, state)
             if first is None:
                 return {**state, "done": closed and ended}
             at = min(now - self.margin_ms, first.ts + self.span_ms)
@@ -298,14 +285,19 @@ class ShardReader:
                 return state
             raise self._unreadable(shard, e) from None
 
-    def _first(self, shard: str, state: State) -> tuple[_Record | None, bool]:
-        """The first record after `state`, or none and whether the shard was read to its last record."""
+    def _first(self, shard: str, state: State, *, patient: bool = False) -> tuple[_Record | None, bool]:
+        """The first record after `state` (the offset's own, where a cut left it known), or none and
+        whether the shard was read to its last record; `patient` waits out every refusal that passes."""
+        if state["from"] is not None and state["ts"] is not None:
+            return _Record(state["from"], state["ts"]), False
         answer: dict[str, Any] = {}
         limit = 1 if state["at"] is None else max(self.source.max_records, SECOND_OF_RECORDS)
-        for answer in self._pages(shard, state, limit):
+        for answer in self._pages(shard, state, limit, patient=patient):
             for record in answer["Records"]:
                 if _arrived(record, state):
                     return _Record(record["SequenceNumber"], _ms(record)), False
+            if _ended(answer):
+                break
         return None, _ended(answer)
 
     def _first_at(self, shard: str, at: int) -> _Record | None:
@@ -329,7 +321,7 @@ class ShardReader:
         out `DRIVER_PATIENCE` refusals that pass and leave the next to the caller; a task's
         (`patient`) go to the shard's end, waiting out every refusal that passes (`BACKOFF`)."""
         iterator: Any = None
-        pause, calls, refused = BACKOFF[0], 0, 0
+        pauses, calls, refused = _pauses(), 0, 0
         while patient or calls < CALLS_PER_TRIGGER:
             calls += 1
             try:
@@ -340,8 +332,7 @@ class ShardReader:
                     refused += 1
                     if _code(e) not in (*PASSING, None) or not (patient or refused <= DRIVER_PATIENCE):
                         raise
-                    self.sleep(pause)
-                    pause = min(pause * 2, BACKOFF[1])
+                    self.sleep(next(pauses))
                 iterator = None
                 continue
             yield answer
@@ -354,13 +345,12 @@ class ShardReader:
     def shards_waited(self) -> list[dict[str, Any]]:
         """The stream's shards (`shards`), refusals that pass waited out (`BACKOFF`): for a start
         and an available-now run's end, which have no next trigger to wait for."""
-        pause = BACKOFF[0]
+        pauses = _pauses()
         while True:
             try:
                 return self.shards()
             except _Passing:
-                self.sleep(pause)
-                pause = min(pause * 2, BACKOFF[1])
+                self.sleep(next(pauses))
 
     def _iterator(self, shard: str, state: Mapping[str, Any]) -> Any:
         arguments: dict[str, Any] = {"StreamName": self.source.stream, "ShardId": shard}
@@ -432,6 +422,14 @@ def user_records(record: Mapping[str, Any]) -> Iterator[bytes]:
             f"user record {n} of the KPL record {record.get('SequenceNumber')} cannot be read: its key index "
             f"{index} is not in the record's table of {table}"
         ).encode()
+
+
+def _pauses() -> Iterator[float]:
+    """The waits for a refusal that passes, one after another (`BACKOFF`)."""
+    pause = BACKOFF[0]
+    while True:
+        yield pause
+        pause = min(pause * 2, BACKOFF[1])
 
 
 def _arrived(record: Mapping[str, Any], state: State) -> bool:
