@@ -28,6 +28,7 @@ from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from tests.commands import in_process
 from tests.crashes import Crashes
+from tests.kinesis_helpers import kinesis_stream
 from tests.spark.test_stream_transformer import START, Clock, committed
 from tests.spark.test_transformer import transformer
 from tests.transformer_helpers import RESOLVER, b64, local_run, same
@@ -223,14 +224,18 @@ def test_an_available_now_run_reads_to_the_stream_s_end_through_a_throttling_sto
     third of them: `--available-now` reads every record the stream held when it started, in
     one window, and exits 0, where its first trigger, refused, read nothing and was taken for the
     stream's end (Spark's available-now for a Python source is one micro-batch)."""
+    if spark.version.startswith("3."):
+        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
+    with kinesis_stream(moto_server.endpoint, shards=2, max_records=10000) as (client, source):
+        run = _stormed(tmp_path, moto_server, client, source.stream)
+    assert len(run["good"]) + len(run["bad"]) == 60, "each record, once"
+
+
+def _stormed(tmp_path: Path, moto_server: LocalServer, client: Any, name: str) -> dict[str, Any]:
+    """The command's `--available-now` run over 60 records, through the storm; its one window."""
     from events_manifest.testing import FaultProxy
     from spark_integration.stream_transformer import main
 
-    if spark.version.startswith("3."):
-        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
-    client = boto3.client("kinesis", endpoint_url=moto_server.endpoint, region_name="us-east-1")
-    name = f"enriched-storm-{time.time_ns()}"
-    client.create_stream(StreamName=name, ShardCount=2)
     first = gzip.decompress(sorted(sample_batches()[0].glob("part-*"))[0].read_bytes()).splitlines()
     lines = list({line.split(b"\t")[6]: line for line in first if line.count(b"\t") > 6}.values())[:60]
     client.put_records(StreamName=name, Records=[{"Data": x, "PartitionKey": str(n)} for n, x in enumerate(lines)])
@@ -251,8 +256,6 @@ def test_an_available_now_run_reads_to_the_stream_s_end_through_a_throttling_sto
         config = b64(json.dumps({**document, "trigger": "100 milliseconds"}))
         done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert proxy.throttled > 3
+    assert proxy.throttled > 3 and len(lines) == 60
     [window] = committed(tmp_path / "out")
-    run = local_run(window)
-    assert len(run["good"]) + len(run["bad"]) == len(lines) == 60, "each record, once"
-    client.delete_stream(StreamName=name)
+    return local_run(window)
