@@ -46,22 +46,26 @@ replayed, a batch committed and not replayed (the book's steps and a commit are 
 COMPLETE = "shredding_complete.json"
 
 
-def batch_job(tmp_path: Path) -> list[dict[str, Any]]:
-    """What the batch job writes for the two sample batches as two runs, with a manifest."""
+@pytest.fixture(scope="module")
+def batch_runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """What the batch job writes for the two sample batches as two runs, with a manifest: the
+    windows every stream of this module must commit (one run for the module's tests)."""
+    root = tmp_path_factory.mktemp("batch")
     for n, batch in enumerate(sample_batches(), start=1):
-        shutil.copytree(batch, tmp_path / "batch/in" / f"run={n}")
-    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
-    config = {"input": "batch/in", "output": {"path": "batch/out"}, "formats": {"transformationType": "widerow"}}
+        shutil.copytree(batch, root / "in" / f"run={n}")
+    (root / "iglu.json").write_text(json.dumps(RESOLVER))
+    config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
     done = transformer(
-        tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(config)), "--manifest", "sqlite://batch.db"
+        root, "--iglu-config", "iglu.json", "--config", b64(json.dumps(config)), "--manifest", "sqlite://batch.db"
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return [local_run(tmp_path / "batch/out" / f"run={n}") for n in (1, 2)]
+    return [local_run(root / "out" / f"run={n}") for n in (1, 2)]
 
 
 def crashed_and_continued(
     spark: Any,
     tmp_path: Path,
+    batch_runs: list[dict[str, Any]],
     source: dict[str, Any],
     arrive: Callable[[int], None],
     steps: list[str],
@@ -94,7 +98,7 @@ def crashed_and_continued(
         query.processAllAvailable()
     unbroken = [local_run(window) for window in committed(out)]
     assert [w.name[4:23] for w in committed(out)] == ["2026-11-18-10-30-00", "2026-11-18-10-40-00"]
-    for window, run in zip(unbroken, batch_job(tmp_path), strict=True):
+    for window, run in zip(unbroken, batch_runs, strict=True):
         same(window, run)  # each batch in its window, the second's re-delivered events dropped
 
     for step in steps:
@@ -112,7 +116,7 @@ def crashed_and_continued(
 
 
 def test_a_stream_on_a_folder_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
-    spark: Any, tmp_path: Path, subtests: pytest.Subtests
+    spark: Any, tmp_path: Path, batch_runs: list[dict[str, Any]], subtests: pytest.Subtests
 ) -> None:
     inp = tmp_path / "in"
     inp.mkdir()
@@ -121,11 +125,11 @@ def test_a_stream_on_a_folder_killed_at_each_step_restarts_with_nothing_lost_or_
     def arrive(n: int) -> None:
         (inp / f"{n}.tsv.gz").write_bytes(batches[n].read_bytes())
 
-    crashed_and_continued(spark, tmp_path, {"type": "file", "dir": str(inp)}, arrive, STEPS, subtests)
+    crashed_and_continued(spark, tmp_path, batch_runs, {"type": "file", "dir": str(inp)}, arrive, STEPS, subtests)
 
 
 def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
-    spark: Any, tmp_path: Path, moto_server: LocalServer, subtests: pytest.Subtests
+    spark: Any, tmp_path: Path, batch_runs: list[dict[str, Any]], moto_server: LocalServer, subtests: pytest.Subtests
 ) -> None:
     """The reference's Kinesis input section (three shards, `LATEST`): each batch's records put once
     the stream started, then read once they are older than the reader's margin (a shard is cut
@@ -165,7 +169,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     tracker = spark.sparkContext.statusTracker()
     jobs_before = set(tracker.getJobIdsForGroup())
     crashes, unbroken = crashed_and_continued(
-        spark, tmp_path, section, arrive, KINESIS_STEPS, subtests, latest=True, kept=("batch-staged",)
+        spark, tmp_path, batch_runs, section, arrive, KINESIS_STEPS, subtests, latest=True, kept=("batch-staged",)
     )
     jobs = set(tracker.getJobIdsForGroup()) - jobs_before
     stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
@@ -196,6 +200,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     # a start killed once it staged the first batch, the stream gone since: the next start commits that window
     url = crashes.restore("batch-staged")
     assert url is not None and committed(out) == []
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
     main_config = b64(json.dumps({"input": section, "output": {"path": "out"}}))
     flags = ["--iglu-config", "iglu.json", "--config", main_config, "--manifest", url, "--available-now"]
     gone = in_process(main, tmp_path, *flags)
@@ -208,6 +213,24 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     )
     again = in_process(main, tmp_path, *flags)
     assert again.stderr.strip().splitlines()[-1].endswith("region; nothing staged was left to commit")
+
+    # this Kinesis checkpoint given to a folder's start: one line, exit 2, nothing written; the advice
+    # followed (an output of its own, its checkpoint there) reads the folder (each way, and Kafka's:
+    # tests/core/transformer/test_stream_config.py)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder/a.tsv.gz").write_bytes(gzip.compress(lines[0][0] + b"\n"))
+    folder = {"input": {"type": "file", "dir": "folder"}, "output": {"path": "out"}}
+    folder_flags = ["--iglu-config", "iglu.json", "--available-now", "--config"]
+    before = sorted(str(path) for path in out.rglob("*"))
+    refused = in_process(main, tmp_path, *folder_flags, b64(json.dumps(folder)))
+    [line] = refused.stderr.splitlines()
+    assert refused.returncode == 2 and "holds the positions of a Kinesis stream's shards, and this config reads" in line
+    assert "give this input an output.path of its own" in line and "nothing was written" in line
+    assert sorted(str(path) for path in out.rglob("*")) == before, "nothing written"
+    own = {**folder, "output": {"path": "folder-out"}}
+    done = in_process(main, tmp_path, *folder_flags, b64(json.dumps(own)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(committed(tmp_path / "folder-out")) == 1
 
 
 def _failed(run: Callable[[], int], failures: list[BaseException]) -> None:

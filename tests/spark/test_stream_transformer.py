@@ -6,7 +6,6 @@ and tests/integration/test_stream.py (processes)."""
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 import os
@@ -520,36 +519,3 @@ def test_the_kinesis_input_on_spark_3_5_is_refused_in_one_line(tmp_path: Path, s
     done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
     assert done.returncode == 2 and done.stderr.startswith("input.type kinesis needs Spark 4.0 or newer")
     assert len(done.stderr.splitlines()) == 1 and not (tmp_path / "out").exists()
-
-
-def test_a_checkpoint_of_another_input_is_refused_and_its_own_checkpoint_goes_on(
-    tmp_path: Path, spark: Any, moto_server: Any
-) -> None:
-    """A folder's stream checkpoint given to a Kinesis start: one line, exit 2, nothing written; the
-    advice followed (an output of its own, its checkpoint there) reads the stream. (Each way, and Kafka's, in
-    tests/core/transformer/test_stream_config.py.)"""
-    import boto3
-
-    from spark_integration.stream_transformer import main
-
-    if spark.version.startswith("3."):
-        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: above)")
-    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
-    write(tmp_path / "in", "a.tsv.gz", [event(A)])
-    folder = {"input": {"type": "file", "dir": "in"}, "output": {"path": "out"}}
-    flags = ["--iglu-config", "iglu.json", "--available-now"]
-    assert in_process(main, tmp_path, *flags, "--config", b64(json.dumps(folder))).returncode == 0
-    name = f"enriched-{time.time_ns()}"
-    boto3.client("kinesis", endpoint_url=moto_server.endpoint, region_name="us-east-1").create_stream(
-        StreamName=name, ShardCount=1
-    )
-    section = {"type": "kinesis", "streamName": name, "region": "us-east-1", "customEndpoint": moto_server.endpoint}
-    kinesis = b64(json.dumps({**folder, "input": {**section, "position": "TRIM_HORIZON"}}))
-    before = sorted(str(path) for path in (tmp_path / "out").rglob("*"))
-    refused = in_process(main, tmp_path, *flags, "--config", kinesis)
-    [line] = refused.stderr.splitlines()
-    assert refused.returncode == 2 and "holds the positions of a folder's files, and this config reads Kinesis" in line
-    assert sorted(str(path) for path in (tmp_path / "out").rglob("*")) == before, "nothing written"
-    own = b64(json.dumps({**json.loads(base64.b64decode(kinesis)), "output": {"path": "kinesis-out"}}))
-    done = in_process(main, tmp_path, *flags, "--config", own)
-    assert done.returncode == 0, done.stderr[-3000:]
