@@ -48,6 +48,12 @@ SECOND_OF_RECORDS = 1000
 iterator starts at the second, and those before the time within it (at most a second of a shard's
 writes, 1,000 records or 1 MB) are skipped in one call, where `maxRecords = 1` would take one a call
 and never get past a busy second."""
+PACE_MS = 1500
+"""A shard is cut at most once this long, by the reader's clock, whatever the trigger: a cut and the
+task's read of its micro-batch make at most four GetShardIterator and five GetRecords calls on a
+shard (a page more for each 10,000 records it reads), and Kinesis serves five of each a second a
+shard. A trigger sooner leaves the shard where it was (nothing new from it); the stream's shards are
+listed at most as often."""
 CALLS_PER_TRIGGER = 5
 """GetRecords calls the driver makes at most to find a shard's last record when nothing is left to
 cut (Kinesis serves 5 a second a shard)."""
@@ -138,11 +144,14 @@ class ShardReader:
     clock: Callable[[], float] = time.time
     margin_ms: int = MARGIN_MS
     span_ms: int = SPAN_MS
+    pace_ms: int = PACE_MS
     sleep: Callable[[float], None] = time.sleep
     """How a refusal that passes is waited out (`BACKOFF`): a test's own, to wait for nothing."""
     _client: Any = attrs.field(default=None, init=False)
     _listed: list[dict[str, Any]] = attrs.field(factory=list, init=False)
     """The last listing of the shards: a trigger whose listing did not pass cuts the shards it knew."""
+    _cut_ms: dict[str, int] = attrs.field(factory=dict, init=False)
+    """When each shard was last cut, and the shards listed (`""`), by `clock`: the pace (`PACE_MS`)."""
 
     @property
     def client(self) -> Any:
@@ -196,10 +205,11 @@ class ShardReader:
         """Where the micro-batch after `start` ends: each readable shard cut at once (a thread a
         shard), children of a split or a merge found and started at their first record."""
         known = {shard: _state(found) for shard, found in start["shards"].items()}
-        try:
-            self._listed = listed = self.shards()
-        except _Passing:
-            listed = self._listed
+        now = int(self.clock() * 1000)
+        if self._due("", now):
+            with contextlib.suppress(_Passing):
+                self._listed = self.shards()
+        listed = self._listed
         for shard in listed:
             known.setdefault(shard["ShardId"], _start(None))
         parents = {shard["ShardId"]: _parents(shard) for shard in listed}
@@ -207,13 +217,23 @@ class ShardReader:
         readable = [
             shard
             for shard, state in sorted(known.items())
-            if not state["done"] and all(known.get(parent, {"done": True})["done"] for parent in parents.get(shard, ()))
+            if not state["done"]
+            and all(known.get(parent, {"done": True})["done"] for parent in parents.get(shard, ()))
+            and self._due(shard, now)
         ]
-        now = int(self.clock() * 1000)
         with ThreadPoolExecutor(max(1, min(len(readable), 32))) as pool:
             cut = list(pool.map(lambda shard: self._cut(shard, known[shard], shard in closed, now), readable))
         known.update(zip(readable, cut, strict=True))
         return {"shards": known}
+
+    def _due(self, shard: str, now: int) -> bool:
+        """Whether `shard` (or the listing, `""`) may be read at `now` (`PACE_MS`), and if so, marked
+        read then. A clock stepped back is not waited for."""
+        last = self._cut_ms.get(shard)
+        if last is not None and 0 <= now - last < self.pace_ms:
+            return False
+        self._cut_ms[shard] = now
+        return True
 
     def behind(self, start: Offsets, before_ms: int) -> bool:
         """Whether a shard holds a record after `start` that arrived before `before_ms`: what an

@@ -21,7 +21,7 @@ from typing import Any
 import boto3
 import pytest
 
-from events_manifest._transformer.kinesis_input import MARGIN_MS
+from events_manifest._transformer.kinesis_input import MARGIN_MS, PACE_MS
 from events_manifest._transformer.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow import sample_batches
@@ -151,8 +151,9 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
         for at in range(0, len(lines[n]), 500):
             records = [{"Data": x, "PartitionKey": f"{n}-{at + i}"} for i, x in enumerate(lines[n][at : at + 500])]
             client.put_records(StreamName=name, Records=records)
-        # older than the margin, and than the time they took to arrive: a shard's middle time falls after them
-        time.sleep(MARGIN_MS / 1000 + 0.2 + (time.monotonic() - began))
+        # older than the margin, and than the time they took to arrive: a shard's middle time falls after
+        # them; and a pace on, a shard's next cut
+        time.sleep((MARGIN_MS + PACE_MS) / 1000 + 0.2 + (time.monotonic() - began))
 
     section = {
         "type": "kinesis",

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from aws_kinesis_agg import DIGEST_SIZE, MAGIC
 from aws_kinesis_agg.aggregator import RecordAggregator
@@ -30,14 +31,14 @@ def stream(moto_server: LocalServer) -> Iterator[tuple[Any, KinesisInput]]:
 
 
 def drain(reader: ShardReader, offsets: dict[str, Any], count: int) -> tuple[list[bytes], dict[str, Any]]:
-    """The records after `offsets`, micro-batch by micro-batch as Spark would ask, a tenth of a
-    second apart on the reader's clock (moved on, not waited for), until `count` are read (or a
-    hundred triggers: then some are missing)."""
+    """The records after `offsets`, micro-batch by micro-batch as Spark would ask, a pace apart on
+    the reader's clock (moved on, not waited for: `PACE_MS`), until `count` are read (or a hundred
+    triggers: then some are missing)."""
     records: list[bytes] = []
     for trigger in range(100):
         if len(records) >= count:
             break
-        ahead(reader, trigger / 10)
+        ahead(reader, trigger * reader.pace_ms / 1000)
         batch, offsets = reader.read(offsets)
         records += batch
     return records, offsets
@@ -55,6 +56,8 @@ def test_every_shard_is_read_once_and_a_replay_reads_the_same(stream: tuple[Any,
     rest, end = drain(reader, after, 100 - len(first))
     assert sorted(record.decode() for record in first + rest) == sorted(lines)
     put(client, source, ["line 100"])
+    assert reader.read(end)[0] == [], "within a pace of the last cut: the shards left where they were"
+    ahead(reader, reader.clock() - time.time() + reader.pace_ms / 1000)
     assert reader.read(end)[0] == [b"line 100"]
 
 
@@ -81,6 +84,7 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
     recent = ShardReader(source, margin_ms=1000)
     middle = recent.latest(cut)
     assert sorted(recent.between(cut, middle)) == sorted(line.encode() for line in groups[1])
+    ahead(recent, recent.pace_ms / 1000)  # the next trigger a shard is cut at
     assert sorted(recent.read(middle)[0]) == sorted(line.encode() for line in groups[2]), "the rest: read to the end"
     with FaultProxy(moto_server.endpoint, throttle_rate=0.0, operations=frozenset({"GetRecords"})) as proxy:
         through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=7)
@@ -92,6 +96,26 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
     assert set(groups[0]) <= {line.decode() for line in first} and not set(groups[2]) & {r.decode() for r in first}
     rest, _ = drain(late, half, 18 - len(first))
     assert sorted(first + rest) == sorted(line.encode() for group in groups for line in group)
+
+
+def test_a_shard_is_read_within_kinesis_s_limits_whatever_the_trigger(moto_server: LocalServer) -> None:
+    """Triggers as fast as the calls allow on a busy shard, for four seconds: the cuts and the
+    tasks' reads make at most five GetRecords and five GetShardIterator calls a second on it
+    (Kinesis's limits), and every record is read once."""
+    with kinesis_stream(moto_server.endpoint, shards=1, max_records=10000) as (client, source):
+        with FaultProxy(moto_server.endpoint, throttle_rate=0.0, operations=frozenset()) as proxy:
+            reader = ShardReader(attrs.evolve(source, endpoint=proxy.endpoint))
+            offsets, records, lines, began, triggers = reader.initial(), [], [], time.time(), 0
+            while time.time() - began < 4:
+                triggers += 1
+                lines += [f"{triggers} {n}" for n in range(5)]
+                put(client, source, lines[-5:])
+                batch, offsets = reader.read(offsets)
+                records += batch
+            calls = proxy.counts
+        assert triggers > 20 and calls["GetRecords"] <= 5 * 4 and calls["GetShardIterator"] <= 5 * 4, calls
+        rest, _ = drain(ShardReader(source), offsets, len(lines) - len(records))
+    assert sorted(records + rest) == sorted(line.encode() for line in lines)
 
 
 def test_offsets_an_earlier_version_wrote_are_read_on(stream: tuple[Any, KinesisInput]) -> None:
