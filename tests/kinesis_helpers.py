@@ -32,3 +32,8 @@ def ahead(reader: ShardReader, seconds: float) -> None:
     """Move `reader`'s clock `seconds` past this machine's: a later trigger, not waited for (what it
     reads arrived by the server's clock, which a test cannot move)."""
     reader.clock = lambda: time.time() + seconds
+
+
+def a_pace_on(reader: ShardReader) -> None:
+    """Move `reader`'s clock one pace past where it is: the next trigger that cuts its shards."""
+    ahead(reader, reader.clock() - time.time() + reader.pace_ms / 1000)

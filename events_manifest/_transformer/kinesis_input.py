@@ -54,6 +54,8 @@ task's read of its micro-batch make at most four GetShardIterator and five GetRe
 shard (a page more for each 10,000 records it reads), and Kinesis serves five of each a second a
 shard. A trigger sooner leaves the shard where it was (nothing new from it); the stream's shards are
 listed at most as often."""
+LISTING = ""
+"""The key of the stream's listing among the shards' last reads (no shard id is empty)."""
 CALLS_PER_TRIGGER = 5
 """GetRecords calls the driver makes at most to find a shard's last record when nothing is left to
 cut (Kinesis serves 5 a second a shard)."""
@@ -150,8 +152,8 @@ class ShardReader:
     _client: Any = attrs.field(default=None, init=False)
     _listed: list[dict[str, Any]] = attrs.field(factory=list, init=False)
     """The last listing of the shards: a trigger whose listing did not pass cuts the shards it knew."""
-    _cut_ms: dict[str, int] = attrs.field(factory=dict, init=False)
-    """When each shard was last cut, and the shards listed (`""`), by `clock`: the pace (`PACE_MS`)."""
+    _read_ms: dict[str, int] = attrs.field(factory=dict, init=False)
+    """When each shard was last cut, and the shards listed (`LISTING`), by `clock`: the pace (`PACE_MS`)."""
 
     @property
     def client(self) -> Any:
@@ -206,7 +208,8 @@ class ShardReader:
         shard), children of a split or a merge found and started at their first record."""
         known = {shard: _state(found) for shard, found in start["shards"].items()}
         now = int(self.clock() * 1000)
-        if self._due("", now):
+        if not self._paced(LISTING, now):
+            self._read_ms[LISTING] = now
             with contextlib.suppress(_Passing):
                 self._listed = self.shards()
         listed = self._listed
@@ -219,21 +222,19 @@ class ShardReader:
             for shard, state in sorted(known.items())
             if not state["done"]
             and all(known.get(parent, {"done": True})["done"] for parent in parents.get(shard, ()))
-            and self._due(shard, now)
+            and not self._paced(shard, now)
         ]
+        self._read_ms.update(dict.fromkeys(readable, now))
         with ThreadPoolExecutor(max(1, min(len(readable), 32))) as pool:
             cut = list(pool.map(lambda shard: self._cut(shard, known[shard], shard in closed, now), readable))
         known.update(zip(readable, cut, strict=True))
         return {"shards": known}
 
-    def _due(self, shard: str, now: int) -> bool:
-        """Whether `shard` (or the listing, `""`) may be read at `now` (`PACE_MS`), and if so, marked
-        read then. A clock stepped back is not waited for."""
-        last = self._cut_ms.get(shard)
-        if last is not None and 0 <= now - last < self.pace_ms:
-            return False
-        self._cut_ms[shard] = now
-        return True
+    def _paced(self, read: str, now: int) -> bool:
+        """Whether a shard (or `LISTING`) was read less than `pace_ms` before `now` (`PACE_MS`); a
+        clock stepped back is not waited for."""
+        last = self._read_ms.get(read)
+        return last is not None and 0 <= now - last < self.pace_ms
 
     def behind(self, start: Offsets, before_ms: int) -> bool:
         """Whether a shard holds a record after `start` that arrived before `before_ms`: what an

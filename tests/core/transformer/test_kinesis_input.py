@@ -21,7 +21,7 @@ from events_manifest._jobs.storage import LocalStorage
 from events_manifest._transformer.kinesis_input import KinesisInput, KinesisInputError, ShardReader, pinned
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing._proxy import EXPIRED_ITERATOR, THROTTLED
-from tests.kinesis_helpers import ahead, kinesis_stream, put
+from tests.kinesis_helpers import a_pace_on, ahead, kinesis_stream, put
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_every_shard_is_read_once_and_a_replay_reads_the_same(stream: tuple[Any,
     assert sorted(record.decode() for record in first + rest) == sorted(lines)
     put(client, source, ["line 100"])
     assert reader.read(end)[0] == [], "within a pace of the last cut: the shards left where they were"
-    ahead(reader, reader.clock() - time.time() + reader.pace_ms / 1000)
+    a_pace_on(reader)
     assert reader.read(end)[0] == [b"line 100"]
 
 
@@ -84,7 +84,7 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
     recent = ShardReader(source, margin_ms=1000)
     middle = recent.latest(cut)
     assert sorted(recent.between(cut, middle)) == sorted(line.encode() for line in groups[1])
-    ahead(recent, recent.pace_ms / 1000)  # the next trigger a shard is cut at
+    a_pace_on(recent)
     assert sorted(recent.read(middle)[0]) == sorted(line.encode() for line in groups[2]), "the rest: read to the end"
     with FaultProxy(moto_server.endpoint, throttle_rate=0.0, operations=frozenset({"GetRecords"})) as proxy:
         through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=7)
@@ -112,7 +112,7 @@ def test_a_shard_is_read_within_kinesis_s_limits_whatever_the_trigger(moto_serve
                 put(client, source, lines[-5:])
                 batch, offsets = reader.read(offsets)
                 records += batch
-            calls = proxy.counts
+            calls = dict(proxy.counts)
         assert triggers > 20 and calls["GetRecords"] <= 5 * 4 and calls["GetShardIterator"] <= 5 * 4, calls
         rest, _ = drain(ShardReader(source), offsets, len(lines) - len(records))
     assert sorted(records + rest) == sorted(line.encode() for line in lines)
