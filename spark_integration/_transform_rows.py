@@ -226,13 +226,17 @@ def _shuffled(parsed: DataFrame, decide: Decide) -> DataFrame:
 
 def _lines(spark: SparkSession, storage: HadoopStorage, listing: Listing) -> DataFrame | None:
     """The run's lines (column `line`): every file of `listing` (the files directly in its folder,
-    whatever their names), compressed ones decoded, lines ending at LF, CRLF or CR; None when
-    there are none."""
+    whatever their names), compressed ones decoded, lines ending at LF, CRLF or CR; a record a
+    line from a listing of records, whatever it holds; None when there are none."""
     if not listing.bytes:
         return None
-    lines = spark.read.text([_literal(name) for name, _ in listing.files]).select(F.col("value").alias("line"))
-    if all(_compressed(name) for name, size in listing.files if size) and lines.isEmpty():
-        return None  # compressed files of no lines: Spark's plan of them may have no partition at all
+    names = [_literal(name) for name, _ in listing.files]
+    if listing.records:
+        lines = spark.read.parquet(*names).select(F.col("value").cast("string").alias("line"))
+    else:
+        lines = spark.read.text(names).select(F.col("value").alias("line"))
+    if (listing.records or all(_compressed(name) for name, size in listing.files if size)) and lines.isEmpty():
+        return None  # no lines: Spark's plan of compressed or Parquet files of none may have no partition at all
     return lines
 
 

@@ -370,8 +370,8 @@ class StreamTransformer:
             self.book.prune(batch_id)
             if not found.staged and not found.closed:
                 steps.reached("batch-assigned")
-                lines = batch.select(F.col("value").cast("string"))
-                lines.write.mode("overwrite").option("compression", "gzip").text(self.book.batch_lines(found))
+                records = batch.select(F.col("value").cast("binary"))  # whole, whatever line ends they hold
+                records.write.mode("overwrite").parquet(self.book.batch_lines(found))
                 steps.reached("batch-written")
                 self.book.staged(found)
                 steps.reached("batch-staged")
@@ -381,14 +381,14 @@ class StreamTransformer:
                 steps.reached("window-committed")
 
     def _listing(self, name: str) -> Listing:
-        """A window's lines: the files of each of its batches' folders."""
+        """A window's records: the files of each of its batches' folders."""
         window = join(self.book.lines_root, name)
         files = [
             file
             for folder in (self.storage.subfolders(window) if self.storage.exists(window) else [])
             for file in self.storage.folder_files(join(window, folder)).files
         ]
-        return Listing(tuple(sorted(files)))
+        return Listing(tuple(sorted(files)), records=True)
 
     def _reconcile(self) -> None:
         """Bring the run ledger to what the output says (see the batch job's `reconcile`)."""

@@ -61,6 +61,9 @@ class Listing:
     """The files a read of an input takes: their qualified names and sizes."""
 
     files: tuple[tuple[str, int], ...]
+    records: bool = False
+    """Whether the files hold whole records (Parquet, a binary column `value`, a record a row), as
+    the stream stages them, rather than text, a line a record."""
 
     @property
     def bytes(self) -> int:

@@ -255,16 +255,66 @@ def test_an_available_now_run_reads_to_the_stream_s_end_through_a_throttling_sto
     assert len(run["good"]) + len(run["bad"]) == 60, "each record, once"
 
 
+def test_a_kinesis_record_is_one_event_or_one_bad_row_whatever_it_holds(
+    spark: Any, tmp_path: Path, moto_server: LocalServer
+) -> None:
+    """A record is read whole, however many line ends it holds: a lone CR in a field stays in it, a
+    gzip record and a KPL-framed one whose checksum fails are one bad row each; the one line end a
+    line-oriented producer adds at a record's end (LF or CRLF) is not the event's, as a file's is not."""
+    if spark.version.startswith("3."):
+        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
+    from aws_kinesis_agg import MAGIC
+
+    lines = _distinct(4)
+    fields = lines[0].split(b"\t")
+    fields[77] = b"Mozilla/5.0\rX-Evil: 1"  # useragent
+    records = [
+        b"\t".join(fields),
+        lines[1] + b"\n",
+        lines[2] + b"\r\n",
+        gzip.compress(b"\n".join(lines)),
+        MAGIC + b"not\nan\naggregate\n" + bytes(16),
+        lines[3],
+    ]
+    with kinesis_stream(moto_server.endpoint, shards=2, max_records=10000) as (client, source):
+        client.put_records(
+            StreamName=source.stream, Records=[{"Data": x, "PartitionKey": str(n)} for n, x in enumerate(records)]
+        )
+        time.sleep(MARGIN_MS / 1000 + 0.2)
+        run = _available_now(tmp_path, source.stream, moto_server.endpoint)
+    good = [json.loads(row) for row in run["good"]]
+    assert sorted(row["event_id"] for row in good) == sorted(line.split(b"\t")[6].decode() for line in lines)
+    assert [row["useragent"] for row in good if row["event_id"] == fields[6].decode()] == ["Mozilla/5.0\rX-Evil: 1"]
+    assert len(run["bad"]) == 2, run["bad"]
+
+
+def _distinct(count: int) -> list[bytes]:
+    """The first `count` events of the first sample batch, of distinct ids."""
+    first = gzip.decompress(sorted(sample_batches()[0].glob("part-*"))[0].read_bytes()).splitlines()
+    return list({line.split(b"\t")[6]: line for line in first if line.count(b"\t") > 6}.values())[:count]
+
+
+def _available_now(tmp_path: Path, name: str, endpoint: str) -> dict[str, Any]:
+    """The command's `--available-now` run over stream `name` from its start (at `endpoint`): its one window."""
+    from spark_integration.stream_transformer import main
+
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    section = {"type": "kinesis", "streamName": name, "region": "us-east-1", "position": "TRIM_HORIZON"}
+    document = {"input": {**section, "customEndpoint": endpoint}, "output": {"path": "out"}}
+    config = b64(json.dumps({**document, "trigger": "100 milliseconds"}))
+    done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
+    assert done.returncode == 0, done.stderr[-3000:]
+    [window] = committed(tmp_path / "out")
+    return local_run(window)
+
+
 def _stormed(tmp_path: Path, moto_server: LocalServer, client: Any, name: str) -> dict[str, Any]:
     """The command's `--available-now` run over 60 records, through the storm; its one window."""
     from events_manifest.testing import FaultProxy
-    from spark_integration.stream_transformer import main
 
-    first = gzip.decompress(sorted(sample_batches()[0].glob("part-*"))[0].read_bytes()).splitlines()
-    lines = list({line.split(b"\t")[6]: line for line in first if line.count(b"\t") > 6}.values())[:60]
+    lines = _distinct(60)
     client.put_records(StreamName=name, Records=[{"Data": x, "PartitionKey": str(n)} for n, x in enumerate(lines)])
     time.sleep(MARGIN_MS / 1000 + 0.2)
-    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
     calls = frozenset({"GetShardIterator", "GetRecords"})
     with FaultProxy(moto_server.endpoint, throttle_rate=1.0, operations=calls, seed=11) as proxy:
 
@@ -275,11 +325,6 @@ def _stormed(tmp_path: Path, moto_server: LocalServer, client: Any, name: str) -
             proxy.throttle_rate = 0.3
 
         threading.Thread(target=abate, daemon=True).start()
-        section = {"type": "kinesis", "streamName": name, "region": "us-east-1", "position": "TRIM_HORIZON"}
-        document = {"input": {**section, "customEndpoint": proxy.endpoint}, "output": {"path": "out"}}
-        config = b64(json.dumps({**document, "trigger": "100 milliseconds"}))
-        done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
-    assert done.returncode == 0, done.stderr[-3000:]
+        run = _available_now(tmp_path, name, proxy.endpoint)
     assert proxy.throttled > 3 and len(lines) == 60
-    [window] = committed(tmp_path / "out")
-    return local_run(window)
+    return run

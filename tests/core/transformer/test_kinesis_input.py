@@ -201,16 +201,21 @@ def test_a_kpl_user_record_that_cannot_be_read_is_a_line_that_says_so_and_none_i
     assert sorted(set(records) - set(said)) == sorted([broken, b"user record 0", b"user record 2", b"user record 3"])
 
 
-def test_records_the_kpl_aggregated_are_split(stream: tuple[Any, KinesisInput]) -> None:
+def test_records_the_kpl_aggregated_are_split_and_each_is_one_event_but_for_its_last_line_end(
+    stream: tuple[Any, KinesisInput],
+) -> None:
+    """User records, plain or aggregated, whole whatever line ends they hold, but for the one a
+    line-oriented producer adds at the end (LF, CRLF or CR), which a file's line does not keep."""
     client, source = stream
     aggregator = RecordAggregator()
     for n in range(5):
-        aggregator.add_user_record(f"key-{n}", f"user record {n}".encode())
+        aggregator.add_user_record(f"key-{n}", f"user record {n}{['', chr(10)][n % 2]}".encode())
     key, _, data = aggregator.clear_and_get().get_contents()
     client.put_record(StreamName=source.stream, Data=data, PartitionKey=key)
-    put(client, source, ["plain"])
-    records, _ = drain(ShardReader(source), ShardReader(source).initial(), 6)
-    assert sorted(records) == [b"plain", *(f"user record {n}".encode() for n in range(5))]
+    put(client, source, ["plain\r\n", "a\rlone CR\r", "two\nline ends\n\n", "\n"])
+    records, _ = drain(ShardReader(source), ShardReader(source).initial(), 9)
+    users = [f"user record {n}".encode() for n in range(5)]
+    assert sorted(records) == sorted([b"plain", b"a\rlone CR", b"two\nline ends\n", b"", *users])
 
 
 def test_a_split_shard_ends_and_its_children_are_read_from_their_start(stream: tuple[Any, KinesisInput]) -> None:
