@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import FrameType
 
 import pyspark
 from pyspark import SparkConf
@@ -132,30 +133,76 @@ def local_session(
             os.environ["PYSPARK_PYTHON"] = sys.executable  # read by the SparkContext for its workers
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with _signals_kept():
-        spark = builder.getOrCreate()
+    spark = _started(builder, local=not submitted())
     if verbose:
         spark.sparkContext.setLogLevel("WARN")
     return spark
 
 
-@contextlib.contextmanager
-def _signals_kept() -> Iterator[None]:
-    """While a session starts: the JVM it launches ignores SIGTERM, as pyspark has it ignore SIGINT,
-    so that a stop sent to the whole process group (systemd, a terminal) reaches the driver alone,
-    which stops gracefully and takes the JVM with it when it exits (the JVM ends when its stdin
-    does); otherwise the JVM dies under the graceful stop. A SIGTERM in those seconds is lost.
-    This process's SIGINT handler is kept: Spark's own cancels the jobs from inside the handler, a
-    reentrant call that breaks py4j (the commands cancel them from a thread: `_cli_flags.run_job`)."""
+def _started(builder: SparkSession.Builder, *, local: bool) -> SparkSession:
+    """A session started with Ctrl-C and SIGTERM held: recorded, then given to this process's
+    handlers once it has started (a stop during a JVM's start, cut short, left that JVM running,
+    unable to reach its driver; a SIGTERM was lost and the stream ran on). A `local` JVM then ignores
+    SIGTERM, as pyspark has it ignore SIGINT, so that a stop sent to the whole process group
+    (systemd, a terminal) reaches the driver alone, which stops gracefully and takes the JVM with it
+    when it exits (the JVM ends when its stdin does). A start a held signal cut short (the JVM
+    killed by SIGTERM, or pyspark's own SIGINT handler, set while the context starts) is a stop
+    asked for: KeyboardInterrupt."""
     if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    interrupt, terminate = signal.getsignal(signal.SIGINT), signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        return builder.getOrCreate()
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    handlers = {number: signal.signal(number, hold) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with _jvm_stderr() if local else contextlib.nullcontext():
+            spark = builder.getOrCreate()
+        jvm = spark.sparkContext._jvm
+        if local and jvm is not None:
+            jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("TERM"), jvm.sun.misc.SignalHandler.SIG_IGN)
+    except BaseException as e:
+        if held or isinstance(e, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    for signum in held:
+        signal.raise_signal(signum)
+    return spark
+
+
+JVM_NOTICE = b"WARNING: Using incubator modules: "
+"""What the JVM says as it starts when Spark 4 has it add `jdk.incubator.vector`: a line above every
+command's own, which no JVM option silences."""
+
+
+@contextlib.contextmanager
+def _jvm_stderr() -> Iterator[None]:
+    """While a local JVM launches, this process's stderr a pipe: the JVM's for its life, which a
+    thread copies to the real one, less `JVM_NOTICE`. This process writes to its own again once
+    the JVM is launched."""
+    read, write = os.pipe()
+    stderr = os.dup(2)
+    threading.Thread(target=_copy, args=(read, stderr), name="jvm-stderr", daemon=True).start()
+    sys.stderr.flush()
+    os.dup2(write, 2)
+    os.close(write)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, terminate)
-        signal.signal(signal.SIGINT, interrupt)
+        sys.stderr.flush()
+        os.dup2(stderr, 2)
+
+
+def _copy(read: int, stderr: int) -> None:
+    """The JVM's stderr to this process's, line by line, but its notice of incubator modules."""
+    with open(read, "rb") as pipe:
+        for line in pipe:
+            if not line.startswith(JVM_NOTICE):
+                os.write(stderr, line)
 
 
 S3A_TIMES = {

@@ -35,6 +35,7 @@ from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError
 from events_manifest._jobs import steps
 from events_manifest._jobs.folders import Folder, beat, claim, quiet, silent_for
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
+from events_manifest._jobs.run import NOTHING_WRITTEN
 from events_manifest._jobs.storage import Listing, inside, join
 from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._opening.urls import manifest_files
@@ -520,16 +521,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ManifestConfigError as e:
         return refused(e)
-    stop = threading.Event()
+    stop, started = threading.Event(), threading.Event()
 
     def job() -> int:
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())  # from the start: a SIGTERM is never lost
         manifest = named.open()
         spark = local_session(args.master, verbose=args.verbose)
         try:
             stream = StreamTransformer(spark, config, iglu=iglu, manifest=manifest, checkpoint=args.checkpoint)
         except ManifestConfigError as e:
             return refused(e)
-        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+        started.set()
         print(f"Stream Transformer: reading {config.source.describe()}, {config.window_seconds}-second windows")
         stream.run(available_now=args.available_now, stop=stop)
         return 0
@@ -538,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "stream transformer",
         job,
         verbose=args.verbose,
-        interrupted=_interrupted,
+        interrupted=lambda: _interrupted() if started.is_set() else f"interrupted; {NOTHING_WRITTEN}",
         on_interrupt=stop.set,  # Ctrl-C as SIGTERM: a graceful stop (a second one stops at once)
         at_once="stopped at once: the next start on the same checkpoint commits what was left",
         on_error=None if sentry is None else sentry.report,

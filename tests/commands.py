@@ -122,11 +122,13 @@ def signalled(
     ready: Callable[[], bool] = lambda: True,
     meanwhile: Callable[[], None] = lambda: None,
     apart: float = 0.5,
+    timeout: float = 180,
 ) -> subprocess.CompletedProcess[str]:
     """`command` run in `cwd` with the environment `child` until `ready()` (or stopped at `step`,
     which it signals through a file), `meanwhile()` done while it runs; then sent `signals`, `apart`
     seconds from one another, as a terminal sends Ctrl-C: to its whole process group. What it printed
-    and its exit status once it ends (SIGKILL, if it has not within three minutes)."""
+    and its exit status once it ends, with every process it started (SIGKILL, and TimeoutExpired, if it
+    has not within `timeout` seconds)."""
     child = {**child, **scratch(cwd)}
     if step is not None:
         signal_file = cwd / f"reached-{step}"
@@ -143,7 +145,7 @@ def signalled(
                 time.sleep(apart)
             with contextlib.suppress(ProcessLookupError):  # it may have ended already
                 os.killpg(process.pid, number)
-        out, err = process.communicate(timeout=180)
+        out, err = process.communicate(timeout=timeout)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # the JVM and the workers, whatever happened

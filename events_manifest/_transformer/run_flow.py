@@ -123,6 +123,8 @@ class Progress:
         return f"{done}, and the next invocation finishes it"
 
     def interrupted(self) -> str:
+        if not self.started and not self.committed:
+            return f"interrupted; {NOTHING_WRITTEN}"
         since = f"{self._committed()}; " if self.committed else ""
         if self.current is None:
             return f"interrupted between runs: {since}the next invocation goes on with the runs after them"

@@ -5,6 +5,7 @@ was left, once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -19,18 +20,46 @@ from tests.commands import env, signalled
 from tests.spark.test_transformer import transformer
 from tests.transformer_helpers import RESOLVER
 
-JVM_NOTICE = "WARNING: Using incubator modules"
-"""What the JVM of Spark 4 prints at its start, before any line of ours."""
-
-
-def ours(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if not line.startswith(JVM_NOTICE)]
-
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
     return tmp_path
+
+
+def driver_jvm_in(folder: Path) -> bool:
+    """Whether a driver JVM runs in `folder` (spark-submit's, which a local session launches)."""
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            driver = b"org.apache.spark.deploy.SparkSubmit" in (entry / "cmdline").read_bytes()
+            if driver and (entry / "cwd").resolve() == folder.resolve():
+                return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("module", "stop", "said"),
+    [
+        ("transformer", signal.SIGINT, "transformer: interrupted; nothing was written"),
+        ("stream_transformer", signal.SIGTERM, "stream transformer: interrupted; nothing was written"),
+    ],
+)
+def test_a_stop_while_the_jvm_starts_is_one_line_and_leaves_no_process(
+    folder: Path, module: str, stop: int, said: str
+) -> None:
+    """Ctrl-C or SIGTERM to the command's group once its JVM is launched, before its driver has
+    reached it: the line of a stop before anything was read, exit 130, and every process gone (the
+    JVM held the command's stdout: before, it ran on, its driver gone, under 25 lines of its trace;
+    a SIGTERM was lost and the stream ran on). No line of the JVM's own (`session.JVM_NOTICE`)."""
+    config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
+    if module == "stream_transformer":
+        config = {"input": {"type": "file", "dir": "in"}, "output": {"path": "out"}}
+    (folder / "in").mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    command = [sys.executable, "-m", f"spark_integration.{module}", "--iglu-config", "iglu.json", "-c", "config.json"]
+    done = signalled(command, folder, env(), [stop], ready=lambda: driver_jvm_in(folder), timeout=60)
+    assert (done.returncode, done.stderr.splitlines()) == (130, [said]), done.stderr[-3000:]
+    assert not (folder / "out").exists() or not list((folder / "out").rglob("shredding_complete.json"))
 
 
 @pytest.mark.parametrize("presses", [1, 2])
@@ -48,9 +77,9 @@ def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presse
     )
     at_once = "transformer: stopped at once: run it again to finish what it was doing"
     if presses == 1:
-        assert ours(done.stderr) == [interrupted]
+        assert done.stderr.splitlines() == [interrupted]
     else:  # the process may end before the second press, or the second come before the first is reported
-        assert ours(done.stderr) in ([interrupted], [interrupted, at_once], [at_once]), done.stderr[-3000:]
+        assert done.stderr.splitlines() in ([interrupted], [interrupted, at_once], [at_once]), done.stderr[-3000:]
     again = transformer(folder, *flags)  # here, on the session of the tests: the interruption was the process's
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(p.parent.name for p in (folder / "out").glob("run=*/shredding_complete.json")) == ["run=1", "run=2"]
@@ -74,7 +103,7 @@ def test_the_stream_stops_gracefully_on_sigterm_or_ctrl_c_to_its_group_and_at_on
         command, folder, env(), [signal.SIGINT] * 2, step="batch-written", meanwhile=lambda: arrive("a.tsv.gz")
     )
     assert twice.returncode == 130, twice.stderr[-3000:]
-    assert ours(twice.stderr) == [
+    assert twice.stderr.splitlines() == [
         "stream transformer: stopped at once: the next start on the same checkpoint commits what was left"
     ]
     assert not list((folder / "out").glob("run=*/shredding_complete.json"))
@@ -83,7 +112,7 @@ def test_the_stream_stops_gracefully_on_sigterm_or_ctrl_c_to_its_group_and_at_on
         staged = folder / f"out/_checkpoint/book/batch-{n}.staged"  # each file in a batch of its own
         done = signalled(command, folder, env(), [stop], ready=staged.exists)
         assert done.returncode == 0, done.stderr[-3000:]
-        assert ours(done.stderr) == [], done.stderr
+        assert done.stderr.splitlines() == [], done.stderr
         assert all(": 1174 lines, " in line for line in done.stdout.splitlines() if line.startswith("run=")), (
             done.stdout
         )
