@@ -9,6 +9,7 @@ import contextlib
 import json
 import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,9 @@ def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presse
 def test_the_stream_stops_gracefully_on_sigterm_or_ctrl_c_to_its_group_and_at_once_on_a_second(folder: Path) -> None:
     """A second Ctrl-C while a micro-batch is being staged (the graceful stop waits for it): out at
     once, exit 130. SIGTERM to the whole group (systemd, `kill -- -PGID`) or one Ctrl-C: the JVM
-    outlives the graceful stop, which commits what was staged and the window left before, exit 0."""
+    outlives the graceful stop, which commits what was staged and the window left before, exit 0,
+    and nothing else beside the windows; a second start on the same output while one runs is
+    refused."""
     (folder / "stream").mkdir()
     config = {"input": {"type": "file", "dir": "stream"}, "output": {"path": "out"}, "trigger": "1 second"}
     (folder / "stream.hocon").write_text(json.dumps(config))
@@ -107,14 +110,31 @@ def test_the_stream_stops_gracefully_on_sigterm_or_ctrl_c_to_its_group_and_at_on
         "stream transformer: stopped at once: the next start on the same checkpoint commits what was left"
     ]
     assert not list((folder / "out").glob("run=*/shredding_complete.json"))
+    second: list[subprocess.CompletedProcess[str]] = []
     for n, stop in enumerate((signal.SIGTERM, signal.SIGINT), start=1):
         arrive(f"{'bc'[n - 1]}.tsv.gz")
         staged = folder / f"out/_checkpoint/book/batch-{n}.staged"  # each file in a batch of its own
-        done = signalled(command, folder, env(), [stop], ready=staged.exists)
+
+        def staged_and_a_second_start_refused(staged: Path = staged) -> bool:
+            """Once the batch is staged: a second start on the same output, refused while this one runs."""
+            if staged.exists() and not second:
+                again = [*command, "--available-now"]
+                second.append(subprocess.run(again, cwd=folder, env=env(), capture_output=True, text=True, timeout=300))
+            return staged.exists()
+
+        done = signalled(command, folder, env(), [stop], ready=staged_and_a_second_start_refused)
         assert done.returncode == 0, done.stderr[-3000:]
         assert done.stderr.splitlines() == [], done.stderr
         assert all(": 1174 lines, " in line for line in done.stdout.splitlines() if line.startswith("run=")), (
             done.stdout
         )
-    committed = [p.parent.name for p in (folder / "out").glob("run=*/shredding_complete.json")]
-    assert len(committed) == 3, "a (left by the first start), b and c: each file in one window"
+    [refused] = second
+    [line] = refused.stderr.splitlines()
+    assert refused.returncode == 1 and line.startswith(
+        "stream transformer: error: stream transformer's output folder [out] is being written by another run"
+    ), refused.stderr
+    windows = sorted((folder / "out").glob("run=*"))
+    assert len(windows) == 3, "a (left by the first start), b and c: each file in one window"
+    for window in windows:
+        assert sorted(p.name for p in window.iterdir()) == ["output=bad", "output=good", "shredding_complete.json"]
+    assert sorted(p.name for p in (folder / "out").iterdir()) == ["_checkpoint", *(w.name for w in windows)]

@@ -12,7 +12,6 @@ import gzip
 import json
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -98,39 +97,6 @@ def test_a_stream_killed_once_its_window_is_committed_restarts_with_nothing_lost
     assert sorted(set(bodies)) == sorted(committed), "each window's message, the text of its commit"
 
 
-def test_the_command_runs_until_sigterm_then_commits_what_it_read(runs: Path) -> None:
-    """The command as a user runs it, on local folders: a file arrives, then SIGTERM; the process
-    commits the open window, says so, and exits 0; a second start on the same output is refused
-    while it runs."""
-    (runs / "stream").mkdir()
-    config = {"input": {"type": "file", "dir": "stream"}, "output": {"path": "out"}, "trigger": "1 second"}
-    (runs / "stream.hocon").write_text(json.dumps(config))
-    flags = ["--iglu-config", "iglu.json", "--config", "stream.hocon", "--manifest", "sqlite://m.db"]
-    command = [sys.executable, "-m", "spark_integration.stream_transformer", *flags]
-    process = subprocess.Popen(
-        command, cwd=runs, env=submit_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        wait_for(lambda: (runs / "out/_checkpoint/spark/metadata").exists(), "the query started", process)
-        [part] = sorted(next(iter(sample_batches())).glob("part-*"))
-        (runs / "stream" / part.name).write_bytes(part.read_bytes())
-        wait_for(lambda: (runs / "out/_checkpoint/book/batch-0.staged").exists(), "the batch staged", process)
-        second = subprocess.run(
-            [*command, "--available-now"], cwd=runs, env=submit_env(), capture_output=True, text=True, timeout=300
-        )
-        assert second.returncode == 1
-        assert "stream transformer: error: stream transformer's output folder [out] is being written" in second.stderr
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=300)
-    finally:
-        process.kill()
-    assert process.returncode == 0, err[-3000:]
-    [window] = list((runs / "out").glob("run=*"))
-    assert f"{window.name}: 1174 lines, 1035 good, 22 bad, 117 natural and 0 cross-batch duplicates dropped" in out
-    assert sorted(p.name for p in window.iterdir()) == ["output=bad", "output=good", "shredding_complete.json"]
-    assert sorted(p.name for p in (runs / "out").iterdir()) == ["_checkpoint", window.name]
-
-
 def put_records(kinesis: Any, stream: str, n: int) -> None:
     """Sample batch `n`'s lines, a record each, spread over the stream's shards."""
     [part] = sorted(list(sample_batches())[n].glob("part-*"))
@@ -194,8 +160,10 @@ def test_a_kinesis_stream_killed_once_a_batch_is_staged_restarts_with_nothing_lo
 
 
 def staged_lines(runs: Path) -> int:
-    """The lines the stream has staged so far, every batch of every window."""
-    return sum(len(gzip.open(part).read().splitlines()) for part in runs.glob("out/_checkpoint/lines/*/*/part-*"))
+    """The records the stream has staged so far, every batch of every window (Parquet, a record a row)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(part).num_rows for part in runs.glob("out/_checkpoint/lines/*/*/part-*.parquet"))
 
 
 def test_a_kinesis_stream_split_and_merged_while_the_stream_runs_reads_every_record_once(
