@@ -199,10 +199,11 @@ def _jvm_stderr() -> Iterator[None]:
 
 def _copy(read: int, stderr: int) -> None:
     """The JVM's stderr to this process's, line by line, but its notice of incubator modules."""
-    with open(read, "rb") as pipe:
+    with open(read, "rb") as pipe, open(stderr, "wb", closefd=False) as out:
         for line in pipe:
             if not line.startswith(JVM_NOTICE):
-                os.write(stderr, line)
+                out.write(line)
+                out.flush()
 
 
 S3A_TIMES = {
