@@ -10,7 +10,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
@@ -22,11 +21,10 @@ SOURCE = "source"
 
 
 def kinesis_lines(spark: SparkSession, source: KinesisInput) -> DataFrame:
-    """The stream of the input's user records, a column `value` (their bytes as text, unchecked:
-    a record that is not UTF-8 becomes a bad row downstream, as a file's line does)."""
+    """The stream of the input's user records, a column `value` (their bytes, unchecked: a record
+    that is not UTF-8 becomes a bad row downstream, as a file's line does)."""
     spark.dataSource.register(KinesisDataSource)
-    reader = spark.readStream.format(NAME).option(SOURCE, json.dumps(source.to_dict()))
-    return reader.load().select(F.col("value").cast("string").alias("value"))
+    return spark.readStream.format(NAME).option(SOURCE, json.dumps(source.to_dict())).load()
 
 
 class KinesisDataSource(DataSource):

@@ -371,7 +371,7 @@ class StreamTransformer:
             self.book.prune(batch_id)
             if not found.staged and not found.closed:
                 steps.reached("batch-assigned")
-                records = batch.select(F.col("value").cast("binary"))  # whole, whatever line ends they hold
+                records = batch.select(F.col("value").cast("binary"))  # a line or a record, whatever line ends it holds
                 records.write.mode("overwrite").parquet(self.book.batch_lines(found))
                 steps.reached("batch-written")
                 self.book.staged(found)
@@ -451,7 +451,7 @@ _KINESIS = re.compile(rf"(?:{KinesisInputError.__name__}|{KinesisStreamMissing._
 
 
 def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) -> DataFrame:
-    """The stream of enriched lines, a column `value`."""
+    """The stream of enriched lines, a column `value`: a file's line, or a record's bytes whole."""
     if source.kinesis is not None:
         check_python_streams(spark, "input.type kinesis")
         from spark_integration._kinesis import kinesis_lines  # pyspark 4's datasource module: after the check
@@ -473,7 +473,7 @@ def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) ->
     for key, value in source.options:
         reader = reader.option(f"kafka.{key}", value)
     try:
-        return reader.load().select(F.col("value").cast("string").alias("value"))
+        return reader.load().select("value")
     except AnalysisException as e:
         if "kafka" not in str(e).lower():
             raise
