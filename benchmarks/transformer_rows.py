@@ -48,7 +48,7 @@ def main() -> int:
     from shred_job import generate
     from transformer import CENTRAL, SHRED, write_schemas
 
-    from events_manifest._collector import paused
+    from events_manifest._gc import paused
     from events_manifest._transformer import columnar
     from events_manifest._transformer.entity_types import EntityType
     from events_manifest._transformer.formats import Criterion, Routing

@@ -27,7 +27,8 @@ from events_manifest._opening.handle import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched
-from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags, run_job
+from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags
+from spark_integration._running import run_job
 from spark_integration._storage import HadoopStorage
 from spark_integration._udfs import manifest_put
 from spark_integration.session import local_session

@@ -30,8 +30,9 @@ from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched
 from spark_integration import _output as output
-from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags, run_job
+from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags
 from spark_integration._plan import LinePlan, line_plan, write_lines
+from spark_integration._running import run_job
 from spark_integration._scan import BatchScan, scan_batch
 from spark_integration._storage import HadoopStorage
 from spark_integration.session import local_session

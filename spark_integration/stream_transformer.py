@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import signal
 import sys
 import threading
@@ -41,13 +40,7 @@ from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
 from events_manifest._opening.urls import manifest_files
 from events_manifest._transformer.commit import COMPLETE, inspect
 from events_manifest._transformer.config import TransformerConfigError, decode_value
-from events_manifest._transformer.kinesis_input import (
-    KinesisInput,
-    KinesisInputError,
-    KinesisStreamMissing,
-    ShardReader,
-    pinned,
-)
+from events_manifest._transformer.kinesis_input import KinesisInput, KinesisStreamMissing, ShardReader, pinned
 from events_manifest._transformer.metrics import Reporter
 from events_manifest._transformer.read_files import ReadFiles
 from events_manifest._transformer.run_flow import Progress, RunResult, run
@@ -59,14 +52,18 @@ from spark_integration._cli_flags import (
     ManifestFlags,
     add_common_flags,
     add_config_flags,
-    last_words,
     read_dynamodb_config,
     read_iglu,
-    refused,
-    run_job,
-    unreadable_file,
-    unreadable_name,
 )
+from spark_integration._failures import (
+    ExecutorsEnvironment,
+    JobFailed,
+    KinesisStopped,
+    UnreadableFile,
+    UnreadableName,
+    of_query,
+)
+from spark_integration._running import refused, run_job
 from spark_integration._spark_api import check_python_streams, package_advice
 from spark_integration._storage import HadoopStorage
 from spark_integration._transform_job import Job  # one window is one run of the batch job
@@ -90,10 +87,6 @@ ADVICE = Advice(
     etl_time=None,
 )
 """How a stream transformer user follows the run ledger's advice."""
-
-
-QUERY_STATE = "\n=== Streaming Query ==="
-"""Where Spark's report of a failed query's state begins, after what went wrong."""
 
 
 class StreamFailedError(ManifestError):
@@ -432,28 +425,24 @@ def _failure(text: str) -> str:
     be read is moved away (the replayed batch goes on without it) and put back under a new name."""
     committed = "the windows whose batches were all staged are committed"
     replayed = "start again on the same checkpoint: the batch that failed is read again without it"
-    if found_kinesis := _KINESIS.search(text):
-        return f"{found_kinesis.group(1)}; {committed}"
-    if said := unreadable_name(text):
-        return f"{said}, then {replayed}, the renamed file after it; {committed}"
-    if found := unreadable_file(text):
-        file, cause = found
-        return (
-            f"input file {file} could not be read ({cause}): move it out of input.dir, then {replayed}; to read "
-            f"it, put it back whole under a new name; {committed}"
-        )
-    said = last_words(text.split(QUERY_STATE)[0])
-    return f"{said}. The {committed[4:]}; start it again on the same checkpoint to go on from the batch that failed"
-
-
-_KINESIS = re.compile(rf"(?:{KinesisInputError.__name__}|{KinesisStreamMissing.__name__}): (.+)$", re.MULTILINE)
-"""The Kinesis input's own error, in the text of a query it stopped (the stream deleted while read)."""
+    match of_query(text):
+        case KinesisStopped(said):
+            return f"{said}; {committed}"
+        case UnreadableName() as name:
+            return f"{name.said}, then {replayed}, the renamed file after it; {committed}"
+        case UnreadableFile(file, cause):
+            return (
+                f"input file {file} could not be read ({cause}): move it out of input.dir, then {replayed}; to read "
+                f"it, put it back whole under a new name; {committed}"
+            )
+        case JobFailed(cause) | ExecutorsEnvironment(cause):
+            go_on = "start it again on the same checkpoint to go on from the batch that failed"
+            return f"{cause}. The {committed[4:]}; {go_on}"
 
 
 def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) -> DataFrame:
     """The stream of enriched lines, a column `value`: a file's line, or a record's bytes whole."""
-    if source.kinesis is not None:
-        check_python_streams(spark, "input.type kinesis")
+    if source.kinesis is not None:  # the Spark line checked by `StreamTransformer` before it starts
         from spark_integration._kinesis import kinesis_lines  # pyspark 4's datasource module: after the check
 
         return kinesis_lines(spark, source.kinesis)

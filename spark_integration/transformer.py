@@ -35,9 +35,8 @@ from spark_integration._cli_flags import (
     add_config_flags,
     read_dynamodb_config,
     read_iglu,
-    refused,
-    run_job,
 )
+from spark_integration._running import refused, run_job
 from spark_integration._storage import HadoopStorage
 from spark_integration._transform_job import Job
 from spark_integration._transform_rows import write_run

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from events_manifest._collector import paused
+from events_manifest._gc import paused
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._jobs import steps
 from events_manifest._opening.handle import Opener

@@ -159,23 +159,29 @@ def test_every_place_in_the_rule_table_exists() -> None:
 
 
 CODE_NAME = re.compile(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?`")
-NOT_CODE = {"events_manifest.backends"}
-"""Dotted names in backticks that name no Python object: the backends' entry-point group."""
+NOT_CODE = {"events_manifest.backends", "transformer.metrics", "client.put_item"}
+"""Dotted names in backticks that name no Python object of the project: the backends' entry-point
+group, the metrics' logger, the SDK's method."""
+CONFIG_SECTIONS = {"config", "input", "output", "formats", "queue", "monitoring"}
+"""First parts of dotted names that are config keys (`formats.fileFormat`), whatever module bears
+the name."""
 FILE_SUFFIXES = ("json", "py", "md", "tsv", "gz", "db", "hocon", "txt", "csv")
 
 
 def _candidates(name: str, modules: dict[str, list[str]], *, in_code: bool) -> list[str]:
     """Where a dotted name may point: itself when it starts with a package; an internal name
-    (`_jobs.run`) under either package; in a docstring, `module.Class` under each module of
-    that name (lower-case second parts there are config keys, loggers, attributes of values)."""
+    (`_jobs.run`) under either package; `module.name` under each module of that name (a
+    public module's, `snowplow.EnrichedDeduplicator`, or a module's name in its package's
+    docstrings, `ledger.Run`; a name left without its module's `_`, `snowplow.fields` for
+    `_snowplow.fields`, names nothing), but for config keys (`formats.fileFormat`)."""
     first, rest = name.split(".", 1)
     if first in ("events_manifest", "spark_integration"):
         return [name]
     if first.startswith("_"):
         return [f"events_manifest.{name}", f"spark_integration.{name}"]
-    if in_code and rest[0].isupper():
-        return [f"{module}.{rest}" for module in modules.get(first, [])]
-    return []
+    if first in CONFIG_SECTIONS:
+        return []
+    return [f"{module}.{rest}" for module in modules.get(first, [])]
 
 
 def test_every_dotted_name_in_docstrings_and_the_manual_names_something() -> None:

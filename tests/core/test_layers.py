@@ -10,7 +10,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
 LAYERS = (
-    ("errors", "_redact", "_version", "_collector", "_aws", "_documents", "model"),
+    ("errors", "_redact", "_version", "_gc", "_aws", "_documents", "model"),
     ("_manifest",),
     ("_backends",),
     ("_opening",),

@@ -140,7 +140,7 @@ def test_the_transformer_on_a_cluster_writes_what_a_local_session_writes(
     leaving anything in the way: a corrupt archive, no archive (the workers' own python3 lacks the
     project), an interpreter path that is not in the archive. (On 3.5, the run alone: each mistake
     costs the cluster a minute, and how a worker's failure is worded is held on every line by
-    tests/spark/test_cli_flags.py.)"""
+    tests/spark/test_failures.py.)"""
     expected = reference(runs, dynalite)
     (runs / "s3.hocon").write_text(config(s3.url("in"), s3.url("out")))
     flags = ["--iglu-config", "iglu.json", "--config", "s3.hocon", "--manifest", manifest(dynalite)]

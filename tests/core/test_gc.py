@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from events_manifest._collector import paused
+from events_manifest._gc import paused
 from events_manifest._transformer import columnar, parse_decide
 from tests.transformer_helpers import event
 
