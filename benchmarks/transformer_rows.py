@@ -1,6 +1,6 @@
 """The transformer's per-event Python, alone: Parquet rows (`ParquetColumns.rows` of decoded
 events, and from the lines with no event, as the job builds them: `columnar.kept_values`, split
-included), shredded lines (`Shredder.lines`) of generated events, and the parse of Parquet and
+included), shredded lines (`ShredModeLines.lines`) of generated events, and the parse of Parquet and
 shred mode (`Parse.batch` rendering no wide row, 10,000 lines a batch), in microseconds an event
 or a line (best of five), with Python's cyclic collector paused as the job's batches run.
 
@@ -54,7 +54,7 @@ def main() -> int:
     from events_manifest._transformer.formats import Criterion, Routing
     from events_manifest._transformer.parquet import build_columns
     from events_manifest._transformer.parse_decide import Parse, event_types
-    from events_manifest._transformer.shred_mode import Shredder
+    from events_manifest._transformer.shred_mode import ShredModeLines
     from events_manifest.iglu import ResolverConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -77,7 +77,7 @@ def main() -> int:
         events = [event for event, _ in pairs]
         seen = {(t.schema_key, t.entity) for event in events for t in map(EntityType.parse, event_types(event))}
         columns = build_columns(seen, iglu, synthetic=True)
-        shredder = Shredder(Routing("JSON", (), tuple(map(Criterion.parse, SHRED["tsv"])), ()), iglu)
+        shred_mode = ShredModeLines(Routing("JSON", (), tuple(map(Criterion.parse, SHRED["tsv"])), ()), iglu)
         print(f"{len(events):,} events of {len(lines):,} lines")
         text = pa.array(lines)
 
@@ -87,7 +87,7 @@ def main() -> int:
 
         rows_time, rows = best_of(5, paused(lambda: columns.rows(events)))
         columnar_time, columnar_rows = best_of(5, paused(from_lines))
-        lines_time, shredded = best_of(5, paused(lambda: [shredder.lines(event, line) for event, line in pairs]))
+        lines_time, shredded = best_of(5, paused(lambda: [shred_mode.lines(event, line) for event, line in pairs]))
         parse = Parse(wide_rows=False)
         blocks = [text.slice(first, 10_000) for first in range(0, len(text), 10_000)]  # the job's Arrow batches
         parse_time, parsed = best_of(5, lambda: [parse.batch(block).column("types") for block in blocks])

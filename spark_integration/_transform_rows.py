@@ -43,7 +43,7 @@ from events_manifest._transformer.parquet import ParquetColumns, build_columns
 from events_manifest._transformer.parquet_types import TIMESTAMP
 from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
 from events_manifest._transformer.shred_mode import PARTITIONS as SHRED_PARTITIONS
-from events_manifest._transformer.shred_mode import Shredder
+from events_manifest._transformer.shred_mode import ShredModeLines
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
 from spark_integration import _enriched as enriched
@@ -79,7 +79,7 @@ class _Writing:
 
     wide_rows: bool = False
     parquet: bool = False
-    shredder: Shredder | None = None
+    shred_mode: ShredModeLines | None = None
     partitions: tuple[str, ...] = ()
 
     @classmethod
@@ -92,7 +92,7 @@ class _Writing:
             case Shred(routing):
                 if job.iglu is None:
                     raise TransformerConfigError("shred mode needs an Iglu resolver config")
-                return cls(shredder=Shredder(routing, job.iglu), partitions=SHRED_PARTITIONS)
+                return cls(shred_mode=ShredModeLines(routing, job.iglu), partitions=SHRED_PARTITIONS)
 
 
 def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
@@ -178,7 +178,7 @@ def _decide(
         random_ids=job.random_ids,
         limits=job.limits,
         skip=config.skip_schemas,
-        shredder=writing.shredder,
+        shred_mode=writing.shred_mode,
         parquet=columns,
         now=now,
     )

@@ -35,7 +35,7 @@ from events_manifest._transformer.event import Entity, Event, decode
 from events_manifest._transformer.formats import JSON, Criterion
 from events_manifest._transformer.jvm import NANOS
 from events_manifest._transformer.parquet import ParquetColumns, atomic_values, entities_of, string_array
-from events_manifest._transformer.shred_mode import PARTITIONS, IgluFailure, Shredder, partition
+from events_manifest._transformer.shred_mode import PARTITIONS, IgluFailure, ShredModeLines, partition
 from events_manifest.errors import ManifestThrottledError
 from events_manifest.model import from_epoch_seconds
 
@@ -256,7 +256,7 @@ class Decide:
 
     `threshold`: synthetic duplicates are ids kept more often than this (None: no synthetic dedup);
     `manifest` with `etl_seconds`: the cross-batch put; `limits` as `Parse` had them, to decode a
-    line again; `skip` leaves types out of the run's message. With a `shredder`, kept events are
+    line again; `skip` leaves types out of the run's message. With `shred_mode` lines, kept events are
     shredded here (their lines, or a `loader_iglu_error` dated `now`); else their wide row is the
     one `Parse` rendered (rendered again when re-identified).
     """
@@ -268,7 +268,7 @@ class Decide:
     random_ids: bool = False
     limits: dict[str, int] | None = None
     skip: tuple[Criterion, ...] = ()
-    shredder: Shredder | None = None
+    shred_mode: ShredModeLines | None = None
     parquet: ParquetColumns | None = None
     now: int = 0
 
@@ -308,7 +308,7 @@ class Decide:
         for index, row in enumerate(rows):
             row["index"] = index
         lines = _Lines(batch.column("line"), decoding)
-        out = _Out(self.schema, batch, shredded=self.shredder is not None)
+        out = _Out(self.schema, batch, shredded=self.shred_mode is not None)
         survivors: list[dict[str, Any]] = []
         natural = 0
         for row in rows:
@@ -345,7 +345,7 @@ class Decide:
 
     def _writer(self) -> Writer:
         """How the kept events are written in this mode: shredded, as Parquet rows, or as wide-row lines."""
-        if self.shredder is not None:
+        if self.shred_mode is not None:
             return self._shredded
         if self.parquet is not None:
             return self._parquet_rows
@@ -398,18 +398,18 @@ class Decide:
 
     def _shredded(self, kept: Kept, lines: _Lines, out: _Out) -> set[str]:
         """The kept events' shredded lines (or an event's `loader_iglu_error`); their types."""
-        assert self.shredder is not None
+        assert self.shred_mode is not None
         types: set[str] = set()
         for row, new_id in kept:
             event = self._kept_event(row, new_id, lines)
-            shredded = self.shredder.lines(event, lines.atomic_tsv(row) if new_id is None else None)
+            shredded = self.shred_mode.lines(event, lines.atomic_tsv(row) if new_id is None else None)
             if isinstance(shredded, IgluFailure):
                 out.emit(BAD, bad_rows.iglu_error(event, [shredded.item(self.now)]))
                 continue
             for place, text in shredded:
                 out.emit(GOOD, text, place)
             out.count_event(row)
-            types.update(type_text(uri, entity, fmt) for uri, entity, fmt in self.shredder.types(event))
+            types.update(type_text(uri, entity, fmt) for uri, entity, fmt in self.shred_mode.types(event))
         return types
 
     def _natural(self, group: list[dict[str, Any]], lines: _Lines) -> list[dict[str, Any]]:

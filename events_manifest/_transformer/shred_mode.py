@@ -4,7 +4,7 @@ hierarchy, each under the partition of its schema key.
 
 Plain Python over decoded events and schemas: the routing of an entity to TSV or JSON, the TSV
 columns of a schema (`tsv_columns`), the cells, the walk over a model's versions that must all be
-fetchable (`model_schema`), and `Shredder`, which turns one event into its lines or its
+fetchable (`model_schema`), and `ShredModeLines`, which turns one event into its lines or its
 `loader_iglu_error`.
 """
 
@@ -203,7 +203,7 @@ def _columns(config: ResolverConfig, uri: str) -> tuple[Column, ...] | IgluFailu
 
 
 @attrs.frozen
-class Shredder:
+class ShredModeLines:
     """One event into its shredded lines: (partition, line) pairs, or the `IgluFailure` of its first
     TSV entity without columns."""
 

@@ -18,7 +18,7 @@ from events_manifest._transformer.message import shredding_complete
 from events_manifest._transformer.shred_mode import (
     ATOMIC_PARTITION,
     IgluFailure,
-    Shredder,
+    ShredModeLines,
     atomic_line,
     cell,
     model_schema,
@@ -225,7 +225,7 @@ def test_an_events_lines_in_the_references_order(tmp_path: Path) -> None:
     decoded = decode(line, None)
     assert isinstance(decoded, Event)
     routing = Routing("TSV", json=(Criterion.parse("iglu:com.acme/j/jsonschema/1-*-*"),))
-    lines = Shredder(routing, iglu).lines(decoded)
+    lines = ShredModeLines(routing, iglu).lines(decoded)
     assert not isinstance(lines, IgluFailure)
     places = [place for place, _ in lines]
     assert places == [
@@ -253,7 +253,7 @@ def test_an_events_lines_in_the_references_order(tmp_path: Path) -> None:
         },
     }
     assert lines[4][1].endswith("\t1.0")
-    assert Shredder(routing, iglu).types(decoded) == [
+    assert ShredModeLines(routing, iglu).types(decoded) == [
         (WEB_PAGE, "CONTEXT", "TSV"),
         ("iglu:com.acme/a/jsonschema/1-0-0", "CONTEXT", "TSV"),
         ("iglu:com.acme/j/jsonschema/1-0-0", "CONTEXT", "JSON"),
@@ -265,11 +265,11 @@ def test_a_tsv_entity_without_its_schema_is_a_loader_iglu_error(tmp_path: Path) 
     iglu = repository(tmp_path, {})
     decoded = decode(event(A, contexts=contexts(sdj("iglu:com.acme/gone/jsonschema/1-0-0", "{}"))), None)
     assert isinstance(decoded, Event)
-    failure = Shredder(Routing(), iglu).lines(decoded)
+    failure = ShredModeLines(Routing(), iglu).lines(decoded)
     assert isinstance(failure, IgluFailure)
     row = bad_rows.iglu_error(decoded, [failure.item(0)])
     assert schema_errors(row) == []
-    assert Shredder(Routing("JSON"), iglu).lines(decoded) != failure, "JSON entities need no schema"
+    assert ShredModeLines(Routing("JSON"), iglu).lines(decoded) != failure, "JSON entities need no schema"
 
 
 def test_shredded_and_legacy_messages_are_valid() -> None:
