@@ -13,10 +13,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from events_manifest._jobs.folders import FolderClaimedError, InputMissingError, OutputExistsError
-    from events_manifest._snowplow.summary import ShredSummary
-    from events_manifest._transformer.run_flow import RunResult
-    from events_manifest._transformer.stream_config import StreamConfig
+    from events_manifest._jobs.face import FolderClaimedError, InputMissingError, OutputExistsError
+    from events_manifest._snowplow.face import ShredSummary
+    from events_manifest._transformer.face import RunResult, StreamConfig
     from spark_integration._generic_dedup import DedupResult, deduplicate
     from spark_integration._streaming import deduplicate_stream
     from spark_integration.populator import PopulateSummary, populate
@@ -27,13 +26,13 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "DedupResult": "spark_integration._generic_dedup",
-    "FolderClaimedError": "events_manifest._jobs.folders",
-    "InputMissingError": "events_manifest._jobs.folders",
-    "OutputExistsError": "events_manifest._jobs.folders",
+    "FolderClaimedError": "events_manifest._jobs.face",
+    "InputMissingError": "events_manifest._jobs.face",
+    "OutputExistsError": "events_manifest._jobs.face",
     "PopulateSummary": "spark_integration.populator",
-    "RunResult": "events_manifest._transformer.run_flow",
-    "ShredSummary": "events_manifest._snowplow.summary",
-    "StreamConfig": "events_manifest._transformer.stream_config",
+    "RunResult": "events_manifest._transformer.face",
+    "ShredSummary": "events_manifest._snowplow.face",
+    "StreamConfig": "events_manifest._transformer.face",
     "StreamTransformer": "spark_integration.stream_transformer",
     "deduplicate": "spark_integration._generic_dedup",
     "deduplicate_stream": "spark_integration._streaming",

@@ -9,10 +9,9 @@ from collections.abc import Callable
 
 import attrs
 
-from events_manifest import DuplicateStorage, ManifestConfigError, init_storage, parse_config
-from events_manifest._backends.dynamodb.config_document import DynamoDbConfig
-from events_manifest._opening.urls import with_dynamodb_flags
-from events_manifest._transformer.config import TransformerConfigError, decode_value, hocon_to_json
+from events_manifest import DuplicateStorage, DynamoDbConfig, ManifestConfigError, init_storage, parse_config
+from events_manifest._opening.face import with_dynamodb_flags
+from events_manifest._transformer.face import TransformerConfigError, decode_value, hocon_to_json
 from events_manifest.iglu import ResolverConfig
 
 

@@ -12,9 +12,9 @@ from collections.abc import Iterable, MutableMapping
 from pathlib import Path
 
 PRELOADED = (
-    "events_manifest._snowplow.batch",
-    "events_manifest._transformer.parse_decide",
-    "events_manifest._dedup.arrow",
+    "events_manifest._snowplow.face",
+    "events_manifest._transformer.face",
+    "events_manifest._dedup.face",
 )
 """The engines the jobs' tasks call (and what they import: pyarrow, numpy, pandas, botocore),
 imported by the daemon so that every worker it forks starts with them: about 0.35 CPU seconds a

@@ -9,8 +9,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from events_manifest._snowplow.fields import COLLECTOR_TSTAMP, ETL_TSTAMP, EVENT_ID
-from events_manifest._snowplow.parsing import TSTAMP_PATTERN, UUID_PATTERN
+from events_manifest._snowplow.face import COLLECTOR_TSTAMP, ETL_TSTAMP, EVENT_ID, TSTAMP_PATTERN, UUID_PATTERN
 from events_manifest.iglu import ResolverConfig
 from spark_integration._storage import HadoopStorage
 from spark_integration._udfs import checked_lines

@@ -16,7 +16,7 @@ import attrs
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
-from events_manifest._transformer.kinesis_input import KinesisInputError, KinesisStreamMissing
+from events_manifest._transformer.face import KinesisInputError, KinesisStreamMissing
 
 __all__ = [
     "ExecutorsEnvironment",

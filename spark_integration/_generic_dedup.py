@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from events_manifest import DuplicateStorage, ManifestConfigError
-from events_manifest._dedup.arrow import (
+from events_manifest._dedup.face import (
     CLASSIFIED,
     ERROR,
     EVENT_ID,
@@ -31,11 +31,14 @@ from events_manifest._dedup.arrow import (
     REASON,
     SECONDS,
     ClassifyRows,
+    Expiry,
+    Identify,
     IdentifyRows,
+    Outcome,
+    check_specs,
 )
-from events_manifest._dedup.engine import Expiry, Identify, Outcome, check_specs
-from events_manifest._manifest.ledger import Run
-from events_manifest._opening.handle import ManifestHandle
+from events_manifest._manifest.face import Run
+from events_manifest._opening.face import ManifestHandle
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration._spark_api import spark_schema
 

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from events_manifest._transformer.kinesis_input import KinesisInput, Offsets, ShardRange, ShardReader
+from events_manifest._transformer.face import KinesisInput, Offsets, ShardRange, ShardReader
 
 NAME = "events_manifest_kinesis"
 SOURCE = "source"

@@ -12,9 +12,8 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from events_manifest._jobs.folders import STAGING_PREFIX
-from events_manifest._jobs.storage import join
-from events_manifest._snowplow.shred_output import (
+from events_manifest._jobs.face import STAGING_PREFIX, join
+from events_manifest._snowplow.face import (
     ATOMIC,
     ATOMIC_KIND,
     BAD_KIND,

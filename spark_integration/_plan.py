@@ -16,10 +16,8 @@ import attrs
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from events_manifest._opening.handle import ManifestHandle
-from events_manifest._snowplow import shred_output
-from events_manifest._snowplow.batch import Shred
-from events_manifest._snowplow.dedup import Dedup
+from events_manifest._opening.face import ManifestHandle
+from events_manifest._snowplow.face import Dedup, Shred, shred_output
 from events_manifest.errors import from_record
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds

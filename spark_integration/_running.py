@@ -19,8 +19,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 
 from events_manifest import ManifestConfigError, ManifestError
-from events_manifest import _redact as redact
-from events_manifest._jobs.run import NOTHING_WRITTEN, one_line
+from events_manifest._jobs.face import NOTHING_WRITTEN, one_line, redact
 from spark_integration._failures import captured
 
 _ALREADY_SAID = re.compile(r"[;:,]? ?nothing was written\.?$")

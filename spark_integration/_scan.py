@@ -13,10 +13,8 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from events_manifest._snowplow import parsing
-from events_manifest._snowplow.batch import any_valid
-from events_manifest._snowplow.fields import ETL_TSTAMP, EVENT_ID
-from events_manifest._transformer.event import CANONICAL_ID, LENIENT_ID, LENIENT_TIMESTAMP, TIMESTAMP
+from events_manifest._snowplow.face import ETL_TSTAMP, EVENT_ID, any_valid, parsing
+from events_manifest._transformer.face import CANONICAL_ID, CANONICAL_TIMESTAMP, LENIENT_ID, LENIENT_TIMESTAMP
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import from_epoch_seconds
 from spark_integration import _enriched as enriched
@@ -168,7 +166,7 @@ class RunScan:
     enough to send to every task; None when every line must be shuffled instead."""
     earliest: str | None
     """The earliest etl second (`yyyy-MM-dd HH:mm:ss`) among lines whose etl_tstamp has
-    `event.TIMESTAMP`'s shape, a candidate for the batch etl time (`_transform_rows._run_etl`)."""
+    `event.CANONICAL_TIMESTAMP`'s shape, a candidate for the batch etl time (`_transform_rows._run_etl`)."""
     line_of_earliest: bytes | None = None
     """A line of that second, as its bytes (see `earliest_second`)."""
 
@@ -178,14 +176,14 @@ def scan_run(lines: DataFrame) -> RunScan:
     first 7 fields, shuffling only 64-bit keys.
 
     A good event's id is its event_id field in lower case (`event.CANONICAL_ID`) and its etl time
-    is ordered by the text of its etl_tstamp (`event.TIMESTAMP`), on every line enrichers write.
+    is ordered by the text of its etl_tstamp (`event.CANONICAL_TIMESTAMP`), on every line enrichers write.
     A line with a field the reader takes in another shape (`event.LENIENT_ID`, an id such as
     `1-2-3-4-5`; `event.LENIENT_TIMESTAMP`, such as `2026-11-01T06:00:00`) would escape both:
     with one, or more shared ids than `BROADCAST_KEYS`, `keys` is None."""
     fields = enriched.head_fields(enriched.head())
     event_id, etl = F.get(fields, EVENT_ID), F.get(fields, ETL_TSTAMP)
     other_id = ~event_id.rlike(CANONICAL_ID) & event_id.rlike(LENIENT_ID)  # the usual id: one pattern
-    other_time = ~etl.rlike(TIMESTAMP) & etl.rlike(LENIENT_TIMESTAMP)
+    other_time = ~etl.rlike(CANONICAL_TIMESTAMP) & etl.rlike(LENIENT_TIMESTAMP)
     keyed = lines.select(
         "line",
         enriched.event_key().alias("key"),
@@ -232,5 +230,5 @@ def etl_time(seconds: int | None) -> datetime | None:
 
 
 def etl_second(etl: Column) -> Column:
-    """An etl_tstamp's second (`yyyy-MM-dd HH:mm:ss`), where its text orders it (`event.TIMESTAMP`)."""
-    return F.when(etl.rlike(TIMESTAMP), F.substring(etl, 1, 19))
+    """An etl_tstamp's second (`yyyy-MM-dd HH:mm:ss`), where its text orders it (`event.CANONICAL_TIMESTAMP`)."""
+    return F.when(etl.rlike(CANONICAL_TIMESTAMP), F.substring(etl, 1, 19))

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import DataFrame, SparkSession
 
-from events_manifest._jobs.storage import FILE, FOLDER, Listing, LocalStorage, Storage, join, local_path, no_slash
+from events_manifest._jobs.face import FILE, FOLDER, Listing, LocalStorage, Storage, join, local_path, no_slash
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 """The schemes Hadoop's S3 connectors serve (S3A; EMRFS on EMR)."""
@@ -164,7 +164,7 @@ class HadoopStorage(Storage):
         keys), else the AWS default chain (EMRFS's `s3://` on EMR)."""
         from botocore.config import Config
 
-        from events_manifest._aws import boto3_session, default_region
+        from events_manifest._jobs.face import boto3_session, default_region
 
         get = self._conf.get
         endpoint = get("fs.s3a.endpoint") or None

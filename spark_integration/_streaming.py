@@ -18,9 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from events_manifest import DuplicateStorage
-from events_manifest._dedup.engine import Expiry
-from events_manifest._jobs.storage import join
-from events_manifest._opening.handle import ManifestHandle
+from events_manifest._dedup.face import Expiry
+from events_manifest._jobs.face import join
+from events_manifest._opening.face import ManifestHandle
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration._generic_dedup import DedupResult, deduplicate
 from spark_integration._storage import HadoopStorage

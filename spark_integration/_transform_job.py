@@ -1,68 +1,31 @@
-"""What every run of one transformer invocation shares (`Job`): its session and storage, its config,
-its manifest opened, its senders; and what tells the ledger and the output apart from other
-transformers' (`reconcile`, `dead_elsewhere`). Both commands make one: the batch job for its
-runs, the stream transformer for its windows."""
+"""The transformer's job with Spark's session (`Job`): what every run of one invocation shares is
+the core's (`TransformerJob`: its config, manifest, senders, and what tells the ledger and the
+output apart from other transformers'); the glue adds the session its runs are read and written
+with, and lists a run's input as Spark's text reader takes it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 from pyspark.sql import SparkSession
 
 from events_manifest import DuplicateStorage
-from events_manifest._jobs.folders import Judge, owner
-from events_manifest._jobs.storage import Listing, join
-from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
-from events_manifest._manifest.ledger import now_seconds as runs_now
-from events_manifest._opening.handle import ManifestHandle
-from events_manifest._transformer import kinesis
-from events_manifest._transformer import queue as queues
-from events_manifest._transformer.commit import OUTPUTS, RunFolder, State, tidy
-from events_manifest._transformer.config import TransformerConfig
-from events_manifest._transformer.discovery import folder_uri
-from events_manifest._transformer.event import atomic_limits
+from events_manifest._jobs.face import Listing, join
+from events_manifest._transformer.face import TransformerConfig, TransformerJob
 from events_manifest.iglu import ResolverConfig
 from spark_integration._storage import HadoopStorage
 
-ADVICE = Advice(
-    rerun_other="run the transformer whose input holds it: it finishes a stopped run before any other",
-    rerun="--rerun",
-    item=None,
-    etl_time=None,
-)
-"""How a transformer user follows the run ledger's advice."""
-
-
-def _clean_flag(handle: ManifestHandle | None) -> str:
-    """The manifest as `events-manifest clean` takes it, when it has a URL."""
-    return f"--manifest '{handle.url}'" if handle is not None and handle.url is not None else ""
-
 
 @attrs.frozen
-class Job:
-    """What every run of one `transform` call shares."""
+class Job(TransformerJob[HadoopStorage]):
+    """What every run of one `transform` call shares, with the session it runs on."""
 
-    spark: SparkSession
-    storage: HadoopStorage
-    config: TransformerConfig
-    iglu: ResolverConfig | None
-    limits: dict[str, int] | None
-    handle: ManifestHandle | None
-    opened: DuplicateStorage | None
-    sender: Any
-    kinesis: kinesis.Stream | None
-    random_ids: bool
-    rerun: bool
-    advice: Advice
-    input_root: str
-    """The input folder, qualified: a run's item is its folder below it."""
-    lister: Callable[[str], Listing] | None = None
-    """A run's input files, by its name; None: the files directly in its input folder."""
+    spark: SparkSession = attrs.field(kw_only=True)
 
     @classmethod
-    def create(
+    def on(
         cls,
         spark: SparkSession,
         storage: HadoopStorage,
@@ -70,87 +33,10 @@ class Job:
         iglu: ResolverConfig | None,
         manifest: str | DuplicateStorage | None,
         *,
-        random_ids: bool = False,
-        rerun: bool = False,
-        advice: Advice = ADVICE,
         lister: Callable[[str], Listing] | None = None,
+        **options: Any,
     ) -> Job:
-        """The job of `config`, its manifest opened (a missing table or unusable file fails here)."""
-        handle = ManifestHandle.of(manifest) if manifest is not None else None
-        return cls(
-            spark,
-            storage,
-            config,
-            iglu,
-            atomic_limits(iglu) if config.truncate_atomic_fields else None,
-            handle,
-            handle.open() if handle is not None else None,
-            queues.client(config.queue) if config.queue is not None else None,
-            kinesis.Stream.of(config.bad) if config.bad.type == "kinesis" else None,
-            random_ids,
-            rerun,
-            attrs.evolve(advice, manifest=_clean_flag(handle)),
-            storage.qualify(config.input),
-            lister,
-        )
-
-    def listing(self, name: str) -> Listing:
-        """The files the run `name` reads."""
-        if self.lister is not None:
-            return self.lister(name)
-        return self.storage.folder_files(join(self.config.input, name))
-
-    def send(self, name: str) -> Callable[[str], None] | None:
-        """How the run's message goes to the queue, if one is configured."""
-        queue, sender = self.config.queue, self.sender
-        if queue is None or sender is None:
-            return None
-        base = folder_uri(self.storage.qualify(join(self.config.output, name)))
-        return lambda message: queues.send(queue, sender, message, base)
-
-    def outputs(self) -> tuple[str, ...]:
-        """The folders a run delivers: no `output=bad/` when bad rows go to Kinesis."""
-        return OUTPUTS if self.kinesis is None else OUTPUTS[:1]
-
-    def item(self, name: str) -> str:
-        """A run's item in the manifest's ledger: its input folder."""
-        return join(self.input_root, name)
-
-    def reconcile(self, folders: dict[str, RunFolder], inputs: Sequence[str]) -> list[str]:
-        """Bring the ledger to what the output says: a committed run whose ledger record a kill left
-        unfinished is finished, and what that kill left beside its output removed. The names of the
-        runs the ledger holds as stopped, to finish before any new run."""
-        for name, found in folders.items():
-            if found.state is State.COMMITTED and (found.leftovers() or found.claimed):
-                tidy(self.storage, found, self.dead_elsewhere(name))
-        if self.opened is None:
-            return []
-        now = runs_now()
-        names = {self.item(name): name for name in inputs}
-        stopped = []
-        for record in self.opened.runs():
-            of = names.get(record.item)
-            if record.finished or of is None or not record.dead(now):
-                continue
-            if of in folders and folders[of].state is State.COMMITTED:
-                self.opened.finish_run(record)
-            else:
-                stopped.append(of)
-        return stopped
-
-    def dead_elsewhere(self, name: str) -> Judge:
-        """Whether a claim on the run `name` written on another host is dead: its run's record in
-        the ledger says so (no sign of life for `ledger.LEASE_SECONDS`), or, with no record yet, the
-        claim is older than that. Without a manifest nothing tells: it is not."""
-
-        def judge(held: dict[str, Any]) -> bool:
-            if self.opened is None:
-                return False
-            now = runs_now()
-            item, holder = self.item(name), owner(held)
-            records = [r for r in self.opened.runs() if r.item == item and not r.finished and r.owner == holder]
-            if records:
-                return all(record.dead(now) for record in records)
-            return now - float(held.get("since", now)) > LEASE_SECONDS
-
-        return judge
+        """The job of `config` on `spark` (see `TransformerJob.create`); a run's input, unless
+        `lister` gives it, is the files directly in its folder that a text read takes."""
+        files = lister or (lambda name: storage.folder_files(join(config.input, name)))
+        return cls.create(storage, config, iglu, manifest, lister=files, spark=spark, **options)

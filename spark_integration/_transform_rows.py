@@ -28,22 +28,33 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from events_manifest._jobs.run import JobRun
-from events_manifest._jobs.storage import Listing, join
-from events_manifest._snowplow.fields import ETL_TSTAMP
-from events_manifest._transformer import kinesis
-from events_manifest._transformer.commit import DATA, RunCounts
-from events_manifest._transformer.config import TransformerConfig, TransformerConfigError
-from events_manifest._transformer.entity_types import EntityType
-from events_manifest._transformer.event import second_of
-from events_manifest._transformer.formats import Shred, WideRowJson, WideRowParquet
-from events_manifest._transformer.jvm import NANOS
-from events_manifest._transformer.kinesis import KinesisSink
-from events_manifest._transformer.parquet import ParquetColumns, build_columns
-from events_manifest._transformer.parquet_types import TIMESTAMP
-from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
-from events_manifest._transformer.shred_mode import PARTITIONS as SHRED_PARTITIONS
-from events_manifest._transformer.shred_mode import ShredModeLines
+from events_manifest._jobs.face import JobRun, Listing, join
+from events_manifest._snowplow.face import ETL_TSTAMP
+from events_manifest._transformer.face import (
+    BAD,
+    DATA,
+    GOOD,
+    META,
+    NANOS,
+    PARSED,
+    TIMESTAMP,
+    Decide,
+    EntityType,
+    KinesisSink,
+    ParquetColumns,
+    Parse,
+    RunCounts,
+    Shred,
+    ShredModeLines,
+    TransformerConfig,
+    TransformerConfigError,
+    WideRowJson,
+    WideRowParquet,
+    build_columns,
+    kinesis,
+    second_of,
+)
+from events_manifest._transformer.face import PARTITIONS as SHRED_PARTITIONS
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
 from spark_integration import _enriched as enriched

@@ -19,9 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from events_manifest._opening.handle import ManifestHandle
-from events_manifest._snowplow import batch, dedup, shred_output
-from events_manifest._snowplow.batch import Shred
+from events_manifest._opening.face import ManifestHandle
+from events_manifest._snowplow.face import Shred, batch, dedup, shred_output
 from events_manifest.iglu import ResolverConfig
 from spark_integration._spark_api import spark_schema, with_arrow_column
 

@@ -20,8 +20,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from events_manifest._transformer.config import TransformerConfig
-from events_manifest._transformer.stream_config import StreamConfig
+from events_manifest._transformer.face import StreamConfig, TransformerConfig
 from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow import sample_batches
 from spark_integration.session import local_session

@@ -22,8 +22,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from events_manifest import DuplicateStorage, __version__
-from events_manifest._jobs.run import JobRun
-from events_manifest._opening.handle import ManifestHandle
+from events_manifest._jobs.face import JobRun
+from events_manifest._opening.face import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched

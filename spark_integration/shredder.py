@@ -16,16 +16,9 @@ import attrs
 from pyspark.sql import DataFrame, SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError, __version__
-from events_manifest._jobs.folders import InputMissingError
-from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
-from events_manifest._jobs.run import JobRun
-from events_manifest._jobs.storage import Listing, join
-from events_manifest._opening.handle import ManifestHandle
-from events_manifest._opening.urls import manifest_files
-from events_manifest._snowplow import legacy_bad_rows, shred_output
-from events_manifest._snowplow.dedup import check_options
-from events_manifest._snowplow.report import render_report
-from events_manifest._snowplow.summary import ShredSummary
+from events_manifest._jobs.face import INPUT, MANIFEST, InputMissingError, JobRun, Listing, Place, check_places, join
+from events_manifest._opening.face import ManifestHandle, manifest_files
+from events_manifest._snowplow.face import ShredSummary, check_options, legacy_bad_rows, render_report, shred_output
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched

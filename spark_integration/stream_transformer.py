@@ -31,22 +31,46 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError
-from events_manifest._jobs import steps
-from events_manifest._jobs.folders import Folder, beat, claim, quiet, silent_for
-from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
-from events_manifest._jobs.run import NOTHING_WRITTEN
-from events_manifest._jobs.storage import Listing, inside, join
-from events_manifest._manifest.ledger import LEASE_SECONDS, Advice
-from events_manifest._opening.urls import manifest_files
-from events_manifest._transformer.commit import COMPLETE, inspect
-from events_manifest._transformer.config import TransformerConfigError, decode_value
-from events_manifest._transformer.kinesis_input import KinesisInput, KinesisStreamMissing, ShardReader, pinned
-from events_manifest._transformer.metrics import Reporter
-from events_manifest._transformer.read_files import ReadFiles
-from events_manifest._transformer.run_flow import Progress, RunResult, run
-from events_manifest._transformer.sentry import sentry_of
-from events_manifest._transformer.stream_config import StreamConfig, StreamSource, last_offset
-from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
+from events_manifest._jobs.face import (
+    INPUT,
+    MANIFEST,
+    NOTHING_WRITTEN,
+    Folder,
+    Listing,
+    Place,
+    beat,
+    check_places,
+    claim,
+    inside,
+    join,
+    quiet,
+    silent_for,
+    steps,
+)
+from events_manifest._manifest.face import LEASE_SECONDS, Advice
+from events_manifest._opening.face import manifest_files
+from events_manifest._transformer.face import (
+    COMPLETE,
+    ForwardClock,
+    KinesisInput,
+    KinesisStreamMissing,
+    Progress,
+    ReadFiles,
+    Reporter,
+    RunResult,
+    ShardReader,
+    StreamConfig,
+    StreamSource,
+    TransformerConfigError,
+    Window,
+    WindowBook,
+    decode_value,
+    inspect,
+    last_offset,
+    pinned,
+    run,
+    sentry_of,
+)
 from events_manifest.iglu import ResolverConfig
 from spark_integration._cli_flags import (
     ManifestFlags,
@@ -148,7 +172,7 @@ class StreamTransformer:
         if not inside(self.checkpoint, storage.qualify(config.output)):
             outputs.append(Place("checkpoint", checkpoint or self.checkpoint, folder=True))
         check_places(storage, outputs, protected)
-        self.job = Job.create(
+        self.job = Job.on(
             spark,
             storage,
             attrs.evolve(config.run, input=self.book.lines_root),

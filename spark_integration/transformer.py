@@ -19,15 +19,22 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError
-from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
-from events_manifest._jobs.storage import join
-from events_manifest._opening.urls import manifest_files
-from events_manifest._transformer.commit import State, inspect
-from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value
-from events_manifest._transformer.discovery import discover, folder_uri
-from events_manifest._transformer.metrics import Reporter
-from events_manifest._transformer.run_flow import Progress, RunResult, run
-from events_manifest._transformer.sentry import sentry_of
+from events_manifest._jobs.face import INPUT, MANIFEST, Place, check_places, join
+from events_manifest._opening.face import manifest_files
+from events_manifest._transformer.face import (
+    Progress,
+    Reporter,
+    RunResult,
+    State,
+    TransformerConfig,
+    TransformerConfigError,
+    decode_value,
+    discover,
+    folder_uri,
+    inspect,
+    run,
+    sentry_of,
+)
 from events_manifest.iglu import ResolverConfig
 from spark_integration._cli_flags import (
     ManifestFlags,
@@ -66,7 +73,7 @@ def transform(
     protected = [Place(INPUT, config.input), *(Place(MANIFEST, path) for path in manifest_files(manifest))]
     check_places(storage, [Place("output folder", config.output, folder=True)], protected)
     metrics = Reporter(config.monitoring, out=report, err=warn)  # a refusal (no region) before anything is written
-    job = Job.create(spark, storage, config, iglu, manifest, random_ids=random_synthetic_ids, rerun=rerun)
+    job = Job.on(spark, storage, config, iglu, manifest, random_ids=random_synthetic_ids, rerun=rerun)
     inputs = storage.subfolders(config.input)
     outputs = storage.children(config.output) if storage.exists(config.output) else []
     found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))

@@ -37,8 +37,8 @@ from events_manifest._transformer import circe, widerow
 from events_manifest._transformer.bad_rows import MINIMUM_TIMESTAMP_FIELDS
 from events_manifest._transformer.entity_types import type_text
 from events_manifest._transformer.event import (
+    CANONICAL_TIMESTAMP,
     CONTEXTS_URI,
-    TIMESTAMP,
     UNSTRUCT_URI,
     Entity,
     Event,
@@ -106,7 +106,7 @@ def _timestamps(column: pa.Array, required: bool, render: bool) -> _Timestamps:
     days = np.array([0 if day is None else day for day in day_of], dtype=np.int64)
     real = np.array([day is not None for day in day_of], dtype=bool)
     where = np.asarray(pc.index_in(dates, unique).to_numpy(zero_copy_only=False), dtype=np.int64)
-    valid = present & _mask(pc.match_substring_regex(column, TIMESTAMP)) & real[where]
+    valid = present & _mask(pc.match_substring_regex(column, CANONICAL_TIMESTAMP)) & real[where]
     ok = np.where(present, valid, not required)
     hours = _number(pc.utf8_slice_codeunits(column, 11, 13), valid)
     minutes = _number(pc.utf8_slice_codeunits(column, 14, 16), valid)

@@ -196,14 +196,14 @@ LENIENT_TIMESTAMP = (
     r"^(?:[0-9]{4}|\+[0-9]{5,10}|-[0-9]{4,10})-[0-9]{2}-[0-9]{2}[ Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,9})?\z"
 )
 """Every text `_timestamp` reads matches this (Java's `rlike` and RE2 alike); it reads some that
-`TIMESTAMP` does not (`T`, a year of five digits, 24:00:00), which the transformer's scan cannot
+`CANONICAL_TIMESTAMP` does not (`T`, a year of five digits, 24:00:00), which the transformer's scan cannot
 order by their text."""
-TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} (?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?\z"
+CANONICAL_TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} (?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?\z"
 """The shape enrichers write a timestamp in: its first 19 characters order it to the second."""
 
 
 def second_of(text: str) -> int:
-    """The epoch second of a `TIMESTAMP`'s first 19 characters (a valid date)."""
+    """The epoch second of a `CANONICAL_TIMESTAMP`'s first 19 characters (a valid date)."""
     nanos = parse_instant(text[:19].replace(" ", "T") + "Z")
     assert nanos is not None, f"{text!r} is a valid timestamp"
     return nanos // NANOS

@@ -40,7 +40,7 @@ APPLICATION = f"events-manifest transformer {__version__}"
 
 
 class RunJob(Protocol):
-    """What a run needs of its job (`spark_integration._transform_job.Job`)."""
+    """What a run needs of its job (`job.TransformerJob`, the glue's with its Spark session)."""
 
     @property
     def storage(self) -> Storage: ...

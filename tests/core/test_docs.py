@@ -230,3 +230,28 @@ def test_every_file_the_manual_names_exists() -> None:
     }
     assert len(named) > 20
     assert sorted(path for path in named if not (PROJECT / path).exists()) == []
+
+
+def test_the_map_of_the_tree_names_every_module_and_nothing_else() -> None:
+    """docs/development.md's map ("Three layers"): each module of the glue and each top-level
+    module or package of the core by its name, and every name it shows is in the tree."""
+    page = (DOCS / "development.md").read_text()
+    drawing = page.split("## Three layers")[1].split("```")[1]
+    shown = set(re.findall(r"(?<![\w/*])(\w+(?:\.py|/))(?![\w.])", drawing)) - {
+        "events_manifest/",
+        "spark_integration/",
+    }
+
+    def named(path: Path) -> str:
+        return path.name + ("/" if path.is_dir() else "")
+
+    packages = [PROJECT / "events_manifest", PROJECT / "spark_integration"]
+    top = {named(path) for package in packages for path in package.iterdir() if _a_module(path)}
+    anywhere = {named(path) for package in packages for path in package.rglob("*") if _a_module(path)}
+    assert len(shown) > 50
+    assert top - shown == set(), "in the tree, not on the map"
+    assert shown - anywhere == set(), "on the map, not in the tree"
+
+
+def _a_module(path: Path) -> bool:
+    return path.suffix == ".py" or (path / "__init__.py").is_file()

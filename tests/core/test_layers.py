@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -103,3 +104,45 @@ def test_the_import_graph_has_no_circle() -> None:
 
     for module in sorted(graph):
         visit(module, [])
+
+
+FACES = ("_dedup", "_jobs", "_manifest", "_opening", "_snowplow", "_transformer")
+"""The core's internal areas the glue takes anything from, each through its face (`face.py`)."""
+
+
+def _glue_takes() -> dict[str, set[str]]:
+    """What the glue imports of the core: each module, and the names taken from it."""
+    taken: dict[str, set[str]] = {}
+    for name, path in _modules().items():
+        if not name.startswith("spark_integration"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("events_manifest"):
+                taken.setdefault(str(node.module), set()).update(alias.name for alias in node.names)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("events_manifest"):
+                        taken.setdefault(alias.name, set()).add("")
+    return taken
+
+
+def test_the_glue_takes_the_core_through_its_public_modules_and_the_faces_alone() -> None:
+    """The boundary is narrow and named: the glue imports the core's public modules (public names
+    only) and, of an internal area, its face, whose `__all__` is what the area offers the glue, each
+    name taken by it; any other internal module, or a private name, reaches past the faces."""
+    faces = {f"events_manifest.{area}.face" for area in FACES}
+    taken = _glue_takes()
+    past = sorted(
+        f"{module}: {', '.join(sorted(names))}"
+        for module, names in taken.items()
+        if module not in faces
+        and (
+            any(part.startswith("_") for part in module.split("."))
+            or any(n.startswith("_") for n in names if n != "__version__")
+        )
+    )
+    assert past == [], "past the faces:\n" + "\n".join(past)
+    assert len(taken) <= 12, sorted(taken)
+    for face in sorted(faces):
+        offered, took = set(importlib.import_module(face).__all__), taken.get(face, set())
+        assert took == offered, f"{face}: offered, never taken: {offered - took}; taken, not offered: {took - offered}"

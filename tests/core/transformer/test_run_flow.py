@@ -15,13 +15,13 @@ import attrs
 import pytest
 
 from events_manifest import SqliteManifest
-from events_manifest._jobs.folders import Judge
 from events_manifest._jobs.run import JobRun
 from events_manifest._jobs.storage import Listing, LocalStorage, join
 from events_manifest._manifest.contract import DuplicateStorage
-from events_manifest._manifest.ledger import COMMAND_LINE, Advice
-from events_manifest._transformer.commit import COMPLETE, OUTPUTS, RunCounts, State, inspect
+from events_manifest._manifest.ledger import COMMAND_LINE
+from events_manifest._transformer.commit import COMPLETE, RunCounts, State, inspect
 from events_manifest._transformer.config import TransformerConfig
+from events_manifest._transformer.job import TransformerJob
 from events_manifest._transformer.run_flow import Progress, RunResult, run
 from tests.crashes import Crashes
 
@@ -32,32 +32,22 @@ COUNTS = RunCounts(lines=4, good=2, bad=1, natural=1)
 
 
 @attrs.frozen
-class Job:
-    """What a run needs of its job (`run_flow.RunJob`), on local folders: the messages it sends
-    kept in `sent`."""
+class Job(TransformerJob[LocalStorage]):
+    """The transformer's job on local folders (its runs' inputs listed as they are), the messages
+    it sends kept in `sent`."""
 
-    storage: LocalStorage
-    config: TransformerConfig
-    opened: DuplicateStorage | None
-    sent: list[str] = attrs.field(factory=list)
-    rerun: bool = False
-    advice: Advice = COMMAND_LINE
+    sent: list[str] = attrs.field(factory=list, kw_only=True)
 
-    def listing(self, name: str) -> Listing:
-        folder = Path(self.config.input) / name
-        return Listing(tuple((self.storage.qualify(str(p)), p.stat().st_size) for p in sorted(folder.iterdir())))
+    @classmethod
+    def of(cls, config: TransformerConfig, manifest: DuplicateStorage) -> Job:
+        def listing(name: str) -> Listing:
+            folder = Path(config.input) / name
+            return Listing(tuple((LocalStorage().qualify(str(p)), p.stat().st_size) for p in sorted(folder.iterdir())))
 
-    def item(self, name: str) -> str:
-        return self.storage.qualify(join(self.config.input, name))
+        return cls.create(LocalStorage(), config, None, manifest, lister=listing, advice=COMMAND_LINE)
 
     def send(self, name: str) -> Callable[[str], None]:
         return self.sent.append
-
-    def outputs(self) -> tuple[str, ...]:
-        return OUTPUTS
-
-    def dead_elsewhere(self, name: str) -> Judge:
-        return lambda held: False
 
 
 def write(job: Job, ledger: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
@@ -84,7 +74,7 @@ def test_a_run_killed_at_each_step_of_its_commit_is_finished_by_its_next_run(
     db, crashes = tmp_path / "m.db", Crashes(tmp_path / "out", tmp_path / "m.db", tmp_path / "crashes")
 
     def transform(manifest: DuplicateStorage) -> tuple[Job, RunResult | None]:
-        job = Job(LocalStorage(), config, manifest)
+        job = Job.of(config, manifest)
         return job, run(job, "run=1", Progress(), write)
 
     with SqliteManifest(db) as manifest, crashes.recording(STEPS):

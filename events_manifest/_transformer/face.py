@@ -1,0 +1,98 @@
+"""What the glue takes of the transformer's engine: configs, the parse and decide steps, the run flow
+and its commit, the stream's windows and Kinesis input, the output's types, what a run reports. The
+glue (`spark_integration`) imports the area through this face alone (`tests/core/test_layers.py`)."""
+
+from __future__ import annotations
+
+from events_manifest._transformer import kinesis
+from events_manifest._transformer.commit import COMPLETE, DATA, RunCounts, State, inspect
+from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
+from events_manifest._transformer.discovery import discover, folder_uri
+from events_manifest._transformer.entity_types import EntityType
+from events_manifest._transformer.event import (
+    CANONICAL_ID,
+    CANONICAL_TIMESTAMP,
+    LENIENT_ID,
+    LENIENT_TIMESTAMP,
+    second_of,
+)
+from events_manifest._transformer.formats import Shred, WideRowJson, WideRowParquet
+from events_manifest._transformer.job import TransformerJob
+from events_manifest._transformer.jvm import NANOS
+from events_manifest._transformer.kinesis import KinesisSink
+from events_manifest._transformer.kinesis_input import (
+    KinesisInput,
+    KinesisInputError,
+    KinesisStreamMissing,
+    Offsets,
+    ShardRange,
+    ShardReader,
+    pinned,
+)
+from events_manifest._transformer.metrics import Reporter
+from events_manifest._transformer.parquet import ParquetColumns, build_columns
+from events_manifest._transformer.parquet_types import TIMESTAMP
+from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
+from events_manifest._transformer.read_files import ReadFiles
+from events_manifest._transformer.run_flow import Progress, RunResult, run
+from events_manifest._transformer.sentry import sentry_of
+from events_manifest._transformer.shred_mode import PARTITIONS, ShredModeLines
+from events_manifest._transformer.stream_config import StreamConfig, StreamSource, last_offset
+from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
+
+__all__ = [
+    "BAD",
+    "CANONICAL_ID",
+    "CANONICAL_TIMESTAMP",
+    "COMPLETE",
+    "DATA",
+    "Decide",
+    "EntityType",
+    "ForwardClock",
+    "GOOD",
+    "KinesisInput",
+    "KinesisInputError",
+    "KinesisSink",
+    "KinesisStreamMissing",
+    "LENIENT_ID",
+    "LENIENT_TIMESTAMP",
+    "META",
+    "NANOS",
+    "Offsets",
+    "PARSED",
+    "PARTITIONS",
+    "ParquetColumns",
+    "Parse",
+    "Progress",
+    "ReadFiles",
+    "Reporter",
+    "RunCounts",
+    "RunResult",
+    "ShardRange",
+    "ShardReader",
+    "Shred",
+    "ShredModeLines",
+    "State",
+    "StreamConfig",
+    "StreamSource",
+    "TIMESTAMP",
+    "TransformerConfig",
+    "TransformerConfigError",
+    "TransformerJob",
+    "WideRowJson",
+    "WideRowParquet",
+    "Window",
+    "WindowBook",
+    "build_columns",
+    "decode_value",
+    "discover",
+    "folder_uri",
+    "hocon_to_json",
+    "inspect",
+    "kinesis",
+    "last_offset",
+    "pinned",
+    "run",
+    "second_of",
+    "sentry_of",
+]
