@@ -16,13 +16,13 @@ import attrs
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from events_manifest._jobs.face import Staging
 from events_manifest._opening.face import ManifestHandle
-from events_manifest._snowplow.face import Dedup, Shred, shred_output
+from events_manifest._snowplow.face import PARTITIONS, Dedup, Shred, shred_output
 from events_manifest.errors import from_record
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
 from spark_integration import _enriched as enriched
-from spark_integration import _output as output
 from spark_integration import _udfs as udfs
 from spark_integration._spark_api import json_metric, metric_value, observation, thread_target
 
@@ -106,7 +106,7 @@ class Tally:
 
 
 def write_lines(
-    spark: SparkSession, staging: output.Staging, parts: dict[str, Callable[[], DataFrame]]
+    spark: SparkSession, staging: Staging, parts: dict[str, Callable[[], DataFrame]]
 ) -> tuple[list[str], Tally]:
     """Write the output lines of each part (a function that plans them) under the staging folder,
     each in a Spark job of its own, all at once: a part is planned while the others run (the
@@ -124,7 +124,7 @@ def write_lines(
             rows = plan().observe(tally, *_counts())
             if stopped.is_set():
                 raise RuntimeError(f"shred job: the {name} lines were not written, another part failed")
-            return output.write_outputs(rows, staging.path(name)), tally.get
+            return write_outputs(rows, staging.path(name)), tally.get
         finally:
             context.removeJobTag(tag)
 
@@ -165,3 +165,11 @@ def _counts() -> list[Column]:
         entities.alias("entities"),
         F.max("failure").alias("failure"),
     ]
+
+
+def write_outputs(rows: DataFrame, path: str) -> str:
+    """Write output lines (`shred_output.LINES_SCHEMA`) to `path`, partitioned by kind and type
+    (`shred_output.staged` finds them), in one job; returns `path`."""
+    written = rows.filter(F.col("value").isNotNull()).select(*PARTITIONS, "value")
+    written.write.partitionBy(*PARTITIONS).text(path)
+    return path

@@ -16,13 +16,22 @@ import attrs
 from pyspark.sql import DataFrame, SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError, __version__
-from events_manifest._jobs.face import INPUT, MANIFEST, InputMissingError, JobRun, Listing, Place, check_places, join
+from events_manifest._jobs.face import (
+    INPUT,
+    MANIFEST,
+    InputMissingError,
+    JobRun,
+    Listing,
+    Place,
+    Staging,
+    check_places,
+    join,
+)
 from events_manifest._opening.face import ManifestHandle, manifest_files
 from events_manifest._snowplow.face import ShredSummary, check_options, legacy_bad_rows, render_report, shred_output
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched
-from spark_integration import _output as output
 from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags
 from spark_integration._plan import LinePlan, line_plan, write_lines
 from spark_integration._running import run_job
@@ -100,9 +109,9 @@ def shred(
                 cross_batch_synthetic=cross_batch_synthetic,
                 iglu=iglu_config,
             )
-            staging = output.Staging(checked.storage, output_path)
+            staging = Staging(checked.storage, checked.storage.absolute(output_path))
             written, summary = _stage(spark, checked, staging, plan, scan, etl, output_path, bad_path)
-            run.commit(_text(etl), lambda: staging.commit(output.places(written, output_path, bad_path)))
+            run.commit(_text(etl), lambda: staging.commit(shred_output.places(written, output_path, bad_path)))
         finally:
             scan.release()
         summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3))
@@ -162,7 +171,7 @@ def _check(
 def _stage(
     spark: SparkSession,
     checked: _Checked,
-    staging: output.Staging,
+    staging: Staging,
     plan: LinePlan,
     scan: BatchScan,
     etl: datetime,

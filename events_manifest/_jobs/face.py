@@ -8,7 +8,6 @@ from events_manifest import _redact as redact
 from events_manifest._aws import boto3_session, default_region
 from events_manifest._jobs import steps
 from events_manifest._jobs.folders import (
-    STAGING_PREFIX,
     Folder,
     FolderClaimedError,
     InputMissingError,
@@ -20,6 +19,7 @@ from events_manifest._jobs.folders import (
 )
 from events_manifest._jobs.places import INPUT, MANIFEST, Place, check_places
 from events_manifest._jobs.run import NOTHING_WRITTEN, JobRun, one_line
+from events_manifest._jobs.staging import Staging
 from events_manifest._jobs.storage import (
     FILE,
     FOLDER,
@@ -46,7 +46,7 @@ __all__ = [
     "NOTHING_WRITTEN",
     "OutputExistsError",
     "Place",
-    "STAGING_PREFIX",
+    "Staging",
     "Storage",
     "beat",
     "boto3_session",

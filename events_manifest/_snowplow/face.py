@@ -10,31 +10,15 @@ from events_manifest._snowplow.dedup import Dedup, check_options
 from events_manifest._snowplow.fields import COLLECTOR_TSTAMP, ETL_TSTAMP, EVENT_ID
 from events_manifest._snowplow.parsing import TSTAMP_PATTERN, UUID_PATTERN
 from events_manifest._snowplow.report import render_report
-from events_manifest._snowplow.shred_output import (
-    ATOMIC,
-    ATOMIC_KIND,
-    BAD_KIND,
-    NO_TYPE,
-    PARTITIONS,
-    SCHEMA_PARTS,
-    SHREDDED,
-    SHREDDED_KIND,
-)
+from events_manifest._snowplow.shred_output import PARTITIONS
 from events_manifest._snowplow.summary import ShredSummary
 
 __all__ = [
-    "ATOMIC",
-    "ATOMIC_KIND",
-    "BAD_KIND",
     "COLLECTOR_TSTAMP",
     "Dedup",
     "ETL_TSTAMP",
     "EVENT_ID",
-    "NO_TYPE",
     "PARTITIONS",
-    "SCHEMA_PARTS",
-    "SHREDDED",
-    "SHREDDED_KIND",
     "Shred",
     "ShredSummary",
     "TSTAMP_PATTERN",

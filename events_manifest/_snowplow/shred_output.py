@@ -15,13 +15,16 @@ line is copied to group them (see `_grouped`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from events_manifest._jobs.folders import Layout
+from events_manifest._jobs.staging import Move
+from events_manifest._jobs.storage import join
 from events_manifest._snowplow.dedup import BAD, KEPT, MANIFEST_ERROR, STATUSES
 from events_manifest._snowplow.legacy_bad_rows import bad_row
 from events_manifest._snowplow.summary import BUCKET_BOUNDS, BUCKET_COUNTS
@@ -233,3 +236,32 @@ def _bad_rows(events: Mapping[str, pa.Array], bad: pa.Array, failure_tstamp: str
     rows = rows_where(bad).tolist()
     rows_text = [bad_row(lines[row].as_py(), errors[row].as_py(), failure_tstamp) + "\n" for row in rows]
     return pa.array(rows_text, pa.string())
+
+
+def staged(path: str, kind: str) -> str:
+    """Where the lines of one kind are under a staging folder Spark wrote them to, partitioned by
+    `PARTITIONS` (shredded: a `type=` folder per type, see `type_folder`)."""
+    folder = join(path, f"kind={kind}")
+    return folder if kind == SHREDDED_KIND else join(folder, f"type={NO_TYPE}")
+
+
+def places(written: Sequence[str], output_path: str, bad_path: str) -> list[Move]:
+    """Where the lines staged at each of `written` go: atomic lines and each
+    shredded type under the output folder, bad rows into the bad folder."""
+    atomic, shredded = join(output_path, ATOMIC), join(output_path, SHREDDED)
+    return [
+        move
+        for path in written
+        for move in (
+            (staged(path, ATOMIC_KIND), atomic, None),
+            (staged(path, SHREDDED_KIND), shredded, type_folder),
+            (staged(path, BAD_KIND), bad_path, str),
+        )
+    ]
+
+
+def type_folder(staged_name: str) -> str:
+    """The folder under `shredded-types/` of a staged `type=` folder: Spark's partitioned write
+    escapes the slashes of `vendor/name/format/version` (as `%2F`), which Iglu names never hold."""
+    parts = unquote(staged_name.removeprefix("type=")).split("/")
+    return "/".join(f"{name}={part}" for name, part in zip(SCHEMA_PARTS, parts, strict=True))
