@@ -1,4 +1,5 @@
-"""The shred job's staging folder: lines staged by several jobs, moved into place together."""
+"""The shred job's staging folder on Hadoop's file systems (`HadoopStorage`, as the job runs it): lines
+staged by several jobs, moved into place together (on local folders: tests/core/jobs/test_staging.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from spark_integration import _output as output
+from events_manifest._jobs.staging import Staging
+from events_manifest._snowplow.shred_output import places, type_folder
 from spark_integration._storage import HadoopStorage
 
 pytestmark = pytest.mark.every_line
@@ -21,7 +23,7 @@ def _stage(root: Path, files: dict[str, str]) -> None:
 
 def test_type_folders_are_laid_out_as_vendor_name_format_version() -> None:
     staged = "type=com.snowplowanalytics.snowplow%2Fweb_page%2Fjsonschema%2F1-0-0"
-    assert output.type_folder(staged) == (
+    assert type_folder(staged) == (
         "vendor=com.snowplowanalytics.snowplow/name=web_page/format=jsonschema/version=1-0-0"
     )
 
@@ -29,7 +31,8 @@ def test_type_folders_are_laid_out_as_vendor_name_format_version() -> None:
 def test_lines_staged_by_two_jobs_merge_into_one_layout(spark: Any, tmp_path: Path) -> None:
     out, bad = tmp_path / "out", tmp_path / "bad"
     bad.mkdir()
-    staging = output.Staging(HadoopStorage(spark), str(out))
+    storage = HadoopStorage(spark)
+    staging = Staging(storage, storage.absolute(str(out)))
     first, second = Path(staging.path("first")), Path(staging.path("second"))
     page = "type=com.acme%2Fpage%2Fjsonschema%2F1-0-0"
     _stage(
@@ -44,7 +47,7 @@ def test_lines_staged_by_two_jobs_merge_into_one_layout(spark: Any, tmp_path: Pa
     )
     _stage(second, {"kind=atomic/type=_/part-2": "a2\n", f"kind=shredded/{page}/part-2": "p2\n"})
 
-    staging.commit(output.places([str(first), str(second)], str(out), str(bad)))
+    staging.commit(places([str(first), str(second)], str(out), str(bad)))
 
     files = (p for p in tmp_path.rglob("*") if p.is_file() and not p.name.endswith(".crc"))  # Hadoop's checksums
     found = {str(p.relative_to(tmp_path)): p.read_text() for p in files}
@@ -91,7 +94,8 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
         raise ValueError("the manifest is gone")
 
     slow_part = spark.range(20, numPartitions=1).mapInArrow(slow, udfs.LINES_TYPE)
-    staging = output.Staging(HadoopStorage(spark), str(tmp_path / "out"))
+    storage = HadoopStorage(spark)
+    staging = Staging(storage, storage.absolute(str(tmp_path / "out")))
     conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": "1"}
     previous = {key: spark.conf.get(key) for key in conf}
     for key, value in conf.items():
