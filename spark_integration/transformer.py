@@ -12,27 +12,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError
-from events_manifest._jobs.face import INPUT, MANIFEST, Place, check_places, join
+from events_manifest._jobs.face import INPUT, MANIFEST, Place, check_places
 from events_manifest._opening.face import manifest_files
 from events_manifest._transformer.face import (
     Progress,
     Reporter,
     RunResult,
-    State,
     TransformerConfig,
     TransformerConfigError,
     decode_value,
-    discover,
-    folder_uri,
-    inspect,
-    run,
+    run_all,
     sentry_of,
 )
 from events_manifest.iglu import ResolverConfig
@@ -64,7 +58,8 @@ def transform(
 ) -> list[RunResult]:
     """Transform every run of `config.input` not yet committed under `config.output`, in order,
     each committed alone and reported (`report`) as it is; the first failure stops there (the runs
-    before it are committed). Runs a killed or failed invocation left are finished first."""
+    before it are committed). Runs a killed or failed invocation left are finished first
+    (`run_flow.run_all`, on Spark's storage, each run's rows written by Spark)."""
     progress = progress if progress is not None else Progress()
     config.check_supported(manifest=manifest is not None, iglu=iglu is not None)
     storage = HadoopStorage(spark)
@@ -74,38 +69,7 @@ def transform(
     check_places(storage, [Place("output folder", config.output, folder=True)], protected)
     metrics = Reporter(config.monitoring, out=report, err=warn)  # a refusal (no region) before anything is written
     job = Job.on(spark, storage, config, iglu, manifest, random_ids=random_synthetic_ids, rerun=rerun)
-    inputs = storage.subfolders(config.input)
-    outputs = storage.children(config.output) if storage.exists(config.output) else []
-    found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))
-    folders = {name: inspect(storage, join(config.output, name)) for name in found.done}
-    dead = job.reconcile(folders, inputs)
-    started = [name for name in found.done if folders[name].state in _TO_FINISH]
-    waiting = {*found.to_process, *started}
-    first = sorted({*started, *(name for name in dead if name in waiting)})
-    runs = [*first, *(name for name in sorted(found.to_process) if name not in first)]
-    results = []
-    with metrics:
-        for name in runs:
-            report(f"Batch Transformer: processing {folder_uri(storage.qualify(join(config.input, name)))}")
-            progress.current, progress.sealed, progress.started = name, False, True
-            began = time.monotonic()
-            result = run(job, name, progress, write_run)
-            progress.current = None
-            if result is not None:
-                progress.committed.append(name)
-                report(result.line())
-                results.append(result)
-                metrics.committed(result.counts, round((time.monotonic() - began) * 1000))
-    incomplete = [name for name in found.done if folders[name].state is State.INCOMPLETE]
-    for name in incomplete:
-        warn(f"{folder_uri(storage.qualify(join(config.input, name)))} was not successfully shredded")
-    if not incomplete:
-        report("No incomplete folders were discovered")
-    return results
-
-
-_TO_FINISH = (State.SEALED, State.UNFINISHED, State.ABSENT)
-"""The states of a run folder a stopped run left: finished before any new run."""
+    return run_all(job, write_run, metrics, progress, report, warn)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,9 +5,8 @@ glue (`spark_integration`) imports the area through this face alone (`tests/core
 from __future__ import annotations
 
 from events_manifest._transformer import kinesis
-from events_manifest._transformer.commit import COMPLETE, DATA, RunCounts, State, inspect
+from events_manifest._transformer.commit import COMPLETE, DATA, RunCounts, inspect
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
-from events_manifest._transformer.discovery import discover, folder_uri
 from events_manifest._transformer.entity_types import EntityType
 from events_manifest._transformer.event import (
     CANONICAL_ID,
@@ -34,7 +33,7 @@ from events_manifest._transformer.parquet import ParquetColumns, build_columns
 from events_manifest._transformer.parquet_types import TIMESTAMP
 from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
 from events_manifest._transformer.read_files import ReadFiles
-from events_manifest._transformer.run_flow import Progress, RunResult, run
+from events_manifest._transformer.run_flow import Progress, RunResult, run, run_all
 from events_manifest._transformer.sentry import sentry_of
 from events_manifest._transformer.shred_mode import PARTITIONS, ShredModeLines
 from events_manifest._transformer.stream_config import StreamConfig, StreamSource, last_offset
@@ -72,7 +71,6 @@ __all__ = [
     "ShardReader",
     "Shred",
     "ShredModeLines",
-    "State",
     "StreamConfig",
     "StreamSource",
     "TIMESTAMP",
@@ -85,14 +83,13 @@ __all__ = [
     "WindowBook",
     "build_columns",
     "decode_value",
-    "discover",
-    "folder_uri",
     "hocon_to_json",
     "inspect",
     "kinesis",
     "last_offset",
     "pinned",
     "run",
+    "run_all",
     "second_of",
     "sentry_of",
 ]

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -31,8 +31,10 @@ from events_manifest._transformer.commit import (
     sealed_counts,
 )
 from events_manifest._transformer.config import TransformerConfig
-from events_manifest._transformer.discovery import folder_uri
+from events_manifest._transformer.discovery import discover, folder_uri
+from events_manifest._transformer.job import TransformerJob
 from events_manifest._transformer.message import shredding_complete
+from events_manifest._transformer.metrics import Reporter
 from events_manifest._version import __version__
 from events_manifest.errors import ManifestError, RunConflictError
 
@@ -248,3 +250,54 @@ def _message(job: RunJob, base: str, counts: RunCounts, started: int) -> str:
         good=counts.good,
         bad=counts.bad,
     )
+
+
+T = TypeVar("T", bound=TransformerJob[Any])
+
+
+def run_all(
+    job: T,
+    write: Write[T],
+    metrics: Reporter,
+    progress: Progress,
+    report: Callable[[str], None],
+    warn: Callable[[str], None],
+) -> list[RunResult]:
+    """Every run of the job's input not yet committed under its output, in order, each committed
+    alone and reported (`report`, `metrics`) as it is; the first failure stops there (the runs
+    before it are committed). Runs a killed or failed invocation left (a folder it began, a run
+    the ledger holds as stopped) are finished first; the ledger is first brought to the output
+    (`TransformerJob.reconcile`). A run folder done but not this transformer's is said (`warn`)."""
+    storage, config = job.storage, job.config
+    inputs = storage.subfolders(config.input)
+    outputs = storage.children(config.output) if storage.exists(config.output) else []
+    found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))
+    folders = {name: inspect(storage, join(config.output, name)) for name in found.done}
+    dead = job.reconcile(folders, inputs)
+    started = [name for name in found.done if folders[name].state in _TO_FINISH]
+    waiting = {*found.to_process, *started}
+    first = sorted({*started, *(name for name in dead if name in waiting)})
+    runs = [*first, *(name for name in sorted(found.to_process) if name not in first)]
+    results = []
+    with metrics:
+        for name in runs:
+            report(f"Batch Transformer: processing {folder_uri(storage.qualify(join(config.input, name)))}")
+            progress.current, progress.sealed, progress.started = name, False, True
+            began = time.monotonic()
+            result = run(job, name, progress, write)
+            progress.current = None
+            if result is not None:
+                progress.committed.append(name)
+                report(result.line())
+                results.append(result)
+                metrics.committed(result.counts, round((time.monotonic() - began) * 1000))
+    incomplete = [name for name in found.done if folders[name].state is State.INCOMPLETE]
+    for name in incomplete:
+        warn(f"{folder_uri(storage.qualify(join(config.input, name)))} was not successfully shredded")
+    if not incomplete:
+        report("No incomplete folders were discovered")
+    return results
+
+
+_TO_FINISH = (State.SEALED, State.UNFINISHED, State.ABSENT)
+"""The states of a run folder a stopped run left: finished before any new run."""

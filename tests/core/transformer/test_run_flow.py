@@ -22,7 +22,8 @@ from events_manifest._manifest.ledger import COMMAND_LINE
 from events_manifest._transformer.commit import COMPLETE, RunCounts, State, inspect
 from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.job import TransformerJob
-from events_manifest._transformer.run_flow import Progress, RunResult, run
+from events_manifest._transformer.metrics import Reporter
+from events_manifest._transformer.run_flow import Progress, RunResult, run, run_all
 from tests.crashes import Crashes
 
 STEPS = ["staged", "sealed", "moving", "moved", "messaged", "committed"]
@@ -115,3 +116,30 @@ def test_a_run_killed_at_each_step_of_its_commit_is_finished_by_its_next_run(
             if step in SEALED:
                 assert found[COMPLETE] == message, "delivered as it was sealed"
             assert [record.state for record in records] == ["finished"]
+
+
+def test_every_run_goes_in_order_what_a_stopped_invocation_left_first(tmp_path: Path) -> None:
+    """`run_all`: runs a stopped invocation left (a folder it began, a run the ledger holds as
+    stopped) before new ones, each committed and reported; a done folder that is not this
+    transformer's is said once."""
+    for name in ("run=1", "run=2", "run=3", "run=4"):
+        (tmp_path / "in" / name).mkdir(parents=True)
+        (tmp_path / "in" / name / "part-0.tsv").write_text("lines\n")
+    (tmp_path / "out/run=3/.staging-begun").mkdir(parents=True)
+    (tmp_path / "out/run=4").mkdir()
+    (tmp_path / "out/run=4/part-0").write_text("another tool's\n")
+    document = {"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out")}}
+    config = TransformerConfig.parse(json.dumps({**document, "formats": {"transformationType": "widerow"}}))
+    said: list[str] = []
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        job = Job.of(config, manifest)
+        manifest.abandon_run(manifest.start_run(job.item("run=2")))  # stopped: failed, unfinished
+        results = run_all(job, write, Reporter(config.monitoring), Progress(), said.append, said.append)
+        assert all(record.finished for record in manifest.runs())
+    assert [result.name for result in results] == ["run=2", "run=3", "run=1"]
+    processing = [line.rstrip("/").rsplit("/", 1)[-1] for line in said if line.startswith("Batch Transformer: processing")]
+    assert processing == ["run=2", "run=3", "run=1"]
+    assert [line for line in said if "was not successfully shredded" in line] == [
+        f"file:{tmp_path}/in/run=4/ was not successfully shredded"
+    ]
+    assert all((tmp_path / "out" / name / COMPLETE).exists() for name in ("run=1", "run=2", "run=3"))
