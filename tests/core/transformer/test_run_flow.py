@@ -137,7 +137,9 @@ def test_every_run_goes_in_order_what_a_stopped_invocation_left_first(tmp_path: 
         results = run_all(job, write, Reporter(config.monitoring), Progress(), said.append, said.append)
         assert all(record.finished for record in manifest.runs())
     assert [result.name for result in results] == ["run=2", "run=3", "run=1"]
-    processing = [line.rstrip("/").rsplit("/", 1)[-1] for line in said if line.startswith("Batch Transformer: processing")]
+    processing = [
+        line.rstrip("/").rsplit("/", 1)[-1] for line in said if line.startswith("Batch Transformer: processing")
+    ]
     assert processing == ["run=2", "run=3", "run=1"]
     assert [line for line in said if "was not successfully shredded" in line] == [
         f"file:{tmp_path}/in/run=4/ was not successfully shredded"
