@@ -3,6 +3,8 @@ manifest per worker process); `InProcess` is a manifest used where it was opened
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import pickle
 import threading
 
@@ -15,6 +17,19 @@ from events_manifest.errors import ManifestConfigError
 
 _OPEN: dict[bytes | str, DuplicateStorage] = {}
 _LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_opened() -> None:
+    """Close what this process opened through a handle as it exits: a SQLite manifest's connection
+    closed in time takes its `-wal` and `-shm` files with it (left to the interpreter's teardown,
+    whether it was closed depended on the order objects went in)."""
+    with _LOCK:
+        opened = list(_OPEN.values())
+        _OPEN.clear()
+    for manifest in opened:
+        with contextlib.suppress(Exception):
+            manifest.close()
 
 
 @attrs.frozen

@@ -5,12 +5,13 @@ apart, refused in one line that says what to use."""
 from __future__ import annotations
 
 import pickle
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from events_manifest import InMemoryManifest, SqliteManifest
-from events_manifest._opening.handle import InProcess, ManifestHandle
+from events_manifest._opening.handle import InProcess, ManifestHandle, _close_opened
 from events_manifest.errors import ManifestConfigError
 
 
@@ -51,3 +52,15 @@ class _Picklable(InMemoryManifest):
 
     def __reduce__(self) -> tuple[type, tuple[()]]:
         return (_Picklable, ())
+
+
+def test_what_a_process_opened_through_handles_is_closed_as_it_exits(tmp_path: Path) -> None:
+    """`_close_opened` (registered with `atexit`): a SQLite manifest's connection closed in time,
+    no `-wal` or `-shm` file is left beside it (a shred job failing on a torn input left both: held
+    end to end by tests/integration/test_processes.py)."""
+    manifest = ManifestHandle.of(f"sqlite://{tmp_path}/m.db").open()
+    assert manifest.put("c6ef3124-b53a-4b13-a233-0088f79dcbcb", "fp", datetime(2026, 1, 1))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["m.db", "m.db-shm", "m.db-wal"]
+    _close_opened()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["m.db"]
+    assert ManifestHandle.of(f"sqlite://{tmp_path}/m.db").open() is not manifest, "opened anew after"
