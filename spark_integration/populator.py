@@ -22,12 +22,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from events_manifest import DuplicateStorage, __version__
+from events_manifest._job_flags import ManifestFlags, add_common_flags, add_manifest_flags
 from events_manifest._jobs.face import JobRun
 from events_manifest._opening.face import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched
-from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags
 from spark_integration._running import run_job
 from spark_integration._storage import HadoopStorage
 from spark_integration._udfs import manifest_put

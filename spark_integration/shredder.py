@@ -16,6 +16,7 @@ import attrs
 from pyspark.sql import DataFrame, SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError, __version__
+from events_manifest._job_flags import ManifestFlags, add_common_flags, add_manifest_flags
 from events_manifest._jobs.face import (
     INPUT,
     MANIFEST,
@@ -32,7 +33,6 @@ from events_manifest._snowplow.face import ShredSummary, check_options, legacy_b
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
 from spark_integration import _enriched as enriched
-from spark_integration._cli_flags import ManifestFlags, add_common_flags, add_manifest_flags
 from spark_integration._plan import LinePlan, line_plan, write_lines
 from spark_integration._running import run_job
 from spark_integration._scan import BatchScan, scan_batch

@@ -31,6 +31,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError
+from events_manifest._job_flags import (
+    ManifestFlags,
+    add_common_flags,
+    add_config_flags,
+    read_dynamodb_config,
+    read_iglu,
+)
 from events_manifest._jobs.face import (
     INPUT,
     MANIFEST,
@@ -72,13 +79,6 @@ from events_manifest._transformer.face import (
     sentry_of,
 )
 from events_manifest.iglu import ResolverConfig
-from spark_integration._cli_flags import (
-    ManifestFlags,
-    add_common_flags,
-    add_config_flags,
-    read_dynamodb_config,
-    read_iglu,
-)
 from spark_integration._failures import (
     ExecutorsEnvironment,
     JobFailed,

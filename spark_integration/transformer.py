@@ -17,6 +17,13 @@ from collections.abc import Callable, Sequence
 from pyspark.sql import SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError
+from events_manifest._job_flags import (
+    ManifestFlags,
+    add_common_flags,
+    add_config_flags,
+    read_dynamodb_config,
+    read_iglu,
+)
 from events_manifest._jobs.face import INPUT, MANIFEST, Place, check_places
 from events_manifest._opening.face import manifest_files
 from events_manifest._transformer.face import (
@@ -30,13 +37,6 @@ from events_manifest._transformer.face import (
     sentry_of,
 )
 from events_manifest.iglu import ResolverConfig
-from spark_integration._cli_flags import (
-    ManifestFlags,
-    add_common_flags,
-    add_config_flags,
-    read_dynamodb_config,
-    read_iglu,
-)
 from spark_integration._running import refused, run_job
 from spark_integration._storage import HadoopStorage
 from spark_integration._transform_job import Job

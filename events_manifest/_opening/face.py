@@ -4,6 +4,6 @@ glue (`spark_integration`) imports the area through this face alone (`tests/core
 from __future__ import annotations
 
 from events_manifest._opening.handle import ManifestHandle
-from events_manifest._opening.urls import manifest_files, with_dynamodb_flags
+from events_manifest._opening.urls import manifest_files
 
-__all__ = ["ManifestHandle", "manifest_files", "with_dynamodb_flags"]
+__all__ = ["ManifestHandle", "manifest_files"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from events_manifest._transformer import kinesis
 from events_manifest._transformer.commit import COMPLETE, DATA, RunCounts, inspect
-from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
+from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value
 from events_manifest._transformer.entity_types import EntityType
 from events_manifest._transformer.event import (
     CANONICAL_ID,
@@ -83,7 +83,6 @@ __all__ = [
     "WindowBook",
     "build_columns",
     "decode_value",
-    "hocon_to_json",
     "inspect",
     "kinesis",
     "last_offset",

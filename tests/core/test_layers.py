@@ -18,7 +18,7 @@ LAYERS = (
     ("_jobs", "_iglu"),
     ("_dedup", "_snowplow"),
     ("_transformer",),
-    ("", "aio", "iglu", "snowplow", "_cli", "__main__", "testing"),
+    ("", "aio", "iglu", "snowplow", "_cli", "_job_flags", "__main__", "testing"),
 )
 """The core's layers, lowest first, by the first part of a module's name below `events_manifest`
 (`""`: the package itself); the glue, `spark_integration`, stands above them all."""
@@ -131,11 +131,12 @@ def test_the_glue_takes_the_core_through_its_public_modules_and_the_faces_alone(
     only) and, of an internal area, its face, whose `__all__` is what the area offers the glue, each
     name taken by it; any other internal module, or a private name, reaches past the faces."""
     faces = {f"events_manifest.{area}.face" for area in FACES}
+    allowed = faces | {"events_manifest._job_flags"}  # the jobs' shared command-line flags
     taken = _glue_takes()
     past = sorted(
         f"{module}: {', '.join(sorted(names))}"
         for module, names in taken.items()
-        if module not in faces
+        if module not in allowed
         and (
             any(part.startswith("_") for part in module.split("."))
             or any(n.startswith("_") for n in names if n != "__version__")

@@ -1,5 +1,6 @@
-"""The command-line flags the Spark jobs share: where the manifest is, the configs, the Spark master.
-How a command runs and shows its errors is `_running`'s."""
+"""The command-line flags the Spark jobs share (`spark_integration`'s commands): where the manifest
+is, the configs, the Spark master; read without Spark. How a command runs and shows its errors is
+the glue's `_running`."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from collections.abc import Callable
 
 import attrs
 
-from events_manifest import DuplicateStorage, DynamoDbConfig, ManifestConfigError, init_storage, parse_config
-from events_manifest._opening.face import with_dynamodb_flags
-from events_manifest._transformer.face import TransformerConfigError, decode_value, hocon_to_json
-from events_manifest.iglu import ResolverConfig
+from events_manifest._backends.dynamodb.config_document import DynamoDbConfig, parse_config
+from events_manifest._iglu.resolver import ResolverConfig
+from events_manifest._manifest.contract import DuplicateStorage
+from events_manifest._opening.urls import init_storage, with_dynamodb_flags
+from events_manifest._transformer.config import TransformerConfigError, decode_value, hocon_to_json
+from events_manifest.errors import ManifestConfigError
 
 
 def add_manifest_flags(parser: argparse.ArgumentParser, *, required: bool) -> None:
