@@ -6,6 +6,7 @@ the check-and-set is a single conditional upsert, so each pair is accepted once 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -376,6 +377,11 @@ class SqliteManifest(DuplicateStorage):
         super().close()
         with self._lock:
             if self._conn is not None:
+                # The puts into the file itself, whoever keeps it open (a Spark job's Python workers do
+                # until they are killed; the file's last connection to close does it alone): a copy of
+                # the file alone holds them. PASSIVE never waits for another process.
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
 

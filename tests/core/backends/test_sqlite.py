@@ -14,6 +14,7 @@ from events_manifest import ManifestConfigError, SqliteManifest
 
 ETL = datetime(2017, 1, 26, 0, 1, 25)
 ID = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
+OTHER = "0b1e6a5e-2a6f-4c1e-9d2e-5f3c2b9a7d10"
 
 
 def test_entries_survive_reopening(tmp_path: Path) -> None:
@@ -83,3 +84,21 @@ def test_url_round_trips_the_options(tmp_path: Path) -> None:
     again = manifest_from_url(manifest.url)
     assert isinstance(again, SqliteManifest)
     assert (again.path, again.ttl, again.url) == (manifest.path, timedelta(days=3), manifest.url)
+
+
+def test_the_file_alone_holds_every_put_once_closed_though_another_process_keeps_it_open(tmp_path: Path) -> None:
+    """A job's puts, made through its driver's manifest and through Spark's Python workers (which
+    keep their connection until they are killed), are in the file itself once the driver closes
+    its manifest, not only in SQLite's `-wal` beside it: a copy of the file alone (as a user backs
+    up one file) holds every put."""
+    manifest = SqliteManifest(tmp_path / "m.db")
+    worker = pickle.loads(pickle.dumps(manifest))  # a worker's own connection, kept open
+    assert worker.put(ID, "f", ETL)
+    assert manifest.put(OTHER, "f", ETL)
+    manifest.close()
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy/m.db").write_bytes((tmp_path / "m.db").read_bytes())
+    with SqliteManifest(tmp_path / "copy/m.db") as copy:
+        assert copy.put(ID, "f", datetime(2017, 2, 1)) is False, "the worker's put is in the file"
+        assert copy.put(OTHER, "f", datetime(2017, 2, 1)) is False, "the driver's put is in the file"
+    worker.close()
