@@ -146,6 +146,7 @@ def integration(session: nox.Session, line: str) -> None:
     _npm(session)
     jars = _s3a_jars(session)
     environment = _executor_environment(session, constraints)
+    session.run_install("python", "-m", "tests.jvm_archive")  # an install step: the JVMs below map it
     session.run(
         "pytest",
         *(session.posargs or [*PARALLEL, *([] if line == NEWEST else EVERY_LINE), "tests/integration"]),

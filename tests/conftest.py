@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 
 from events_manifest.aio import async_manifest_from_url
 from events_manifest.testing import LocalServer, start_dynalite, start_moto
+from tests import jvm_archive
 from tests.backends import ASYNC_BACKENDS, BACKENDS, Backend, aioboto3_manifest, backend_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,9 +26,8 @@ os.environ.update(
     AWS_EC2_METADATA_DISABLED="true",
 )
 # The suite's JVMs (its Spark session and every job it starts as a process) handle small data:
-# their start-up, not their throughput, is the cost; the quick JIT alone and one GC thread save a
-# third of it on two cores.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# their start-up is the cost (`tests.jvm_archive`).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", jvm_archive.options())
 # Spark's Python workers import `tests` (the suite's manifests travel to them pickled), whichever
 # test starts the session: a fixture's, or a job's command line run in this process.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))

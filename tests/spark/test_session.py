@@ -26,7 +26,7 @@ def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_i
 
 
 def test_a_local_session_s_jvm_keeps_the_collector_its_user_chose(spark: Any) -> None:
-    """The suite chooses the serial collector (`SPARK_SUBMIT_OPTS`, tests/conftest.py): the session
+    """The suite chooses the serial collector (`SPARK_SUBMIT_OPTS`, tests/jvm_archive.py): the session
     starts (the JVM refuses two collectors) and runs that one, not `LOCAL_JAVA_OPTIONS`'."""
     management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
     collectors = {bean.getName() for bean in management.getGarbageCollectorMXBeans()}
