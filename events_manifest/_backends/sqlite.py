@@ -377,11 +377,13 @@ class SqliteManifest(DuplicateStorage):
         super().close()
         with self._lock:
             if self._conn is not None:
-                # The puts into the file itself, whoever keeps it open (a Spark job's Python workers do
-                # until they are killed; the file's last connection to close does it alone): a copy of
-                # the file alone holds them. PASSIVE never waits for another process.
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                # What was written into the file itself, whoever keeps it open (a Spark job's Python
+                # workers do until they are killed; the file's last connection to close does it alone):
+                # a copy of the file alone holds it. A manifest that wrote nothing (a refused run) leaves
+                # the file's bytes as they were; PASSIVE never waits for another process.
+                if self._conn.total_changes:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
 
