@@ -1,9 +1,9 @@
 """The suite's JVM options, and a class-data-sharing archive of the classes a Spark job's JVM loads
 (the JDK's CDS, `-XX:SharedArchiveFile`): made once per environment and JDK by a run of the
-transformer on the sample batches (`python -m tests.jvm_archive`, which `nox -s integration` runs),
-then mapped in by every JVM the tests start (a spark-submit, a command run as a process), which
-loads its classes about a quarter sooner (docs/development.md). Without the archive the options
-are the same but for it."""
+transformer on the sample batches (`python -m tests.jvm_archive`, which `nox -s
+"integration(4.3)"` runs), then mapped in by every JVM the tests start (a spark-submit, a command
+run as a process), which starts about a quarter sooner (docs/development.md). Without the archive
+the options are the same but for it."""
 
 from __future__ import annotations
 
