@@ -1,6 +1,6 @@
 """The suite's JVM options, and a class-data-sharing archive of the classes a Spark job's JVM loads
-(the JDK's CDS, `-XX:SharedArchiveFile`): made once per environment and JDK by a run of the
-transformer on the sample batches (`python -m tests.jvm_archive`, which `nox -s
+(the JDK's CDS, `-XX:SharedArchiveFile`): made once per environment and JDK by the
+transformer's demo on the sample batches (`python -m tests.jvm_archive`, which `nox -s
 "integration(4.3)"` runs), then mapped in by every JVM the tests start (a spark-submit, a command
 run as a process), which starts about a quarter sooner (docs/development.md). Without the archive
 the options are the same but for it."""
@@ -58,27 +58,17 @@ def options() -> str:
 
 
 def make() -> Path:
-    """The archive, made by a run of the transformer command on the sample batches (its JVM writes
-    the classes it loaded as it exits) unless it is there; written beside and renamed into place."""
+    """The archive, made by the transformer's demo on the sample batches (its JVM writes the classes
+    it loaded as it exits) unless it is there; written beside and renamed into place."""
     target = archive()
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
+    environment = {**os.environ, "SPARK_SUBMIT_OPTS": f"{BASE} -XX:ArchiveClassesAtExit={partial} {QUIET}"}
     with tempfile.TemporaryDirectory() as folder:
-        work = Path(folder)
-        from events_manifest.snowplow import sample_batches
-        from tests.transformer_helpers import RESOLVER
-
-        for n, batch in enumerate(sample_batches(), start=1):
-            shutil.copytree(batch, work / "in" / f"run={n}")
-        (work / "iglu.json").write_text(json.dumps(RESOLVER))
-        config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
-        (work / "config.hocon").write_text(json.dumps(config))
-        environment = {**os.environ, "SPARK_SUBMIT_OPTS": f"{BASE} -XX:ArchiveClassesAtExit={partial} {QUIET}"}
-        command = [sys.executable, "-m", "spark_integration.transformer", "--iglu-config", "iglu.json"]
-        command += ["--config", "config.hocon", "--manifest", "sqlite://m.db"]
-        done = subprocess.run(command, cwd=work, env=environment, capture_output=True, text=True, check=False)
+        command = [sys.executable, "-m", "spark_integration.demo", "--job", "transformer", "--out", folder]
+        done = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
         raise SystemExit(f"the JVM's class archive was not made: {done.stderr[-2000:]}")
