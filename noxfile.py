@@ -52,7 +52,7 @@ slowest tests printed at every run, so that a slow test is seen the day it lands
 SUITE = [*PARALLEL, "--ignore=tests/integration"]
 EVERY_LINE = ["-m", "every_line"]
 """The tests an older Spark line runs (docs/development.md, the test pyramid): what differs between
-lines is behind `spark_integration._spark_api`, so the seam's tests, the reference's byte-exact
+lines is behind `spark_integration._spark.api`, so the seam's tests, the reference's byte-exact
 cases and one run of each command; not the flag, refusal and wording tests that never reach it."""
 WITHOUT_SPARK = [
     "tests/core/test_cli.py",

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 PROC = Path("/proc")
-DAEMONS = ("pyspark.daemon", "spark_integration._daemon")
+DAEMONS = ("pyspark.daemon", "spark_integration._spark.daemon")
 """The modules Spark's Python workers are forked from: Spark's own, and a local session's
 (`spark_integration.session.LOCAL_DAEMON`)."""
 

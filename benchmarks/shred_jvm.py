@@ -35,9 +35,9 @@ sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 import shred_ab  # noqa: E402
 
 from events_manifest._snowplow import shred_output  # noqa: E402
-from spark_integration import _enriched as enriched  # noqa: E402
-from spark_integration import _plan as plan  # noqa: E402
-from spark_integration._scan import scan_batch  # noqa: E402
+from spark_integration._shred import plan  # noqa: E402
+from spark_integration._spark import enriched  # noqa: E402
+from spark_integration._spark.scan import scan_batch  # noqa: E402
 
 
 def pieces(spark, source: str, target: str) -> dict[str, Callable[[], None]]:  # type: ignore[no-untyped-def]

@@ -30,10 +30,10 @@ import shred_ab  # noqa: E402
 import shred_job  # noqa: E402
 
 from events_manifest._opening.handle import ManifestHandle  # noqa: E402
-from spark_integration import _plan as plan  # noqa: E402
 from spark_integration import shred  # noqa: E402
-from spark_integration._enriched import load_enriched  # noqa: E402
-from spark_integration._scan import scan_batch  # noqa: E402
+from spark_integration._shred import plan  # noqa: E402
+from spark_integration._spark.enriched import load_enriched  # noqa: E402
+from spark_integration._spark.scan import scan_batch  # noqa: E402
 
 STAGES = ["baseline", "scan", "lines", "lines_put", "job"]
 

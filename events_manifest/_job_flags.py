@@ -1,6 +1,6 @@
 """The command-line flags the Spark jobs share (`spark_integration`'s commands): where the manifest
 is, the configs, the Spark master; read without Spark. How a command runs and shows its errors is
-the glue's `_running`."""
+the glue's `_spark.running`."""
 
 from __future__ import annotations
 

@@ -27,10 +27,10 @@ from events_manifest._jobs.face import JobRun
 from events_manifest._opening.face import ManifestHandle
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import parse_timestamp, to_epoch_seconds
-from spark_integration import _enriched as enriched
-from spark_integration._running import run_job
-from spark_integration._storage import HadoopStorage
-from spark_integration._udfs import manifest_put
+from spark_integration._spark import enriched
+from spark_integration._spark.running import run_job
+from spark_integration._spark.storage import HadoopStorage
+from spark_integration._spark.udfs import manifest_put
 from spark_integration.session import local_session
 
 APPLICATION = f"events-manifest populator {__version__}"

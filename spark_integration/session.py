@@ -17,8 +17,8 @@ import pyspark
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-from spark_integration._daemon import QUIET
-from spark_integration._spark_api import check_line
+from spark_integration._spark.api import check_line
+from spark_integration._spark.daemon import QUIET
 
 __all__ = [
     "local_session",
@@ -46,7 +46,7 @@ LOCAL_SETTINGS = {
 }
 """What a local session gets besides: one machine, loopback only, no UI."""
 DEFAULTS = {**LOCAL_SETTINGS, **JOB_SETTINGS}
-LOCAL_DAEMON = {"spark.python.daemon.module": "spark_integration._daemon"}
+LOCAL_DAEMON = {"spark.python.daemon.module": "spark_integration._spark.daemon"}
 """For a `local` master, whose Python workers run on this machine: Spark's daemon started so that
 it and every worker import pyspark from the installed package, compiled once, instead of from
 the zip of its sources Spark puts first on their path, which each process compiles again (about
@@ -111,7 +111,7 @@ def local_session(
     Spark's warnings. Under spark-submit the user's settings stand (master,
     network, resources, `spark.log.level`): only the `JOB_SETTINGS` the user did not set are added,
     and Spark's log is at WARN from the session's start unless `verbose`.
-    Refused on a Spark outside the supported lines (`_spark_api.check_line`), before any JVM starts.
+    Refused on a Spark outside the supported lines (`_spark.api.check_line`), before any JVM starts.
     """
     check_line()
     active = SparkSession.getActiveSession()

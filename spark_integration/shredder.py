@@ -32,11 +32,11 @@ from events_manifest._opening.face import ManifestHandle, manifest_files
 from events_manifest._snowplow.face import ShredSummary, check_options, legacy_bad_rows, render_report, shred_output
 from events_manifest.iglu import Resolver, ResolverConfig
 from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
-from spark_integration import _enriched as enriched
-from spark_integration._plan import LinePlan, line_plan, write_lines
-from spark_integration._running import run_job
-from spark_integration._scan import BatchScan, scan_batch
-from spark_integration._storage import HadoopStorage
+from spark_integration._shred.plan import LinePlan, line_plan, write_lines
+from spark_integration._spark import enriched
+from spark_integration._spark.running import run_job
+from spark_integration._spark.scan import BatchScan, scan_batch
+from spark_integration._spark.storage import HadoopStorage
 from spark_integration.session import local_session
 
 APPLICATION = f"events-manifest shred job {__version__}"

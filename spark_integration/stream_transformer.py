@@ -79,7 +79,8 @@ from events_manifest._transformer.face import (
     sentry_of,
 )
 from events_manifest.iglu import ResolverConfig
-from spark_integration._failures import (
+from spark_integration._spark.api import check_python_streams, package_advice
+from spark_integration._spark.failures import (
     ExecutorsEnvironment,
     JobFailed,
     KinesisStopped,
@@ -87,11 +88,10 @@ from spark_integration._failures import (
     UnreadableName,
     of_query,
 )
-from spark_integration._running import refused, run_job
-from spark_integration._spark_api import check_python_streams, package_advice
-from spark_integration._storage import HadoopStorage
-from spark_integration._transform_job import Job  # one window is one run of the batch job
-from spark_integration._transform_rows import write_run
+from spark_integration._spark.running import refused, run_job
+from spark_integration._spark.storage import HadoopStorage
+from spark_integration._transformer.job import Job  # one window is one run of the batch job
+from spark_integration._transformer.rows import write_run
 from spark_integration.session import local_session
 
 CHECKPOINT = "_checkpoint"
@@ -467,7 +467,7 @@ def _failure(text: str) -> str:
 def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) -> DataFrame:
     """The stream of enriched lines, a column `value`: a file's line, or a record's bytes whole."""
     if source.kinesis is not None:  # the Spark line checked by `StreamTransformer` before it starts
-        from spark_integration._kinesis import kinesis_lines  # pyspark 4's datasource module: after the check
+        from spark_integration._stream.kinesis import kinesis_lines  # pyspark 4's datasource module: after the check
 
         return kinesis_lines(spark, source.kinesis)
     if source.type == "file":

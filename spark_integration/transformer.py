@@ -37,10 +37,10 @@ from events_manifest._transformer.face import (
     sentry_of,
 )
 from events_manifest.iglu import ResolverConfig
-from spark_integration._running import refused, run_job
-from spark_integration._storage import HadoopStorage
-from spark_integration._transform_job import Job
-from spark_integration._transform_rows import write_run
+from spark_integration._spark.running import refused, run_job
+from spark_integration._spark.storage import HadoopStorage
+from spark_integration._transformer.job import Job
+from spark_integration._transformer.rows import write_run
 from spark_integration.session import local_session
 
 

@@ -38,7 +38,7 @@ STREAM_SCHEMA = "id string, ts timestamp, payload string"
 def dedup_stream(spark: Any, source: Path, tmp_path: Path, manifest: str, fail_batch: int | None = None) -> None:
     """Run our streaming dedup over what `source` holds now, writing each batch's unique rows to
     out/batch=<id> (overwritten on replay: an idempotent sink)."""
-    from spark_integration._streaming import deduplicate_stream
+    from spark_integration._dedup.stream import deduplicate_stream
 
     def sink(df: Any, batch_id: int) -> None:
         df.write.mode("overwrite").json(str(tmp_path / "ours" / f"batch={batch_id}"))

@@ -1,7 +1,7 @@
 """What every run of one transformer invocation shares (`TransformerJob`): its storage and config,
 its manifest opened, its senders; and what tells the ledger and the output apart from other
 transformers' (`reconcile`, `dead_elsewhere`). The batch job makes one for its runs, the stream
-transformer one for its windows; the glue's (`spark_integration._transform_job.Job`) adds Spark's
+transformer one for its windows; the glue's (`spark_integration._transformer.job.Job`) adds Spark's
 session, and `run_flow.run` takes either."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One run of the transformer, under its folder's claim and its record in the manifest's ledger:
-its rows staged by the `Write` its job gives (Spark's: `spark_integration._transform_rows`),
+its rows staged by the `Write` its job gives (Spark's: `spark_integration._transformer.rows`),
 sealed with their message and counts, then delivered (docs/transformer.md, how a run commits). A
 run a stopped invocation sealed is delivered as it was; a run another transformer committed
 meanwhile is left to it. No Spark here: the rules of a run's life are the core's."""

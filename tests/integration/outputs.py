@@ -13,7 +13,7 @@ import boto3
 
 from events_manifest.testing import LocalServer
 from tests.integration.conftest import S3
-from tests.spark.test_transformer import transformer
+from tests.spark.transformer.test_command import transformer
 from tests.transformer_helpers import FIFO, lines, local_run
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from events_manifest.snowplow import sample_batches
 from tests.commands import env, signalled
-from tests.spark.test_transformer import transformer
+from tests.spark.transformer.test_command import transformer
 from tests.transformer_helpers import RESOLVER
 
 

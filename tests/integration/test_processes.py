@@ -154,7 +154,7 @@ STREAM_JOB = """
 import sys, time
 from pathlib import Path
 from spark_integration import local_session
-from spark_integration._streaming import deduplicate_stream
+from spark_integration._dedup.stream import deduplicate_stream
 
 root, manifest = Path(sys.argv[1]), sys.argv[2]
 spark = local_session("local[2]", "killed-stream")

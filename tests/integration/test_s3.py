@@ -2,7 +2,7 @@
 the manifest on DynamoDB (dynalite), the message on SQS (moto). The same rows, bad rows and counts
 as on local folders; a run killed (SIGKILL to the process group, under spark-submit) between the
 files of its move, where S3's rename is a copy and a delete, finished by the next invocation (every
-other step is killed in the suite's own process: `tests/spark/test_transformer_crashes.py`); two
+other step is killed in the suite's own process: `tests/spark/transformer/test_crashes.py`); two
 transformers started together on one output writing each run once."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from spark_integration import transformer as transformer_module
 from tests.commands import killed
 from tests.integration.conftest import S3, spark_submit, submit_env
 from tests.integration.outputs import config, manifest, queue, reference, s3_run
-from tests.spark.test_transformer import transformer
+from tests.spark.transformer.test_command import transformer
 from tests.transformer_helpers import RESOLVER, same
 
 
@@ -155,7 +155,7 @@ def test_parquet_and_shred_mode_on_s3(tmp_path: Path, s3: S3, spark: Any, mode: 
     import pyarrow.parquet as pq
 
     from tests.shred_helpers import contexts, sdj, unstruct
-    from tests.spark.test_transformer import read_tree, write_run
+    from tests.spark.transformer.test_command import read_tree, write_run
     from tests.transformer_helpers import event
 
     page = sdj("iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0", '{"id":"p1"}')

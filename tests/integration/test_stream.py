@@ -3,7 +3,7 @@
 manifest on DynamoDB (dynalite), the message on SQS (moto). Killed (SIGKILL to the process group,
 under spark-submit) at a named step, then started again on its checkpoint: every event ends in
 exactly one committed window, as the batch job writes the same events as two runs. Every step is
-killed in the suite's own process too (`tests/spark/test_stream_crashes.py`); here a real kill
+killed in the suite's own process too (`tests/spark/stream/test_crashes.py`); here a real kill
 proves that nothing lives only in the killed process."""
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_a_kinesis_stream_killed_once_a_batch_is_staged_restarts_with_nothing_lo
     step = "batch-written"
 
     if spark.version.startswith("3."):
-        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
+        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/stream/test_windows.py)")
     expected = reference(runs, dynalite)
     sqs, url = queue(s3_server)
     kinesis = boto3.client("kinesis", endpoint_url=s3_server.endpoint, region_name="us-east-1")
@@ -178,7 +178,7 @@ def test_a_kinesis_stream_split_and_merged_while_the_stream_runs_reads_every_rec
     from spark_integration.stream_transformer import main
 
     if spark.version.startswith("3."):
-        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
+        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/stream/test_windows.py)")
     kinesis = boto3.client("kinesis", endpoint_url=s3_server.endpoint, region_name="us-east-1")
     stream = f"enriched-reshard-{time.time_ns()}"
     kinesis.create_stream(StreamName=stream, ShardCount=3)

@@ -1,4 +1,4 @@
-"""What a failed Spark job is (`spark_integration._failures.captured`) and says in one line, from a
+"""What a failed Spark job is (`spark_integration._spark.failures.captured`) and says in one line, from a
 real failure of a Python worker on the running Spark: 3.5 hands it over with its traceback in the
 message, 4.x as a chain of JVM exceptions."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from spark_integration._failures import (
+from spark_integration._spark.failures import (
     ExecutorsEnvironment,
     JobFailed,
     KinesisStopped,

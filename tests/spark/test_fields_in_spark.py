@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from events_manifest._snowplow import fields, parsing
 from events_manifest._snowplow.parsing import UUID_PATTERN
-from spark_integration import _enriched as enriched
+from spark_integration._spark import enriched
 from tests.shred_helpers import line
 
 pytestmark = pytest.mark.every_line
@@ -105,14 +105,14 @@ def test_the_scan_keeps_a_line_of_the_earliest_second_and_checks_it_before_readi
     """The scan observes a line of the earliest etl second: when it is valid the etl time needs
     no further read; when it is a bad row, that second's other lines and then later seconds are
     read, as before."""
-    from spark_integration import _scan
+    from spark_integration._spark.scan import earliest_second, scan_batch
 
     def at(time: str, contexts: str = "") -> str:
         return line(str(uuid.uuid4()), "fp", f"2026-11-01 {time}.000", contexts=contexts)
 
     good, bad = at("05:00:00"), at("05:00:00", contexts="{")
     (tmp_path / "in.tsv").write_text(f"{at('06:00:00')}\n{bad}\n{good}\n")
-    scan = _scan.scan_batch(enriched.load_enriched(spark, str(tmp_path / "in.tsv")))
+    scan = scan_batch(enriched.load_enriched(spark, str(tmp_path / "in.tsv")))
     assert scan.lines == 3 and scan.etl_time is not None
     assert scan.etl_time.strftime("%H:%M:%S") == "05:00:00", "a bad and a good line at that second"
 
@@ -124,10 +124,10 @@ def test_the_scan_keeps_a_line_of_the_earliest_second_and_checks_it_before_readi
 
     frame = spark.createDataFrame([(at("07:00:00"),)], "line string")  # no line of 05:00:00
     second, text = enriched.line_etl_second(), F.col("line")
-    found = _scan.earliest_second(frame, "2026-11-01 05:00:00", second, text, checked, lambda _: False, good)
+    found = earliest_second(frame, "2026-11-01 05:00:00", second, text, checked, lambda _: False, good)
     assert (found, reads) == ("2026-11-01 05:00:00", [[good]]), "the scan's line alone, nothing read"
     reads.clear()
-    found = _scan.earliest_second(frame, "2026-11-01 05:00:00", second, text, checked, lambda _: False, bad)
+    found = earliest_second(frame, "2026-11-01 05:00:00", second, text, checked, lambda _: False, bad)
     assert found is None and reads[0] == [bad] and len(reads) == 3, "its second read, then the next one's"
 
 
@@ -136,7 +136,7 @@ def test_the_etl_time_is_a_valid_line_s_even_when_the_scan_s_candidate_is_a_bad_
 ) -> None:
     """The scan matches no pattern: its earliest second may be a bad line's (a malformed id or
     collector time, a cut line), and the batch etl time is still the earliest valid line's."""
-    from spark_integration import _scan
+    from spark_integration._spark.scan import scan_batch
 
     def at(time: str, event_id: str | None = None, collector: str = "2026-11-01 01:00:00.000") -> str:
         return line(event_id or str(uuid.uuid4()), "fp", f"2026-11-01 {time}", collector)
@@ -152,5 +152,5 @@ def test_the_etl_time_is_a_valid_line_s_even_when_the_scan_s_candidate_is_a_bad_
     lines = enriched.load_enriched(spark, str(tmp_path / "in.tsv"))
     candidates = enriched.batch_keys(lines).agg(F.min("etl_second")).first()
     assert candidates is not None and candidates[0] == "2026-11-01 03:00:00"
-    scan = _scan.scan_batch(lines)
+    scan = scan_batch(lines)
     assert scan.etl_time is not None and scan.etl_time.strftime("%H:%M:%S") == "06:00:00"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from spark_integration._daemon import PRELOADED, _zipped_in_installed_pyspark, preload, without_threads
+from spark_integration._spark.daemon import PRELOADED, _zipped_in_installed_pyspark, preload, without_threads
 from spark_integration.session import driver_java_options
 
 pytestmark = pytest.mark.every_line
@@ -74,7 +74,7 @@ def test_a_local_session_s_daemon_forks_its_workers_with_the_engines_imported_an
             yield cmdline.read().decode(), len(os.listdir(f"{parent}/task")), "libarrow" in maps.read()
 
     [(command, threads, arrow)] = spark.sparkContext.parallelize([0], 1).mapPartitions(daemon).collect()
-    assert "spark_integration._daemon" in command
+    assert "spark_integration._spark.daemon" in command
     assert (threads, arrow) == (1, True)
 
 

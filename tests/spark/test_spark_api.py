@@ -1,4 +1,4 @@
-"""The seam between the jobs and the Spark line that runs them (`spark_integration._spark_api`):
+"""The seam between the jobs and the Spark line that runs them (`spark_integration._spark.api`):
 each choice gives the same result on every line, and where the running line has both paths, both
 are run here."""
 
@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from events_manifest import ManifestConfigError
-from spark_integration import _spark_api as api
+from spark_integration._spark import api
 from spark_integration.transformer import main as transformer_main
 from tests.commands import in_process
 from tests.transformer_helpers import RESOLVER

@@ -41,7 +41,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 
 from events_manifest.errors import ManifestConfigError
-from spark_integration._conf import settings_during
+from spark_integration._spark.conf import settings_during
 
 if TYPE_CHECKING:
     from pyspark.sql._typing import UserDefinedFunctionLike

@@ -10,7 +10,7 @@ import pytest
 
 from events_manifest._jobs.staging import Staging
 from events_manifest._snowplow.shred_output import places, type_folder
-from spark_integration._storage import HadoopStorage
+from spark_integration._spark.storage import HadoopStorage
 
 pytestmark = pytest.mark.every_line
 
@@ -75,8 +75,8 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
     import pytest
 
     from events_manifest._snowplow import shred_output
-    from spark_integration import _plan as plan
-    from spark_integration import _udfs as udfs
+    from spark_integration._shred import plan
+    from spark_integration._spark import udfs
     from tests.commands import wait_for
 
     batches_done = tmp_path / "done"

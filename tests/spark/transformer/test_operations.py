@@ -25,7 +25,19 @@ from events_manifest.testing._servers import LocalServer
 from tests.commands import events_manifest
 from tests.monitors import SentryServer
 from tests.shred_helpers import contexts, sdj, unstruct
-from tests.spark.test_transformer import A, B, C, D, aws, outputs, queue_config, read_lines, run, transformer, write_run
+from tests.spark.transformer.test_command import (
+    A,
+    B,
+    C,
+    D,
+    aws,
+    outputs,
+    queue_config,
+    read_lines,
+    run,
+    transformer,
+    write_run,
+)
 from tests.transformer_helpers import FIFO, RESOLVER, b64, config, dynamodb_config, event
 
 __all__ = ["aws"]  # the fixture, used here
@@ -513,7 +525,7 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis_and_its_metri
     name = "run=" + time.strftime("%Y-%m-%d-%H-%M-%S", now)
     bad = [f"not an event {n}" for n in range(620)]
     write_run(tmp_path, name, [event(A, "f"), event(B, "f"), *bad])
-    text = (Path(__file__).parent.parent / "data/transformer.extended.hocon").read_text()
+    text = (Path(__file__).parents[2] / "data/transformer.extended.hocon").read_text()
     sentry = SentryServer()
     text = text.replace('"http://sentry.acme.com"', json.dumps(sentry.dsn()))  # the reference's placeholder
     namespace = f"snowplow/transformer_batch_{time.time_ns()}"

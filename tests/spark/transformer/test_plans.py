@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from events_manifest._opening.urls import manifest_from_url
-from spark_integration import _enriched as enriched
-from spark_integration import _scan, _transform_rows
-from spark_integration._scan import RunScan
+from spark_integration._spark import enriched, scan
+from spark_integration._spark.scan import RunScan
+from spark_integration._transformer import rows
 from tests.shred_helpers import contexts, sdj
-from tests.spark.test_transformer import read_tree, run, write_run
+from tests.spark.transformer.test_command import read_tree, run, write_run
 from tests.transformer_helpers import event
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -59,7 +59,7 @@ def _transformed(
     write_run(work, "run=1", *files)
     with monkeypatch.context() as patched:
         if plan != "scanned":
-            patched.setattr(_transform_rows, "scan_run", lambda lines: RunScan(None, None))
+            patched.setattr(rows, "scan_run", lambda lines: RunScan(None, None))
         if plan == "shuffled":
             extra = ", ".join(filter(None, [extra, '"featureFlags": {"sparkCacheEnabled": false}']))
         done = run(work, extra, "--manifest", "sqlite://m.db")
@@ -102,7 +102,7 @@ def test_the_plans_write_the_same_bytes(
 def test_the_earliest_second_checked_in_spark_when_its_first_lines_are_all_bad_and_a_year_0(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_scan, "CHECKED_FIRST", 2)
+    monkeypatch.setattr(scan, "CHECKED_FIRST", 2)
     bad = [event(other, "f", etl="2026-11-01 04:00:00", txn_id="x") for other in OTHERS[:3]]
     good_there = event(A, "fa", etl="2026-11-01 04:00:00.25")
     folder = _transformed(tmp_path, monkeypatch, "scanned", [bad, [good_there, event(B, "fb")]])
@@ -129,7 +129,7 @@ def test_ids_and_timestamps_in_the_reader_s_other_shapes_fall_back_to_the_shuffl
 
 def test_the_scan_finds_shared_ids_in_any_case_and_the_reader_s_other_shapes(spark: Any) -> None:
     def scanned(lines: list[str]) -> RunScan:
-        return _scan.scan_run(spark.createDataFrame([(line,) for line in lines], "line string"))
+        return scan.scan_run(spark.createDataFrame([(line,) for line in lines], "line string"))
 
     earliest = event(C, etl="2026-11-01 05:00:00.1")
     found = scanned([event(A), event(A.upper()), event(B), earliest])

@@ -40,7 +40,7 @@ from events_manifest._dedup.face import (
 from events_manifest._manifest.face import Run
 from events_manifest._opening.face import ManifestHandle
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
-from spark_integration._spark_api import spark_schema
+from spark_integration._spark.api import spark_schema
 
 POSITION = "_dedup_position"
 

@@ -15,7 +15,7 @@ from events_manifest import DuplicateStorage
 from events_manifest._jobs.face import Listing, join
 from events_manifest._transformer.face import TransformerConfig, TransformerJob
 from events_manifest.iglu import ResolverConfig
-from spark_integration._storage import HadoopStorage
+from spark_integration._spark.storage import HadoopStorage
 
 
 @attrs.frozen

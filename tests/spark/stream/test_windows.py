@@ -1,7 +1,7 @@
 """The stream transformer in this process, on the suite's Spark session, with a clock the test
 moves: windows committed in order, duplicates dropped across windows through the manifest, the
 same output as the batch job for the same events (each mode), a second job refused, the config's
-refusals. Kills at each step and restarts are in tests/spark/test_stream_crashes.py (in this process)
+refusals. Kills at each step and restarts are in tests/spark/stream/test_crashes.py (in this process)
 and tests/integration/test_stream.py (processes)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from events_manifest.iglu import ResolverConfig
 from tests.commands import in_process
 from tests.monitors import SentryServer, StatsdServer
 from tests.shred_helpers import contexts, sdj, unstruct
-from tests.spark.test_transformer import outputs, read_lines, transformer, types
+from tests.spark.transformer.test_command import outputs, read_lines, transformer, types
 from tests.transformer_helpers import RESOLVER, b64, event
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -260,7 +260,7 @@ MODES: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "widerow json"])  # JSON: test_stream_crashes.py
+@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "widerow json"])  # JSON: stream/test_crashes.py
 def test_one_window_is_what_the_batch_job_writes_for_one_run(
     spark: Any, tmp_path: Path, iglu: ResolverConfig, mode: str
 ) -> None:
@@ -508,11 +508,11 @@ def test_the_stream_s_statsd_and_stdout_metrics_count_what_its_windows_committed
 def test_the_kinesis_input_on_spark_3_5_is_refused_in_one_line(tmp_path: Path, spark: Any) -> None:
     """Spark 3.5 has no Python stream source: the reference's Kinesis input section is refused in one
     line that names the lines that have one, nothing written. (On Spark 4, the Kinesis input runs in
-    tests/spark/test_stream_crashes.py.)"""
+    tests/spark/stream/test_crashes.py.)"""
     from spark_integration.stream_transformer import main
 
     if not spark.version.startswith("3."):
-        pytest.skip("Spark 4 reads Kinesis: tests/spark/test_stream_crashes.py")
+        pytest.skip("Spark 4 reads Kinesis: tests/spark/stream/test_crashes.py")
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
     section = {"type": "kinesis", "streamName": "enriched", "region": "us-east-1", "position": "TRIM_HORIZON"}
     config = b64(json.dumps({"input": section, "output": {"path": "out"}, "windowing": "1 hour"}))

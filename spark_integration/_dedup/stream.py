@@ -22,8 +22,8 @@ from events_manifest._dedup.face import Expiry
 from events_manifest._jobs.face import join
 from events_manifest._opening.face import ManifestHandle
 from events_manifest.model import from_epoch_seconds, to_epoch_seconds
-from spark_integration._generic_dedup import DedupResult, deduplicate
-from spark_integration._storage import HadoopStorage
+from spark_integration._dedup.dataframe import DedupResult, deduplicate
+from spark_integration._spark.storage import HadoopStorage
 
 ETL_FOLDER = "events_manifest_etl"
 KEPT_ETL_FILES = 100

@@ -20,9 +20,9 @@ from events_manifest._opening.handle import ManifestHandle
 from events_manifest._snowplow.shred_output import COUNTS
 from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
 from spark_integration import shred
-from spark_integration._enriched import load_enriched
-from spark_integration._plan import output_lines
-from spark_integration._scan import scan_batch
+from spark_integration._shred.plan import output_lines
+from spark_integration._spark.enriched import load_enriched
+from spark_integration._spark.scan import scan_batch
 from tests.examples import examples
 from tests.shred_helpers import KeptOnce, read_bad, read_output, write_input
 

@@ -22,9 +22,8 @@ from events_manifest._snowplow.face import PARTITIONS, Dedup, Shred, shred_outpu
 from events_manifest.errors import from_record
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
-from spark_integration import _enriched as enriched
-from spark_integration import _udfs as udfs
-from spark_integration._spark_api import json_metric, metric_value, observation, thread_target
+from spark_integration._spark import enriched, udfs
+from spark_integration._spark.api import json_metric, metric_value, observation, thread_target
 
 
 @attrs.frozen

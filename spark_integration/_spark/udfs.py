@@ -7,7 +7,7 @@
 - `manifest_put`: one `try_put_many` call per batch against the manifest (the populator), a
   column `put`.
 
-The columns are added through `_spark_api.with_arrow_column`, which picks the running Spark's
+The columns are added through `_spark.api.with_arrow_column`, which picks the running Spark's
 fastest way.
 """
 
@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 from events_manifest._opening.face import ManifestHandle
 from events_manifest._snowplow.face import Shred, batch, dedup, shred_output
 from events_manifest.iglu import ResolverConfig
-from spark_integration._spark_api import spark_schema, with_arrow_column
+from spark_integration._spark.api import spark_schema, with_arrow_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -1,7 +1,7 @@
-"""The Kinesis stream reader Spark calls (`spark_integration._kinesis`), called as Spark calls it,
+"""The Kinesis stream reader Spark calls (`spark_integration._stream.kinesis`), called as Spark calls it,
 against moto's server: one partition a shard that moved, each read by a pickled copy of the reader
 (as an executor gets it), and the start taken from Spark's calls where Spark 4.0 and 4.1 do not give
-it. The stream transformer's run on it is in test_stream_transformer.py."""
+it. The stream transformer's run on it is in stream/test_windows.py."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def read(reader: Any, start: dict[str, Any], end: dict[str, Any]) -> list[bytes]
 
 
 def test_a_partition_a_shard_read_by_a_copy_of_the_reader(stream: tuple[Any, KinesisInput]) -> None:
-    from spark_integration._kinesis import KinesisStreamReader
+    from spark_integration._stream.kinesis import KinesisStreamReader
 
     client, source = stream
     lines = [f"line {n}" for n in range(30)]
@@ -62,7 +62,7 @@ def test_a_restarted_reader_goes_on_from_what_spark_gives_it(stream: tuple[Any, 
     """After a restart Spark plans the last batch of its log again or commits its end before it asks
     4.0's `latestOffset()` (as Spark's own wrapper of a simple reader expects): the reader goes on
     from there, not from the initial offset."""
-    from spark_integration._kinesis import KinesisStreamReader
+    from spark_integration._stream.kinesis import KinesisStreamReader
 
     client, source = stream
     put(client, source, ["before"])
@@ -93,7 +93,7 @@ def test_a_shard_split_or_merged_while_the_stream_runs_is_followed_into_its_chil
     their parents are done, every record once. (moto moves a split shard's records into its children
     and copies merged shards' records into the child, where Kinesis keeps them in the closed parents:
     the parents here hold none, so that nothing is read twice.)"""
-    from spark_integration._kinesis import KinesisStreamReader
+    from spark_integration._stream.kinesis import KinesisStreamReader
 
     client, source = stream
     shards = client.list_shards(StreamName=source.stream)["Shards"]

@@ -29,8 +29,8 @@ from events_manifest.testing import LocalServer
 from tests.commands import in_process
 from tests.crashes import Crashes
 from tests.kinesis_helpers import kinesis_stream
-from tests.spark.test_stream_transformer import START, Clock, committed
-from tests.spark.test_transformer import transformer
+from tests.spark.stream.test_windows import START, Clock, committed
+from tests.spark.transformer.test_command import transformer
 from tests.transformer_helpers import RESOLVER, b64, local_run, same
 
 pytestmark = pytest.mark.every_line
@@ -139,7 +139,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     from spark_integration.stream_transformer import StreamTransformer, main
 
     if spark.version.startswith("3."):
-        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
+        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/stream/test_windows.py)")
     client = boto3.client("kinesis", endpoint_url=moto_server.endpoint, region_name="us-east-1")
     name = f"enriched-crashes-{time.time_ns()}"
     client.create_stream(StreamName=name, ShardCount=3)
@@ -257,7 +257,7 @@ def test_an_available_now_run_reads_to_the_stream_s_end_through_a_throttling_sto
     end a line-oriented producer adds at a record's end (LF or CRLF) is not the event's, as a
     file's is not (before, staged as text and read again, each was cut at every CR and LF)."""
     if spark.version.startswith("3."):
-        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/test_stream_transformer.py)")
+        pytest.skip("the Kinesis input needs Spark 4 (refused on 3.5: tests/spark/stream/test_windows.py)")
     from aws_kinesis_agg import MAGIC
 
     lines = _distinct(60)

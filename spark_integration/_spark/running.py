@@ -1,6 +1,6 @@
 """How a Spark command runs: any error is one line on stderr (a config refused: exit 2; anything
 else: exit 1, with what the job left), Ctrl-C a graceful stop or an interruption (exit 130), a
-second Ctrl-C out at once. What a failed Spark job says is `_failures`'."""
+second Ctrl-C out at once. What a failed Spark job says is `_spark.failures`'."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pyspark.errors import AnalysisException, PySparkException
 
 from events_manifest import ManifestConfigError, ManifestError
 from events_manifest._jobs.face import NOTHING_WRITTEN, one_line, redact
-from spark_integration._failures import captured
+from spark_integration._spark.failures import captured
 
 _ALREADY_SAID = re.compile(r"[;:,]? ?nothing was written\.?$")
 

@@ -19,7 +19,7 @@ import pytest
 from events_manifest import SqliteManifest
 from events_manifest.testing import LocalServer
 from tests.crashes import Crashes
-from tests.spark.test_transformer import A, B, C, queue_config, transformer, write_run
+from tests.spark.transformer.test_command import A, B, C, queue_config, transformer, write_run
 from tests.transformer_helpers import FIFO, RESOLVER, config, event, local_run, same
 
 STEPS = ["staged", "moving", "committed"]

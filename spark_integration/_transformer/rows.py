@@ -2,7 +2,7 @@
 and writes; the core's `Parse` and `Decide` decide (docs/development.md, the transformer's plan).
 
 Two plans give the same rows:
-- scanned (wide-row JSON and shred mode): a scan in the JVM (`_scan.scan_run`) finds the ids on
+- scanned (wide-row JSON and shred mode): a scan in the JVM (`_spark.scan.scan_run`) finds the ids on
   more than one line and the batch etl time's candidate; every other line is parsed, decided and
   written where it is read, in one trip to Python, with no shuffle and no cache; only the lines
   of shared ids are shuffled, to be decided together.
@@ -57,12 +57,12 @@ from events_manifest._transformer.face import (
 from events_manifest._transformer.face import PARTITIONS as SHRED_PARTITIONS
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
-from spark_integration import _enriched as enriched
-from spark_integration._conf import settings_during
-from spark_integration._scan import earliest_second, etl_second, etl_time, scan_run, shared_ids
-from spark_integration._spark_api import json_metric, metric_value, observation, spark_schema
-from spark_integration._storage import HadoopStorage
-from spark_integration._transform_job import Job
+from spark_integration._spark import enriched
+from spark_integration._spark.api import json_metric, metric_value, observation, spark_schema
+from spark_integration._spark.conf import settings_during
+from spark_integration._spark.scan import earliest_second, etl_second, etl_time, scan_run, shared_ids
+from spark_integration._spark.storage import HadoopStorage
+from spark_integration._transformer.job import Job
 
 PARSED_TYPE = spark_schema(PARSED)
 """Spark's type of a parsed row (`parse_decide.PARSED`)."""

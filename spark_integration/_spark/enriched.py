@@ -11,8 +11,8 @@ from pyspark.sql import functions as F
 
 from events_manifest._snowplow.face import COLLECTOR_TSTAMP, ETL_TSTAMP, EVENT_ID, TSTAMP_PATTERN, UUID_PATTERN
 from events_manifest.iglu import ResolverConfig
-from spark_integration._storage import HadoopStorage
-from spark_integration._udfs import checked_lines
+from spark_integration._spark.storage import HadoopStorage
+from spark_integration._spark.udfs import checked_lines
 
 
 def load_enriched(spark: SparkSession, path: str | list[str]) -> DataFrame:
@@ -63,7 +63,7 @@ def head_key(head: Column) -> Column:
     """A 64-bit hash of a `head`'s last field, cut from its end: the event id (field 6) on a line
     of 7 fields or more. An id of hex digits and dashes hashes as the bytes its digits spell, so
     a UUID hashes alike in any case (the transformer reads it so; any other id is a bad row or, in
-    a shape the reader takes, sends the whole run through the shuffle: `_scan.scan_run`); any
+    a shape the reader takes, sends the whole run through the shuffle: `_spark.scan.scan_run`); any
     other text as itself. Spark's `lower` would go through ICU and its `translate` looks each
     character up in a map: either cost a run more than the scan's read. A shorter line, never an
     enriched event (they have 108 or more), hashes whatever field ends it: it is a bad row
@@ -84,7 +84,7 @@ def batch_keys(lines: DataFrame) -> DataFrame:
     of `parse`'s cost: the first 19 characters of etl_tstamp (`yyyy-MM-dd HH:mm:ss`) on a line of
     7 fields or more whose etl_tstamp is long enough to be valid, else null. Every valid line has
     one, so the earliest is at or before the earliest valid line's: a candidate, which
-    `_scan.earliest_etl` checks (on its line first) before it is the batch etl time. No pattern
+    `_spark.scan.earliest_etl` checks (on its line first) before it is the batch etl time. No pattern
     is matched here: three Java regexes a line cost the scan more than its read."""
     first = lines.select("line", head().alias("head"))
     fields = head_fields(F.col("head"))

@@ -17,8 +17,8 @@ from events_manifest._snowplow.face import ETL_TSTAMP, EVENT_ID, any_valid, pars
 from events_manifest._transformer.face import CANONICAL_ID, CANONICAL_TIMESTAMP, LENIENT_ID, LENIENT_TIMESTAMP
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import from_epoch_seconds
-from spark_integration import _enriched as enriched
-from spark_integration._spark_api import from_arrow, observation, to_arrow
+from spark_integration._spark import enriched
+from spark_integration._spark.api import from_arrow, observation, to_arrow
 
 
 @attrs.frozen
@@ -166,7 +166,7 @@ class RunScan:
     enough to send to every task; None when every line must be shuffled instead."""
     earliest: str | None
     """The earliest etl second (`yyyy-MM-dd HH:mm:ss`) among lines whose etl_tstamp has
-    `event.CANONICAL_TIMESTAMP`'s shape, a candidate for the batch etl time (`_transform_rows._run_etl`)."""
+    `event.CANONICAL_TIMESTAMP`'s shape, a candidate for the batch etl time (`_transformer.rows._run_etl`)."""
     line_of_earliest: bytes | None = None
     """A line of that second, as its bytes (see `earliest_second`)."""
 

@@ -362,9 +362,9 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
     """The job shuffles only the ids on more than one line and decides the others where they are
     read; with every line shuffled (no shared keys), every output line and count is the same,
     with or without a manifest, and the manifest holds the same."""
-    from spark_integration import _enriched as enriched
-    from spark_integration import _plan as plan
-    from spark_integration._scan import scan_batch
+    from spark_integration._shred import plan
+    from spark_integration._spark import enriched
+    from spark_integration._spark.scan import scan_batch
 
     source = str(sample_batches()[0])
     lines = enriched.load_enriched(spark, source)
@@ -405,7 +405,7 @@ def test_the_shortcut_for_ids_on_one_line_decides_as_the_full_dedup(spark: Any, 
 def test_many_shared_ids_are_joined_without_broadcast(spark: Any, tmp_path: Path, monkeypatch: Any) -> None:
     """Past `BROADCAST_KEYS` shared ids (and with Spark's own broadcast off) the lines are joined
     with them by a shuffle: same output."""
-    from spark_integration import _scan as scan
+    from spark_integration._spark import scan
 
     batch = [line(A, "FP1"), line(A, "FP1"), line(A, "FP2"), line(B, "FP1"), line(C, "FP1"), line(C, "FP1")]
     broadcast = run(spark, tmp_path / "broadcast", batch)
@@ -428,7 +428,7 @@ def test_a_file_added_to_the_input_during_a_run_is_left_for_the_next_one(
     """The run reads the files it listed (and recorded in the ledger) before its claim, in every
     pass: a file that arrives once the run has started is not read, by any of its passes."""
     from spark_integration import shredder
-    from spark_integration._scan import scan_batch as scanned
+    from spark_integration._spark.scan import scan_batch as scanned
 
     source = write_input(tmp_path / "in", [line(A, "FP1"), line(B, "FP1")])
 

@@ -1,0 +1,1 @@
+"""The shred job's Spark plan and its staged write (the command: `spark_integration.shredder`)."""
