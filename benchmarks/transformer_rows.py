@@ -49,12 +49,12 @@ def main() -> int:
     from transformer import CENTRAL, SHRED, write_schemas
 
     from events_manifest._gc import paused
-    from events_manifest._transformer import columnar
-    from events_manifest._transformer.entity_types import EntityType
-    from events_manifest._transformer.formats import Criterion, Routing
-    from events_manifest._transformer.parquet import build_columns
+    from events_manifest._transformer.decode import columnar
+    from events_manifest._transformer.output.entity_types import EntityType
+    from events_manifest._transformer.output.formats import Criterion, Routing
+    from events_manifest._transformer.output.parquet import build_columns
+    from events_manifest._transformer.output.shred_mode import ShredModeLines
     from events_manifest._transformer.parse_decide import Parse, event_types
-    from events_manifest._transformer.shred_mode import ShredModeLines
     from events_manifest.iglu import ResolverConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -5,7 +5,7 @@ dedup the reference's never had (docs/stream-transformer.md).
         [--manifest URL | --duplicate-storage-config VALUE] [--checkpoint PATH] [--available-now]
 
 Each micro-batch's lines are staged under the checkpoint, in the window the book gives it
-(`events_manifest._transformer.windows`); a window whose time is over is transformed as one run of
+(`events_manifest._transformer.stream.windows`); a window whose time is over is transformed as one run of
 the batch transformer (the same engine, dedup, commit and message) into `run=...-<appId>` under
 `output.path`. A restart from the checkpoint neither loses nor doubles: Spark replays a batch it
 did not commit, the book sends it to the same window, and the run ledger gives a window's run

@@ -9,7 +9,7 @@ from typing import Any
 
 import boto3
 
-from events_manifest._transformer.kinesis_input import KinesisInput, ShardReader
+from events_manifest._transformer.stream.kinesis_input import KinesisInput, ShardReader
 
 
 @contextmanager

@@ -21,9 +21,9 @@ from pyparsing import ParseBaseException
 from events_manifest import _redact as redact
 from events_manifest._aws import known_regions
 from events_manifest._documents import base64_text
-from events_manifest._transformer.event import parse_instant
-from events_manifest._transformer.formats import Criterion, Formats, Routing, Shred, WideRowJson, WideRowParquet
-from events_manifest._transformer.monitoring import (
+from events_manifest._transformer.decode.event import parse_instant
+from events_manifest._transformer.output.formats import Criterion, Formats, Routing, Shred, WideRowJson, WideRowParquet
+from events_manifest._transformer.run.monitoring import (
     DEFAULT_PERIOD,
     DEFAULT_PREFIX,
     DURATION_METRIC,

@@ -4,22 +4,29 @@ glue (`spark_integration`) imports the area through this face alone (`tests/core
 
 from __future__ import annotations
 
-from events_manifest._transformer import kinesis
-from events_manifest._transformer.commit import COMPLETE, DATA, RunCounts, inspect
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value
-from events_manifest._transformer.entity_types import EntityType
-from events_manifest._transformer.event import (
+from events_manifest._transformer.decode.event import (
     CANONICAL_ID,
     CANONICAL_TIMESTAMP,
     LENIENT_ID,
     LENIENT_TIMESTAMP,
     second_of,
 )
-from events_manifest._transformer.formats import Shred, WideRowJson, WideRowParquet
-from events_manifest._transformer.job import TransformerJob
-from events_manifest._transformer.jvm import NANOS
-from events_manifest._transformer.kinesis import KinesisSink
-from events_manifest._transformer.kinesis_input import (
+from events_manifest._transformer.output import kinesis
+from events_manifest._transformer.output.entity_types import EntityType
+from events_manifest._transformer.output.formats import Shred, WideRowJson, WideRowParquet
+from events_manifest._transformer.output.jvm import NANOS
+from events_manifest._transformer.output.kinesis import KinesisSink
+from events_manifest._transformer.output.parquet import ParquetColumns, build_columns
+from events_manifest._transformer.output.parquet_types import TIMESTAMP
+from events_manifest._transformer.output.shred_mode import PARTITIONS, ShredModeLines
+from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
+from events_manifest._transformer.run.commit import COMPLETE, DATA, RunCounts, inspect
+from events_manifest._transformer.run.job import TransformerJob
+from events_manifest._transformer.run.metrics import Reporter
+from events_manifest._transformer.run.run_flow import Progress, RunResult, run, run_all
+from events_manifest._transformer.run.sentry import sentry_of
+from events_manifest._transformer.stream.kinesis_input import (
     KinesisInput,
     KinesisInputError,
     KinesisStreamMissing,
@@ -28,16 +35,9 @@ from events_manifest._transformer.kinesis_input import (
     ShardReader,
     pinned,
 )
-from events_manifest._transformer.metrics import Reporter
-from events_manifest._transformer.parquet import ParquetColumns, build_columns
-from events_manifest._transformer.parquet_types import TIMESTAMP
-from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
-from events_manifest._transformer.read_files import ReadFiles
-from events_manifest._transformer.run_flow import Progress, RunResult, run, run_all
-from events_manifest._transformer.sentry import sentry_of
-from events_manifest._transformer.shred_mode import PARTITIONS, ShredModeLines
-from events_manifest._transformer.stream_config import StreamConfig, StreamSource, last_offset
-from events_manifest._transformer.windows import ForwardClock, Window, WindowBook
+from events_manifest._transformer.stream.read_files import ReadFiles
+from events_manifest._transformer.stream.stream_config import StreamConfig, StreamSource, last_offset
+from events_manifest._transformer.stream.windows import ForwardClock, Window, WindowBook
 
 __all__ = [
     "BAD",

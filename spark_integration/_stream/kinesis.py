@@ -1,7 +1,7 @@
 """The Kinesis input of the stream transformer as a Python data source of Spark's (4.0 and newer):
 a stream reader whose offsets Spark keeps in its checkpoint. The driver cuts each micro-batch
 (`ShardReader.latest`) and one task a shard reads it (`ShardReader.records`), both the core's
-(`events_manifest._transformer.kinesis_input`)."""
+(`events_manifest._transformer.stream.kinesis_input`)."""
 
 from __future__ import annotations
 

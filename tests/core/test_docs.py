@@ -185,7 +185,7 @@ def _candidates(name: str, modules: dict[str, list[str]], *, in_code: bool) -> l
 
 
 def test_every_dotted_name_in_docstrings_and_the_manual_names_something() -> None:
-    """A dotted name in backticks (`_jobs.run.JobRun`, `events_manifest._transformer.formats`,
+    """A dotted name in backticks (`_jobs.run.JobRun`, `events_manifest._transformer.output.formats`,
     in a docstring `ledger.Run`) resolves to a module or a name in one, so a reference cannot
     outlive what it names when code moves."""
     project = DOCS.parent

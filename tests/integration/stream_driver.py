@@ -8,7 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
-from events_manifest._transformer.stream_config import StreamConfig
+from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from spark_integration.session import local_session
 from spark_integration.stream_transformer import StreamTransformer

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from events_manifest._transformer import bad_rows
+from events_manifest._transformer.output import bad_rows
 from events_manifest._transformer.parse_decide import DUPLICATE_KEY, PARSED, Decide, Parse, with_new_id
 from tests.shred_helpers import contexts, sdj
 from tests.transformer_helpers import CLICK, event, fields_of

@@ -21,8 +21,8 @@ from typing import Any
 import boto3
 import pytest
 
-from events_manifest._transformer.kinesis_input import MARGIN_MS, PACE_MS
-from events_manifest._transformer.stream_config import StreamConfig
+from events_manifest._transformer.stream.kinesis_input import MARGIN_MS, PACE_MS
+from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
@@ -39,7 +39,7 @@ STEPS = ["batch-assigned", "batch-written", "staged", "window-committed"]
 """The first batch recorded in its window, its lines staged; the first window's rows staged, not
 sealed; committed, the batch that committed it not in Spark's checkpoint (the next start replays
 it). A window's commit at each of its steps is the batch transformer's run's
-(`tests/core/transformer/test_run_flow.py`)."""
+(`tests/core/transformer/run/test_run_flow.py`)."""
 KINESIS_STEPS = ["batch-written", "window-committed"]
 """Where a restart on Kinesis reads its records again from Spark's offsets: a batch staged and
 replayed, a batch committed and not replayed (the book's steps and a commit are the folder's)."""
@@ -220,7 +220,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
 
     # this Kinesis checkpoint given to a folder's start: one line, exit 2, nothing written; the advice
     # followed (an output of its own, its checkpoint there) reads the folder (each way, and Kafka's:
-    # tests/core/transformer/test_stream_config.py)
+    # tests/core/transformer/stream/test_stream_config.py)
     (tmp_path / "folder").mkdir()
     (tmp_path / "folder/a.tsv.gz").write_bytes(gzip.compress(lines[0][0] + b"\n"))
     folder = {"input": {"type": "file", "dir": "folder"}, "output": {"path": "out"}}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from events_manifest._transformer.kinesis_input import KinesisInput
+from events_manifest._transformer.stream.kinesis_input import KinesisInput
 from events_manifest.testing import LocalServer
 from tests.kinesis_helpers import ahead, kinesis_stream, put
 

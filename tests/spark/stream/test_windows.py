@@ -21,7 +21,7 @@ import pytest
 
 from events_manifest import ManifestConfigError
 from events_manifest._jobs.folders import FolderClaimedError
-from events_manifest._transformer.stream_config import StreamConfig
+from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from tests.commands import in_process
 from tests.monitors import SentryServer, StatsdServer

@@ -4,7 +4,7 @@ committed, the ledger not told. The next invocation, from what the kill left, fi
 sealed run as it was sealed: the same message; a committed one not again), then transforms the
 next; both are what an unbroken invocation writes, each message sent once more at most, nothing
 left behind, the ledger's runs finished. Every step of the commit is killed without Spark in
-`tests/core/transformer/test_run_flow.py`; a real kill of the process group, on S3, is in
+`tests/core/transformer/run/test_run_flow.py`; a real kill of the process group, on S3, is in
 `tests/integration/test_s3.py`."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import pytest
 
 from events_manifest import SqliteManifest
 from events_manifest._jobs import steps
-from events_manifest._transformer import queue as queues
+from events_manifest._transformer.run import queue as queues
 from events_manifest.testing._servers import LocalServer
 from tests.commands import events_manifest
 from tests.monitors import SentryServer

@@ -1,0 +1,147 @@
+"""One transformer run from its claim to its commit (`_transformer.run.run_flow`), without Spark: a job
+whose rows a plain function writes, on local folders and a SQLite manifest. Killed at each step of
+its commit (`tests.crashes`: its rows staged, sealed, one file moved, all moved, the message sent,
+committed), the next run of it finishes what the kill left: the folder an unbroken run leaves, the
+sealed message delivered as it was sealed, sent once more at most, the ledger's run finished."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import attrs
+import pytest
+
+from events_manifest import SqliteManifest
+from events_manifest._jobs.run import JobRun
+from events_manifest._jobs.storage import Listing, LocalStorage, join
+from events_manifest._manifest.contract import DuplicateStorage
+from events_manifest._manifest.ledger import COMMAND_LINE
+from events_manifest._transformer.config import TransformerConfig
+from events_manifest._transformer.run.commit import COMPLETE, RunCounts, State, inspect
+from events_manifest._transformer.run.job import TransformerJob
+from events_manifest._transformer.run.metrics import Reporter
+from events_manifest._transformer.run.run_flow import Progress, RunResult, run, run_all
+from tests.crashes import Crashes
+
+STEPS = ["staged", "sealed", "moving", "moved", "messaged", "committed"]
+SEALED = STEPS[1:-1]
+"""The steps after which the run is delivered as it was sealed (the same message)."""
+COUNTS = RunCounts(lines=4, good=2, bad=1, natural=1)
+
+
+@attrs.frozen
+class Job(TransformerJob[LocalStorage]):
+    """The transformer's job on local folders (its runs' inputs listed as they are), the messages
+    it sends kept in `sent`."""
+
+    sent: list[str] = attrs.field(factory=list, kw_only=True)
+
+    @classmethod
+    def of(cls, config: TransformerConfig, manifest: DuplicateStorage) -> Job:
+        def listing(name: str) -> Listing:
+            folder = Path(config.input) / name
+            return Listing(tuple((LocalStorage().qualify(str(p)), p.stat().st_size) for p in sorted(folder.iterdir())))
+
+        return cls.create(LocalStorage(), config, None, manifest, lister=listing, advice=COMMAND_LINE)
+
+    def send(self, name: str) -> Callable[[str], None]:
+        return self.sent.append
+
+
+def write(job: Job, ledger: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
+    """The run's rows, as Spark writes them under its staging folder: two files of good rows, one
+    of bad rows; the run started in the ledger at `now` (nanoseconds), as before the first put."""
+    ledger.start(datetime.fromtimestamp(now // 10**9, UTC))
+    for output, parts in (("output=good", ["part-0.txt", "part-1.txt"]), ("output=bad", ["part-0.txt"])):
+        for part in parts:
+            job.storage.write_text(join(staging, "data", output, part), f"{output}/{part}\n")
+    return COUNTS
+
+
+def tree(base: Path) -> dict[str, str]:
+    return {str(p.relative_to(base)): p.read_text() for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+def test_a_run_killed_at_each_step_of_its_commit_is_finished_by_its_next_run(
+    tmp_path: Path, subtests: pytest.Subtests
+) -> None:
+    (tmp_path / "in/run=1").mkdir(parents=True)
+    (tmp_path / "in/run=1/part-0.tsv").write_text("lines\n")
+    document = {"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out")}}
+    config = TransformerConfig.parse(json.dumps({**document, "formats": {"transformationType": "widerow"}}))
+    db, crashes = tmp_path / "m.db", Crashes(tmp_path / "out", tmp_path / "m.db", tmp_path / "crashes")
+
+    def transform(manifest: DuplicateStorage) -> tuple[Job, RunResult | None]:
+        job = Job.of(config, manifest)
+        return job, run(job, "run=1", Progress(), write)
+
+    with SqliteManifest(db) as manifest, crashes.recording(STEPS):
+        job, result = transform(manifest)
+    assert result is not None and result.counts == COUNTS
+    unbroken, [message] = tree(tmp_path / "out/run=1"), job.sent
+    assert unbroken == {
+        "output=bad/_SUCCESS": "",
+        "output=bad/part-0.txt": "output=bad/part-0.txt\n",
+        "output=good/_SUCCESS": "",
+        "output=good/part-0.txt": "output=good/part-0.txt\n",
+        "output=good/part-1.txt": "output=good/part-1.txt\n",
+        COMPLETE: message,
+    }
+
+    for step in STEPS:
+        with subtests.test(step=step):
+            url = crashes.restore(step)
+            assert url is not None
+            left = inspect(LocalStorage(), str(tmp_path / "out/run=1"))
+            assert left.claimed and left.state is (State.COMMITTED if step == "committed" else (
+                State.UNFINISHED if step == "staged" else State.SEALED
+            ))  # fmt: skip
+            with SqliteManifest(url.removeprefix("sqlite:///")) as manifest:
+                job, result = transform(manifest)
+                records = manifest.runs()
+            found = tree(tmp_path / "out/run=1")
+            if step == "committed":
+                assert result is None and job.sent == [], "a committed run is done: nothing sent again"
+                assert found == unbroken, "what the kill left beside the commit removed"
+                continue
+            assert result is not None and result.counts == COUNTS
+            assert found.keys() == unbroken.keys()
+            assert {k: v for k, v in found.items() if k != COMPLETE} == {
+                k: v for k, v in unbroken.items() if k != COMPLETE
+            }
+            assert job.sent == [found[COMPLETE]], "its message sent once, the one it commits"
+            if step in SEALED:
+                assert found[COMPLETE] == message, "delivered as it was sealed"
+            assert [record.state for record in records] == ["finished"]
+
+
+def test_every_run_goes_in_order_what_a_stopped_invocation_left_first(tmp_path: Path) -> None:
+    """`run_all`: runs a stopped invocation left (a folder it began, a run the ledger holds as
+    stopped) before new ones, each committed and reported; a done folder that is not this
+    transformer's is said once."""
+    for name in ("run=1", "run=2", "run=3", "run=4"):
+        (tmp_path / "in" / name).mkdir(parents=True)
+        (tmp_path / "in" / name / "part-0.tsv").write_text("lines\n")
+    (tmp_path / "out/run=3/.staging-begun").mkdir(parents=True)
+    (tmp_path / "out/run=4").mkdir()
+    (tmp_path / "out/run=4/part-0").write_text("another tool's\n")
+    document = {"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out")}}
+    config = TransformerConfig.parse(json.dumps({**document, "formats": {"transformationType": "widerow"}}))
+    said: list[str] = []
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        job = Job.of(config, manifest)
+        manifest.abandon_run(manifest.start_run(job.item("run=2")))  # stopped: failed, unfinished
+        results = run_all(job, write, Reporter(config.monitoring), Progress(), said.append, said.append)
+        assert all(record.finished for record in manifest.runs())
+    assert [result.name for result in results] == ["run=2", "run=3", "run=1"]
+    processing = [
+        line.rstrip("/").rsplit("/", 1)[-1] for line in said if line.startswith("Batch Transformer: processing")
+    ]
+    assert processing == ["run=2", "run=3", "run=1"]
+    assert [line for line in said if "was not successfully shredded" in line] == [
+        f"file:{tmp_path}/in/run=4/ was not successfully shredded"
+    ]
+    assert all((tmp_path / "out" / name / COMPLETE).exists() for name in ("run=1", "run=2", "run=3"))
