@@ -49,7 +49,7 @@ def main() -> int:
     from transformer import CENTRAL, SHRED, write_schemas
 
     from events_manifest._gc import paused
-    from events_manifest._transformer.decode import columnar
+    from events_manifest._transformer import columnar
     from events_manifest._transformer.output.entity_types import EntityType
     from events_manifest._transformer.output.formats import Criterion, Routing
     from events_manifest._transformer.output.parquet import build_columns

@@ -11,7 +11,7 @@ from typing import Any
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.decode.event import Event, decode
-from events_manifest._transformer.run.monitoring import Monitoring
+from events_manifest._transformer.monitoring import Monitoring
 from events_manifest.iglu import Resolver
 from tests.shred_helpers import line
 

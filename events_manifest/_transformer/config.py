@@ -22,8 +22,7 @@ from events_manifest import _redact as redact
 from events_manifest._aws import known_regions
 from events_manifest._documents import base64_text
 from events_manifest._transformer.decode.event import parse_instant
-from events_manifest._transformer.output.formats import Criterion, Formats, Routing, Shred, WideRowJson, WideRowParquet
-from events_manifest._transformer.run.monitoring import (
+from events_manifest._transformer.monitoring import (
     DEFAULT_PERIOD,
     DEFAULT_PREFIX,
     DURATION_METRIC,
@@ -31,6 +30,7 @@ from events_manifest._transformer.run.monitoring import (
     Monitoring,
     Periodic,
 )
+from events_manifest._transformer.output.formats import Criterion, Formats, Routing, Shred, WideRowJson, WideRowParquet
 from events_manifest.errors import ManifestConfigError
 
 

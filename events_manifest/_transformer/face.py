@@ -12,17 +12,17 @@ from events_manifest._transformer.decode.event import (
     LENIENT_TIMESTAMP,
     second_of,
 )
-from events_manifest._transformer.output import kinesis
+from events_manifest._transformer.decode.jvm import NANOS
 from events_manifest._transformer.output.entity_types import EntityType
 from events_manifest._transformer.output.formats import Shred, WideRowJson, WideRowParquet
-from events_manifest._transformer.output.jvm import NANOS
-from events_manifest._transformer.output.kinesis import KinesisSink
 from events_manifest._transformer.output.parquet import ParquetColumns, build_columns
 from events_manifest._transformer.output.parquet_types import TIMESTAMP
 from events_manifest._transformer.output.shred_mode import PARTITIONS, ShredModeLines
 from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
+from events_manifest._transformer.run import kinesis
 from events_manifest._transformer.run.commit import COMPLETE, DATA, RunCounts, inspect
 from events_manifest._transformer.run.job import TransformerJob
+from events_manifest._transformer.run.kinesis import KinesisSink
 from events_manifest._transformer.run.metrics import Reporter
 from events_manifest._transformer.run.run_flow import Progress, RunResult, run, run_all
 from events_manifest._transformer.run.sentry import sentry_of

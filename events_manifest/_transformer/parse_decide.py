@@ -29,12 +29,12 @@ from events_manifest._jobs import steps
 from events_manifest._opening.handle import Opener
 from events_manifest._snowplow import dedup
 from events_manifest._snowplow.fields import INDEX
-from events_manifest._transformer.decode import columnar
+from events_manifest._transformer import columnar
 from events_manifest._transformer.decode.event import Entity, Event, decode
+from events_manifest._transformer.decode.jvm import NANOS
 from events_manifest._transformer.output import bad_rows, widerow
 from events_manifest._transformer.output.entity_types import EntityType, type_text
 from events_manifest._transformer.output.formats import JSON, Criterion
-from events_manifest._transformer.output.jvm import NANOS
 from events_manifest._transformer.output.parquet import ParquetColumns, atomic_values, entities_of, string_array
 from events_manifest._transformer.output.shred_mode import PARTITIONS, IgluFailure, ShredModeLines, partition
 from events_manifest.errors import ManifestThrottledError

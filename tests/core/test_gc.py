@@ -10,8 +10,7 @@ import pyarrow as pa
 import pytest
 
 from events_manifest._gc import paused
-from events_manifest._transformer import parse_decide
-from events_manifest._transformer.decode import columnar
+from events_manifest._transformer import columnar, parse_decide
 from tests.transformer_helpers import event
 
 

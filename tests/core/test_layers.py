@@ -147,3 +147,26 @@ def test_the_glue_takes_the_core_through_its_public_modules_and_the_faces_alone(
     for face in sorted(faces):
         offered, took = set(importlib.import_module(face).__all__), taken.get(face, set())
         assert took == offered, f"{face}: offered, never taken: {offered - took}; taken, not offered: {took - offered}"
+
+
+TRANSFORMER_ROOMS = {"decode": 0, "output": 1, "": 2, "run": 3, "stream": 3, "face": 4}
+"""The transformer's rooms (`events_manifest._transformer`), lowest first: decoding, then what a run
+writes, then the area's root (the config, the columnar parse, the steps on Arrow batches), then a
+run's flow and the stream's pieces; the face, the area's door, above them all."""
+
+
+def test_the_transformer_s_rooms_import_only_the_rooms_below_them() -> None:
+    def room(module: str) -> int:
+        parts = module.split(".")[2:]
+        first = parts[0] if parts and parts[0] in TRANSFORMER_ROOMS else ""
+        return TRANSFORMER_ROOMS[first]
+
+    inside = {name: used for name, used in _graph().items() if name.startswith("events_manifest._transformer.")}
+    assert len(inside) > 25
+    up = sorted(
+        f"{module} -> {used}"
+        for module, used_ in inside.items()
+        for used in used_
+        if used.startswith("events_manifest._transformer.") and room(used) > room(module)
+    )
+    assert up == [], "arrows up between the transformer's rooms:\n" + "\n".join(up)

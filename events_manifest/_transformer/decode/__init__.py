@@ -1,3 +1,3 @@
-"""An enriched line decoded as the reference's Analytics SDK decodes it, one event at a time
-(`event`) or column by column over an Arrow batch (`columnar`); JSON as the reference reads and
-prints it (`circe`) and its parser's words for what is not JSON (`jawn`)."""
+"""An enriched line decoded as the reference's Analytics SDK decodes it (`event`); JSON as the
+reference reads and prints it (`circe`), its parser's words for what is not JSON (`jawn`), and
+numbers and instants as its JVM renders them (`jvm`)."""

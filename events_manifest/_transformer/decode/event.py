@@ -26,7 +26,7 @@ from events_manifest._snowplow.fields import (
     UNSTRUCT_EVENT,
 )
 from events_manifest._transformer.decode import circe
-from events_manifest._transformer.output.jvm import NANOS, days_from_civil
+from events_manifest._transformer.decode.jvm import NANOS, days_from_civil
 from events_manifest.errors import ManifestConfigError
 
 CONTEXTS_URI = re.compile(r"iglu:com\.snowplowanalytics\.snowplow/contexts/jsonschema/1-0-(?:0|[1-9][0-9]*)")

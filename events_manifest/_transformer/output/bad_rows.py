@@ -8,7 +8,7 @@ from typing import Any
 from events_manifest._snowplow.fields import FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer.decode import circe
 from events_manifest._transformer.decode.event import Entity, Event
-from events_manifest._transformer.output.jvm import instant_to_string
+from events_manifest._transformer.decode.jvm import instant_to_string
 from events_manifest._transformer.output.widerow import atomic_value
 from events_manifest._version import __version__
 

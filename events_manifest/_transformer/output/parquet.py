@@ -23,8 +23,8 @@ from events_manifest._iglu.resolver import ResolverConfig
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer.decode import circe
 from events_manifest._transformer.decode.event import ATOMIC_SCHEMA, Entity, Event
+from events_manifest._transformer.decode.jvm import days_from_civil, double_to_string
 from events_manifest._transformer.output.formats import Criterion
-from events_manifest._transformer.output.jvm import days_from_civil, double_to_string
 from events_manifest._transformer.output.parquet_types import (
     BOOLEAN,
     DOUBLE,

@@ -16,8 +16,8 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from events_manifest._transformer.output import jvm
-from events_manifest._transformer.output.jvm import string_hash
+from events_manifest._transformer.decode import jvm
+from events_manifest._transformer.decode.jvm import string_hash
 from events_manifest._transformer.output.schemas import schema_types
 
 

@@ -22,8 +22,8 @@ from events_manifest._iglu.resolver import ResolverConfig, resolver_for
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer.decode import circe
 from events_manifest._transformer.decode.event import Entity, Event
+from events_manifest._transformer.decode.jvm import date_time_millis, double_to_string, instant_to_string
 from events_manifest._transformer.output.formats import JSON, TSV, Routing
-from events_manifest._transformer.output.jvm import date_time_millis, double_to_string, instant_to_string
 from events_manifest._transformer.output.schemas import parseable, schema_types
 from events_manifest._transformer.output.widerow import CONTEXT, SELF_DESCRIBING_EVENT
 

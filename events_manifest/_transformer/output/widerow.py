@@ -13,7 +13,7 @@ from events_manifest._iglu.keys import SchemaKey
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_KINDS, FIELD_NAMES
 from events_manifest._transformer.decode import circe
 from events_manifest._transformer.decode.event import Entity, Event
-from events_manifest._transformer.output.jvm import (
+from events_manifest._transformer.decode.jvm import (
     double_to_string,
     hash_map_order,
     instant_to_string,

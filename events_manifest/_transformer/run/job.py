@@ -20,7 +20,7 @@ from events_manifest._manifest.ledger import now_seconds as runs_now
 from events_manifest._opening.handle import ManifestHandle
 from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.decode.event import atomic_limits
-from events_manifest._transformer.output import kinesis
+from events_manifest._transformer.run import kinesis
 from events_manifest._transformer.run import queue as queues
 from events_manifest._transformer.run.commit import OUTPUTS, RunFolder, State, tidy
 from events_manifest._transformer.run.discovery import folder_uri

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from events_manifest._transformer.decode import circe
+from events_manifest._transformer.decode.jvm import instant_to_string
 from events_manifest._transformer.output.bad_rows import ARTIFACT
 from events_manifest._transformer.output.formats import Formats, Shred, WideRowJson, WideRowParquet
-from events_manifest._transformer.output.jvm import instant_to_string
 from events_manifest._version import __version__
 
 SCHEMA = "iglu:com.snowplowanalytics.snowplow.storage.rdbloader/shredding_complete/jsonschema/2-0-1"

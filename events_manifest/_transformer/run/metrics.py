@@ -18,16 +18,15 @@ from botocore.config import Config
 from events_manifest import _redact as redact
 from events_manifest._aws import boto3_session, default_region
 from events_manifest._transformer.config import TransformerConfigError
-from events_manifest._transformer.run.commit import RunCounts
-from events_manifest._transformer.run.monitoring import (
+from events_manifest._transformer.monitoring import (
     FIGURES,
     LAG,
     CloudWatch,
     Monitoring,
     Periodic,
-    figures,
     metric_name,
 )
+from events_manifest._transformer.run.commit import RunCounts
 
 LOGGER = "transformer.metrics"
 """The stdout metrics' logger, as the reference names it."""
@@ -36,6 +35,12 @@ CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS = 3.0, 5.0, 2
 READ_TIMEOUT)` seconds."""
 STATSD_TIMEOUT = 5.0
 """How long the last report waits for StatsD's hostname to resolve when the job stops."""
+
+
+def figures(counts: RunCounts) -> dict[str, int]:
+    """What a committed run or window adds to the counters, by metric name."""
+    values = (counts.good, counts.bad, counts.natural, counts.synthetic, counts.cross_batch, counts.puts)
+    return dict(zip(FIGURES, values, strict=True))
 
 
 def number(value: float) -> str:

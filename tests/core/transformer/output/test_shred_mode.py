@@ -12,9 +12,9 @@ import pytest
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._transformer.decode import circe
 from events_manifest._transformer.decode.event import Event, decode
+from events_manifest._transformer.decode.jvm import NANOS
 from events_manifest._transformer.output import bad_rows
 from events_manifest._transformer.output.formats import Criterion, Routing, Shred
-from events_manifest._transformer.output.jvm import NANOS
 from events_manifest._transformer.output.shred_mode import (
     ATOMIC_PARTITION,
     IgluFailure,

@@ -9,8 +9,8 @@ import pytest
 
 from events_manifest._iglu.keys import SchemaKey
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_NAMES
+from events_manifest._transformer.decode.jvm import hash_map_order
 from events_manifest._transformer.output import widerow
-from events_manifest._transformer.output.jvm import hash_map_order
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.transformer_helpers import CLICK, PRODUCT_1, PRODUCT_2, event, fields_of
 

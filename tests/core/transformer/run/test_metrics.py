@@ -11,9 +11,9 @@ import boto3
 import pytest
 
 from events_manifest._transformer.config import TransformerConfigError
+from events_manifest._transformer.monitoring import CloudWatch, Monitoring, Periodic
 from events_manifest._transformer.run.commit import RunCounts
 from events_manifest._transformer.run.metrics import Reporter, statsd_datagrams, stdout_lines
-from events_manifest._transformer.run.monitoring import CloudWatch, Monitoring, Periodic
 from events_manifest.testing import LocalServer
 from tests.monitors import StatsdServer
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from events_manifest._snowplow.fields import ATOMIC_FIELDS, FIELD_NAMES
 from events_manifest._transformer.decode.event import parse_instant
-from events_manifest._transformer.output.jvm import double_to_string, hash_map_order, instant_to_string, string_hash
+from events_manifest._transformer.decode.jvm import double_to_string, hash_map_order, instant_to_string, string_hash
 
 ATOMIC = [FIELD_NAMES[i] for i in ATOMIC_FIELDS]
 

@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from events_manifest._transformer.config import Backoff, BadSink
-from events_manifest._transformer.output.kinesis import KinesisSink, KinesisSinkError, Stream
+from events_manifest._transformer.run.kinesis import KinesisSink, KinesisSinkError, Stream
 from events_manifest.testing import FaultProxy, LocalServer
 
 

@@ -43,10 +43,10 @@ from events_manifest._transformer.decode.event import (
     InvalidValue,
     entities,
 )
+from events_manifest._transformer.decode.jvm import days_from_civil, double_to_string
 from events_manifest._transformer.output import widerow
 from events_manifest._transformer.output.bad_rows import MINIMUM_TIMESTAMP_FIELDS
 from events_manifest._transformer.output.entity_types import type_text
-from events_manifest._transformer.output.jvm import days_from_civil, double_to_string
 from events_manifest._transformer.output.parquet import Entities
 
 _CONTROL = r"[\x{00}-\x{08}\x{0a}-\x{1f}\x{7f}-\x{9f}]"

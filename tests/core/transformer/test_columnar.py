@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events_manifest._snowplow.fields import FIELD_KINDS, FIELD_NAMES
-from events_manifest._transformer.decode import columnar
+from events_manifest._transformer import columnar
 from events_manifest._transformer.decode.event import Event, decode
-from events_manifest._transformer.output.jvm import NANOS
+from events_manifest._transformer.decode.jvm import NANOS
 from events_manifest._transformer.output.parquet import EntityColumn, ParquetColumns, build_columns
 from events_manifest._transformer.output.parquet_types import (
     BOOLEAN,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from events_manifest._transformer.config import TransformerConfigError
-from events_manifest._transformer.run.monitoring import CloudWatch, Monitoring, Periodic
+from events_manifest._transformer.monitoring import CloudWatch, Monitoring, Periodic
 from events_manifest._transformer.stream.stream_config import StreamConfig
 from tests.transformer_helpers import monitoring_of
 

@@ -1,12 +1,11 @@
 """The `monitoring` section of both transformers' configs, as the reference reads it: Sentry's DSN,
-CloudWatch's duration metric (the batch job's), StatsD and stdout metrics (the stream's); and the
-figures each run or window reports (docs/transformer.md, "Monitoring"). `config` reads the section."""
+CloudWatch's duration metric (the batch job's), StatsD and stdout metrics (the stream's), and the
+names of the figures each run or window reports (docs/transformer.md, "Monitoring"; `metrics.figures`
+sends them). `config` reads the section."""
 
 from __future__ import annotations
 
 import attrs
-
-from events_manifest._transformer.run.commit import RunCounts
 
 DEFAULT_PREFIX = "snowplow.transformer."
 DEFAULT_PERIOD = "1 minute"
@@ -20,12 +19,6 @@ FIGURES = (GOOD, BAD, *DEDUP)
 """Every counter a run reports, in the order it is sent."""
 LAG = "lag_seconds"
 """Ours, the stream's gauge: the age of its oldest staged line not committed yet."""
-
-
-def figures(counts: RunCounts) -> dict[str, int]:
-    """What a committed run or window adds to the counters, by metric name."""
-    values = (counts.good, counts.bad, counts.natural, counts.synthetic, counts.cross_batch, counts.puts)
-    return dict(zip(FIGURES, values, strict=True))
 
 
 def metric_name(prefix: str, key: str) -> str:
