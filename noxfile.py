@@ -122,6 +122,7 @@ def _executor_environment(session: nox.Session, constraints: str) -> Path:
     by venv-pack (`.cache/executor-env/env.tar.gz`)."""
     build = Path(".cache/executor-env")
     shutil.rmtree(build, ignore_errors=True)
+    shutil.rmtree("build", ignore_errors=True)  # setuptools' scratch: a module moved since would ship too
     if session.run("python", "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(build / "dist"), ".") is None:
         return build / "env.tar.gz"  # `--install-only` runs nothing: the tests' run builds it
     [wheel] = (build / "dist").glob("*.whl")

@@ -37,6 +37,8 @@ def test_the_wheel_holds_every_file_of_the_packages() -> None:
         check=True,
     ).stdout.split()
     assert len(tracked) > 50 and set(tracked) <= names, sorted(set(tracked) - names)
+    packaged = {name for name in names if name.startswith(("events_manifest/", "spark_integration/"))}
+    assert packaged == set(tracked), f"not in the checkout: {sorted(packaged - set(tracked))}"
     info = next(name.split("/")[0] for name in names if name.endswith(".dist-info/METADATA"))
     assert {f"{info}/licenses/LICENSE", f"{info}/licenses/NOTICE"} <= names
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
