@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 import attrs
 
@@ -14,7 +15,8 @@ from events_manifest._backends.dynamodb.config_document import DynamoDbConfig, p
 from events_manifest._iglu.resolver import ResolverConfig
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._opening.urls import init_storage, with_dynamodb_flags
-from events_manifest._transformer.config import TransformerConfigError, decode_value, hocon_to_json
+from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
+from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.errors import ManifestConfigError
 
 
@@ -81,6 +83,29 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         "--manifest", metavar="URL", help="manifest URL for cross-batch dedup (sqlite:///abs/path.db, ...)"
     )
     parser.add_argument("--dynamodb-endpoint", metavar="URL", help="endpoint of a DynamoDB-compatible server")
+
+
+C = TypeVar("C", TransformerConfig, StreamConfig)
+
+
+@attrs.frozen
+class TransformerFlags(Generic[C]):
+    """A transformer's command line read and checked once (`of`), before any JVM starts or any
+    manifest opens, so that a problem is one line, exit 2, nothing written: its config, Iglu's, and
+    the manifest it names. Both transformer commands run what it holds."""
+
+    config: C
+    iglu: ResolverConfig
+    manifest: ManifestFlags
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, parse: Callable[[str], C]) -> TransformerFlags[C]:
+        """The three values of `add_config_flags` decoded as the reference decodes them, `--config`
+        by `parse`, and checked together (`check_supported`); any problem is a config error."""
+        config = parse(decode_value(args.config, "--config"))
+        iglu, manifest = read_iglu(args.iglu_config), ManifestFlags.of(args, read_dynamodb_config)
+        config.check_supported(manifest=manifest.named is not None, iglu=True)
+        return cls(config, iglu, manifest)
 
 
 def read_iglu(value: str) -> ResolverConfig:

@@ -32,11 +32,9 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from events_manifest import DuplicateStorage, ManifestConfigError, ManifestError
 from events_manifest._job_flags import (
-    ManifestFlags,
+    TransformerFlags,
     add_common_flags,
     add_config_flags,
-    read_dynamodb_config,
-    read_iglu,
 )
 from events_manifest._jobs.face import (
     INPUT,
@@ -71,7 +69,6 @@ from events_manifest._transformer.face import (
     TransformerConfigError,
     Window,
     WindowBook,
-    decode_value,
     inspect,
     last_offset,
     pinned,
@@ -140,7 +137,7 @@ class StreamTransformer:
         report: Callable[[str], None] = print,
         warn: Callable[[str], None] = lambda line: print(f"stream transformer: warning: {line}", file=sys.stderr),
     ) -> None:
-        config.run.check_supported(manifest=manifest is not None, iglu=iglu is not None)
+        config.check_supported(manifest=manifest is not None, iglu=iglu is not None)
         self.spark, self.config, self.report, self.warn = spark, config, report, warn
         self.clock = ForwardClock(clock)  # the wall clock (`clock`) only taken forward
         self.storage = storage = HadoopStorage(spark)
@@ -517,19 +514,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configs(args: argparse.Namespace) -> tuple[StreamConfig, ResolverConfig, ManifestFlags]:
-    config = StreamConfig.parse(decode_value(args.config, "--config"))
-    iglu, manifest = read_iglu(args.iglu_config), ManifestFlags.of(args, read_dynamodb_config)
-    config.run.check_supported(manifest=manifest.named is not None, iglu=True)
-    return config, iglu, manifest
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config, iglu, named = _configs(args)
+        flags = TransformerFlags.of(args, StreamConfig.parse)
         sentry = sentry_of(
-            config.run.monitoring.sentry_dsn,
+            flags.config.run.monitoring.sentry_dsn,
             lambda line: print(f"stream transformer: warning: {line}", file=sys.stderr),
         )
     except ManifestConfigError as e:
@@ -538,13 +528,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def job() -> int:
         signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())  # from the start: a SIGTERM is never lost
-        manifest = named.open()
+        manifest = flags.manifest.open()
         spark = local_session(args.master, verbose=args.verbose)
         try:
-            stream = StreamTransformer(spark, config, iglu=iglu, manifest=manifest, checkpoint=args.checkpoint)
+            stream = StreamTransformer(
+                spark, flags.config, iglu=flags.iglu, manifest=manifest, checkpoint=args.checkpoint
+            )
         except ManifestConfigError as e:
             return refused(e)
         started.set()
+        config = flags.config
         print(f"Stream Transformer: reading {config.source.describe()}, {config.window_seconds}-second windows")
         stream.run(available_now=args.available_now, stop=stop)
         return 0

@@ -18,11 +18,9 @@ from pyspark.sql import SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError
 from events_manifest._job_flags import (
-    ManifestFlags,
+    TransformerFlags,
     add_common_flags,
     add_config_flags,
-    read_dynamodb_config,
-    read_iglu,
 )
 from events_manifest._jobs.face import INPUT, MANIFEST, Place, check_places
 from events_manifest._opening.face import manifest_files
@@ -32,7 +30,6 @@ from events_manifest._transformer.face import (
     RunResult,
     TransformerConfig,
     TransformerConfigError,
-    decode_value,
     run_all,
     sentry_of,
 )
@@ -89,34 +86,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configs(args: argparse.Namespace) -> tuple[TransformerConfig, ResolverConfig, ManifestFlags]:
-    """The three values decoded as the reference decodes them; any problem is a config error."""
-    config = TransformerConfig.parse(decode_value(args.config, "--config"))
-    iglu = read_iglu(args.iglu_config)
-    manifest = ManifestFlags.of(args, read_dynamodb_config)
-    config.check_supported(manifest=manifest.named is not None, iglu=True)
-    return config, iglu, manifest
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config, iglu, named = _configs(args)
+        flags = TransformerFlags.of(args, TransformerConfig.parse)
         sentry = sentry_of(
-            config.monitoring.sentry_dsn, lambda line: print(f"transformer: warning: {line}", file=sys.stderr)
+            flags.config.monitoring.sentry_dsn, lambda line: print(f"transformer: warning: {line}", file=sys.stderr)
         )
     except ManifestConfigError as e:  # the transformer's config, or the manifest's
         return refused(e)
     progress = Progress()
 
     def job() -> int:
-        manifest = named.open()
+        manifest = flags.manifest.open()
         spark = local_session(args.master, verbose=args.verbose)
         try:
             transform(
                 spark,
-                config,
-                iglu=iglu,
+                flags.config,
+                iglu=flags.iglu,
                 manifest=manifest,
                 random_synthetic_ids=args.random_synthetic_ids,
                 rerun=args.rerun,

@@ -4,7 +4,7 @@ glue (`spark_integration`) imports the area through this face alone (`tests/core
 
 from __future__ import annotations
 
-from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value
+from events_manifest._transformer.config import TransformerConfig, TransformerConfigError
 from events_manifest._transformer.decode.event import (
     CANONICAL_ID,
     CANONICAL_TIMESTAMP,
@@ -82,7 +82,6 @@ __all__ = [
     "Window",
     "WindowBook",
     "build_columns",
-    "decode_value",
     "inspect",
     "kinesis",
     "last_offset",

@@ -119,6 +119,10 @@ class StreamConfig:
     def output(self) -> str:
         return self.run.output
 
+    def check_supported(self, *, manifest: bool, iglu: bool) -> None:
+        """The batch job's refusals (`TransformerConfig.check_supported`): each window is one of its runs."""
+        self.run.check_supported(manifest=manifest, iglu=iglu)
+
     @classmethod
     def parse(cls, text: str, environment: Mapping[str, str] | None = None) -> StreamConfig:
         env = os.environ if environment is None else environment
