@@ -16,9 +16,11 @@ from events_manifest._dedup.arrow import (
     ClassifyRows,
     IdentifyRows,
 )
+from events_manifest._dedup.batch_clock import BatchClock
 from events_manifest._dedup.engine import Expiry, Identify, Outcome, check_specs
 
 __all__ = [
+    "BatchClock",
     "CLASSIFIED",
     "ClassifyRows",
     "ERROR",

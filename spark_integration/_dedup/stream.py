@@ -11,47 +11,16 @@ watermark, up to its ttl.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.streaming.query import StreamingQuery
 
 from events_manifest import DuplicateStorage
-from events_manifest._dedup.face import Expiry
-from events_manifest._jobs.face import join
+from events_manifest._dedup.face import BatchClock, Expiry
 from events_manifest._opening.face import ManifestHandle
-from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration._dedup.dataframe import DedupResult, deduplicate
 from spark_integration._spark.storage import HadoopStorage
-
-ETL_FOLDER = "events_manifest_etl"
-KEPT_ETL_FILES = 100
-
-
-class BatchClock:
-    """The etl time of each micro-batch, kept in `<checkpoint>/events_manifest_etl/<batch id>`.
-
-    A new batch gets the current time, or one second after the previous batch's if the clock has
-    not moved on, so every batch of the query has its own etl time.
-    """
-
-    def __init__(self, spark: SparkSession, checkpoint: str) -> None:
-        self.storage = HadoopStorage(spark)
-        self.folder = join(checkpoint, ETL_FOLDER)
-
-    def etl_time(self, batch_id: int) -> datetime:
-        path = join(self.folder, str(batch_id))
-        if self.storage.exists(path):
-            return from_epoch_seconds(int(self.storage.read_text(path).strip()))
-        previous = join(self.folder, str(batch_id - 1))
-        floor = int(self.storage.read_text(previous).strip()) + 1 if self.storage.exists(previous) else 0
-        seconds = max(to_epoch_seconds(datetime.now(UTC)), floor)
-        self.storage.write_text(path, f"{seconds}\n")
-        stale = join(self.folder, str(batch_id - KEPT_ETL_FILES))
-        if self.storage.exists(stale):
-            self.storage.delete(stale)
-        return from_epoch_seconds(seconds)
 
 
 def deduplicate_stream(
@@ -76,7 +45,7 @@ def deduplicate_stream(
     """
     handle = ManifestHandle.of(manifest)
     handle.open()  # a missing table or an unusable file fails here, before the query starts
-    clock = BatchClock(stream.sparkSession, checkpoint_location)
+    clock = BatchClock(HadoopStorage(stream.sparkSession), checkpoint_location)
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         etl_time = clock.etl_time(batch_id)
