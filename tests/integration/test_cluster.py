@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,20 +139,22 @@ def test_the_transformer_on_a_cluster_writes_what_a_local_session_writes(
     """On S3 with a DynamoDB manifest, the executors unpacking the shipped environment. Before it,
     on Spark 4, the mistakes an operator makes first, each one line that says what to ship, none
     leaving anything in the way: a corrupt archive, no archive (the workers' own python3 lacks the
-    project), an interpreter path that is not in the archive. (On 3.5, the run alone: each mistake
-    costs the cluster a minute, and how a worker's failure is worded is held on every line by
-    tests/spark/test_failures.py.)"""
+    project), an interpreter path that is not in the archive (a small one: each worker unpacks it
+    for nothing). (On 3.5, the run alone: each mistake costs the cluster half a minute, and how a
+    worker's failure is worded is held on every line by tests/spark/test_failures.py.)"""
     expected = reference(runs, dynalite)
     (runs / "s3.hocon").write_text(config(s3.url("in"), s3.url("out")))
     flags = ["--iglu-config", "iglu.json", "--config", "s3.hocon", "--manifest", manifest(dynalite)]
     (runs / "corrupt.tar.gz").write_bytes(os.urandom(4096))
+    with tarfile.open(runs / "small.tar.gz", "w:gz") as small:  # what it holds does not matter: not the path
+        small.add(runs / "iglu.json", arcname="bin/iglu.json")
     mistakes = {
         "unpack an archive of --archives (corrupt.tar.gz: not in gzip format)": [
             "--archives", f"{runs / 'corrupt.tar.gz'}#environment",
         ],
         "the executors' Python cannot import events_manifest": [],
         "the executors cannot start Python ./env/bin/python": [
-            "--archives", f"{ENVIRONMENT}#environment", "--conf", "spark.pyspark.python=./env/bin/python",
+            "--archives", f"{runs / 'small.tar.gz'}#environment", "--conf", "spark.pyspark.python=./env/bin/python",
         ],
     }  # fmt: skip
     once = ["--conf", "spark.task.maxFailures=1"]  # the same line as after Spark's four tries, without three of them
@@ -174,10 +177,11 @@ def test_the_transformer_on_a_cluster_writes_what_a_local_session_writes(
     assert {path.parts[-6] for path in unpacked} == {"worker-1", "worker-2"}, "both workers ran the archive"
 
 
-@pytest.mark.every_line
 def test_the_shred_job_on_a_cluster_writes_what_a_local_session_writes(
     cluster: tuple[str, Path], tmp_path: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, spark: Any
 ) -> None:
+    """On the newest line: shipping the environment on 3.5 is the transformer's test above, the
+    shred job's own Spark on 3.5 `nox -s "spark(3.5)"`'s (tests/spark/shred/test_golden.py)."""
     from spark_integration import shred
 
     first, _ = sample_batches()
