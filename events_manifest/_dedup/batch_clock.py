@@ -31,14 +31,11 @@ class BatchClock:
 
     def etl_time(self, batch_id: int) -> datetime:
         path, previous = self._record(batch_id), self._record(batch_id - 1)
-        if self.storage.exists(path):
-            return self._read(path)
         floor = to_epoch_seconds(self._read(previous)) + 1 if self.storage.exists(previous) else 0
         seconds = max(to_epoch_seconds(self.now()), floor)
-        if not self.storage.create_new(path, f"{seconds}\n"):
-            return self._read(path)
+        taken = self.storage.record_once(path, f"{seconds}\n")
         self.storage.delete(self._record(batch_id - KEPT))
-        return from_epoch_seconds(seconds)
+        return from_epoch_seconds(int(taken.strip()))
 
     def _record(self, batch_id: int) -> str:
         return join(self.checkpoint, ETL_FOLDER, str(batch_id))

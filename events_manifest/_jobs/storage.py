@@ -138,6 +138,12 @@ class Storage(abc.ABC):
             self.delete(target)
         self.move(source, target)
 
+    def record_once(self, path: str, text: str) -> str:
+        """A record written once and never replaced (a stream's micro-batch, a position pinned at
+        the first start): `text` if this call created it, else what the first writer left, which
+        a replay after a crash, or a racing writer, takes as its own."""
+        return text if self.create_new(path, text) else self.read_text(path)
+
     def move_tree(self, source: str, target: str, moved: Callable[[str], None] = lambda name: None) -> None:
         """Move every file below `source` to the same place below `target`, one file at a time
         (`moved` told of each), merging into what is there: repeatable after a kill at any file."""

@@ -398,10 +398,8 @@ def pinned(
     first batch's start again, and a `LATEST` taken anew would lose that batch's records."""
     if source.position != "LATEST":
         return source
-    path = join(checkpoint, LATEST_PIN)
-    if not storage.exists(path):
-        storage.create_new(path, str(int(clock() * 1000)))
-    return attrs.evolve(source, timestamp_ms=int(storage.read_text(path)))
+    pinned = storage.record_once(join(checkpoint, LATEST_PIN), str(int(clock() * 1000)))
+    return attrs.evolve(source, timestamp_ms=int(pinned))
 
 
 def one_event(data: bytes) -> bytes:

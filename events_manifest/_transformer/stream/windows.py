@@ -126,9 +126,9 @@ class WindowBook:
     def assign(self, batch_id: int, now: float) -> Batch:
         """The batch's window: the one recorded (a replay), else the window of `now`, recorded."""
         record = join(self.root, f"batch-{batch_id}.json")
-        window = Window.at(now, self.seconds, self.app_id)
-        if not self.storage.create_new(record, window.to_json() + "\n"):
-            window = Window.from_json(self.storage.read_text(record))
+        window = Window.from_json(
+            self.storage.record_once(record, Window.at(now, self.seconds, self.app_id).to_json() + "\n")
+        )
         staged = self.storage.exists(join(self.root, f"batch-{batch_id}.staged"))
         return Batch(batch_id, window, staged, self.closed(window))
 

@@ -43,6 +43,14 @@ def test_create_new_is_exclusive_and_write_text_replaces_whole(storage: LocalSto
     assert sorted(os.listdir(tmp_path / "out")) == ["_claim"], "no temporary file left beside it"
 
 
+def test_a_record_once_written_stands_for_every_later_writer(storage: LocalStorage, tmp_path: Path) -> None:
+    """A micro-batch's record: the first writer's text, which a replay or a racing writer takes."""
+    record = str(tmp_path / "book" / "batch-7")
+    assert storage.record_once(record, "first\n") == "first\n"
+    assert storage.record_once(record, "second\n") == "first\n"
+    assert storage.read_text(record) == "first\n" and os.listdir(tmp_path / "book") == ["batch-7"]
+
+
 def test_what_a_path_holds(storage: LocalStorage, tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     os.mkfifo(tmp_path / "pipe")
