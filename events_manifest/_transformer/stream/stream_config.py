@@ -158,10 +158,11 @@ def _source(found: Any) -> StreamSource:
         raise TransformerConfigError(
             f"Input type {found.get('type')} is not supported yet. Supported types: 'file', 'kafka', 'kinesis'"
         )
-    if kind == "pubsub":
+    if kind == "pubsub" or (kind == "file" and "subscription" in found and "dir" not in found):
+        named = f"input.subscription [{found['subscription']}]" if "subscription" in found else "input.type pubsub"
         raise TransformerConfigError(
-            "input.type pubsub: this transformer reads a folder of enriched files, a Kafka topic or a Kinesis stream; "
-            "put the subscription's messages into one of them"
+            f"{named}: a Pub/Sub subscription is not read; this transformer reads a folder of enriched files "
+            "(input.dir), a Kafka topic or a Kinesis stream: put the subscription's messages into one of them"
         )
     if kind == "kinesis":
         return StreamSource("kinesis", kinesis=_kinesis(found))

@@ -20,7 +20,12 @@ def test_the_config_s_refusals_name_the_key(tmp_path: Path) -> None:
             StreamConfig.parse(json.dumps({"output": {"path": str(tmp_path / "out")}, **document}))
         return str(caught.value)
 
-    assert "input.type pubsub" in refused({"input": {"type": "pubsub", "subscription": "enriched"}})
+    assert "input.type pubsub: a Pub/Sub subscription is not read" in refused({"input": {"type": "pubsub"}})
+    gcp = {"subscription": "projects/p/subscriptions/enriched", "parallelPullCount": 1}  # the reference's: no type
+    assert refused({"input": gcp}).startswith(
+        "input.subscription [projects/p/subscriptions/enriched]: a Pub/Sub subscription is not read; this "
+        "transformer reads a folder of enriched files (input.dir)"
+    )
     kinesis = {"type": "kinesis", "streamName": "enriched", "region": "eu-west-1"}
     assert ".input.streamName: Missing required field" in refused({"input": {"type": "kinesis"}})
     assert ".input.position: NOW is not LATEST" in refused({"input": {**kinesis, "position": "NOW"}})
