@@ -398,8 +398,8 @@ def pinned(
     first batch's start again, and a `LATEST` taken anew would lose that batch's records."""
     if source.position != "LATEST":
         return source
-    pinned = storage.record_once(join(checkpoint, LATEST_PIN), str(int(clock() * 1000)))
-    return attrs.evolve(source, timestamp_ms=int(pinned))
+    at_ms = storage.record_once(join(checkpoint, LATEST_PIN), str(int(clock() * 1000)))
+    return attrs.evolve(source, timestamp_ms=int(at_ms))
 
 
 def one_event(data: bytes) -> bytes:
