@@ -60,20 +60,24 @@ from events_manifest._transformer.face import (
     KinesisInput,
     KinesisStreamMissing,
     Progress,
+    PubsubInputError,
     ReadFiles,
     Reporter,
     RunResult,
     ShardReader,
+    Stager,
     StreamConfig,
     StreamSource,
     TransformerConfigError,
     Window,
     WindowBook,
+    check_subscription,
     inspect,
     last_offset,
     pinned,
     run,
     sentry_of,
+    staged_folder,
 )
 from events_manifest.iglu import ResolverConfig
 from spark_integration._spark.api import check_python_streams, package_advice
@@ -101,6 +105,8 @@ WATCH_SECONDS = 60
 EVERY_FILE = "36500d"
 """The file source's `maxFileAge`: Spark's own (a week) ignores a file that appears with a modification
 time more than a week before the newest file's (one copied with its times kept), and loses its events."""
+COMMITTED = "the windows whose batches were all staged are committed"
+"""What a stop on a failure commits."""
 ADVICE = Advice(
     rerun_other="start the stream transformer again on its checkpoint: it commits a stopped window before any other",
     rerun="nothing: a window is transformed again only while its folder holds no commit",
@@ -165,6 +171,10 @@ class StreamTransformer:
                 if not storage.exists(self.book.root):
                     raise
                 self._missing = e  # `start` commits what an earlier start staged, then says so
+        if config.source.pubsub is not None:
+            check_subscription(config.source.pubsub)  # one that does not exist: one line, first
+        self._stager: Stager | None = None
+        """The Pub/Sub input's puller, while it pulls."""
         outputs = [Place("output folder", config.output, folder=True)]
         if not inside(self.checkpoint, storage.qualify(config.output)):
             outputs.append(Place("checkpoint", checkpoint or self.checkpoint, folder=True))
@@ -233,6 +243,15 @@ class StreamTransformer:
         if source.kinesis is not None:
             self._kinesis = pinned(source.kinesis, self.storage, self.checkpoint)
             source = attrs.evolve(source, kinesis=self._kinesis)
+        if source.pubsub is not None:
+            staged = staged_folder(self.checkpoint)
+            self._stager = Stager(source.pubsub, self.storage, staged)
+            source = attrs.evolve(source, path=staged)
+            if available_now:
+                self._stager.drain()  # what the subscription holds now, staged; the query reads it
+                self._stager = None
+            else:
+                self._stager.start()
         writer = (
             _lines(self.spark, source, self.storage)
             .writeStream.queryName(f"stream transformer {self.app_id}")
@@ -312,6 +331,9 @@ class StreamTransformer:
         committed: list[RunResult] = []
         failure = None
         try:
+            if self._stager is not None:
+                self._stager.stop()  # what it pulled is staged: the next start reads what this one did not
+                self._stager = None
             if self.query is not None:
                 self.query.stop()
                 failure = self.query.exception()
@@ -340,6 +362,8 @@ class StreamTransformer:
             while not stop.is_set():
                 while query.isActive and not stop.is_set():
                     query.awaitTermination(poll)  # type: ignore[arg-type]  # seconds, fractions too
+                    if self._stager is not None:
+                        self._stager.check()  # a pull that ended (the subscription deleted) stops the job
                     self.beat()
                     self.watch_files()
                     self.commit_due()
@@ -348,6 +372,9 @@ class StreamTransformer:
                 self.query = query = self._query(available_now)
         except KeyboardInterrupt:
             pass  # a stop asked for: what is staged is committed below
+        except PubsubInputError as e:
+            self.stop()  # what was staged is durable: its windows committed
+            raise PubsubInputError(f"the stream stopped: {e}; {COMMITTED}") from None
         except BaseException:
             failed = self.query is not None and not self.query.isActive and self.query.exception() is not None
             self.stop(commit=failed)  # the query's own failure (the stream deleted): what it staged, committed
@@ -444,7 +471,7 @@ def _staged(done: Sequence[RunResult], torn: bool) -> str:
 def _failure(text: str) -> str:
     """What a failed query says, and what to do so that the next start goes on: a file that cannot
     be read is moved away (the replayed batch goes on without it) and put back under a new name."""
-    committed = "the windows whose batches were all staged are committed"
+    committed = COMMITTED
     replayed = "start again on the same checkpoint: the batch that failed is read again without it"
     match of_query(text):
         case KinesisStopped(said):
@@ -467,6 +494,9 @@ def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) ->
         from spark_integration._stream.kinesis import kinesis_lines  # pyspark 4's datasource module: after the check
 
         return kinesis_lines(spark, source.kinesis)
+    if source.pubsub is not None:  # the subscription's messages as `Stager` staged them, a line each in base64
+        staged = spark.readStream.format("text").option("maxFileAge", EVERY_FILE).option("cleanSource", "delete")
+        return staged.load(storage.qualify(source.path)).select(F.unbase64("value").alias("value"))
     if source.type == "file":
         reader = (
             spark.readStream.format("text")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from events_manifest.aio import async_manifest_from_url
-from events_manifest.testing import LocalServer, start_dynalite, start_moto
+from events_manifest.testing import LocalServer, start_dynalite, start_moto, start_pubsub_emulator
 from tests import jvm_archive
 from tests.backends import ASYNC_BACKENDS, BACKENDS, Backend, aioboto3_manifest, backend_of
 
@@ -56,6 +56,14 @@ def dynalite() -> Iterator[LocalServer]:
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[LocalServer]:
     with start_moto() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def pubsub_emulator() -> Iterator[LocalServer]:
+    """The Pub/Sub emulator; this process's Pub/Sub clients reach it (`PUBSUB_EMULATOR_HOST`)."""
+    with start_pubsub_emulator() as server, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PUBSUB_EMULATOR_HOST", f"127.0.0.1:{server.port}")
         yield server
 
 

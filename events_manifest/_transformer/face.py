@@ -35,6 +35,7 @@ from events_manifest._transformer.stream.kinesis_input import (
     ShardReader,
     pinned,
 )
+from events_manifest._transformer.stream.pubsub_input import PubsubInputError, Stager, check_subscription, staged_folder
 from events_manifest._transformer.stream.read_files import ReadFiles
 from events_manifest._transformer.stream.stream_config import StreamConfig, StreamSource, last_offset
 from events_manifest._transformer.stream.windows import ForwardClock, Window, WindowBook
@@ -63,6 +64,7 @@ __all__ = [
     "ParquetColumns",
     "Parse",
     "Progress",
+    "PubsubInputError",
     "ReadFiles",
     "Reporter",
     "RunCounts",
@@ -71,6 +73,7 @@ __all__ = [
     "ShardReader",
     "Shred",
     "ShredModeLines",
+    "Stager",
     "StreamConfig",
     "StreamSource",
     "TIMESTAMP",
@@ -82,6 +85,7 @@ __all__ = [
     "Window",
     "WindowBook",
     "build_columns",
+    "check_subscription",
     "inspect",
     "kinesis",
     "last_offset",
@@ -89,5 +93,6 @@ __all__ = [
     "run",
     "run_all",
     "second_of",
+    "staged_folder",
     "sentry_of",
 ]

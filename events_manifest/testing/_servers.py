@@ -1,4 +1,5 @@
-"""DynamoDB-compatible servers on free loopback ports: dynalite (npm) and moto's server mode."""
+"""Servers on free loopback ports: the DynamoDB-compatible dynalite (npm) and moto's server mode, and
+the Google Cloud CLI's Pub/Sub emulator."""
 
 from __future__ import annotations
 
@@ -101,3 +102,25 @@ def start_moto() -> LocalServer:
     port = free_port()
     env_python = os.environ.get("EVENTS_MANIFEST_PYTHON", sys.executable)
     return _start("moto", [env_python, "-m", "events_manifest.testing._moto_server", str(port)], port)
+
+
+def find_pubsub_emulator() -> Path:
+    """The Pub/Sub emulator of the Google Cloud CLI on PATH (its `pubsub-emulator` component,
+    Debian's `google-cloud-cli-pubsub-emulator`), which runs on Java."""
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        raise RuntimeError("gcloud is not on PATH: install the Google Cloud CLI and its Pub/Sub emulator")
+    launcher = Path(gcloud).resolve().parent.parent / "platform" / "pubsub-emulator" / "bin" / "cloud-pubsub-emulator"
+    if not launcher.exists():
+        raise RuntimeError(
+            f"the Pub/Sub emulator is not at {launcher}: install it (gcloud components install pubsub-emulator, "
+            "or the google-cloud-cli-pubsub-emulator package)"
+        )
+    return launcher
+
+
+def start_pubsub_emulator() -> LocalServer:
+    """The Pub/Sub emulator on loopback; point a client at it with `PUBSUB_EMULATOR_HOST` set to
+    `127.0.0.1:PORT` (any project name is served)."""
+    port = free_port()
+    return _start("pubsub", [str(find_pubsub_emulator()), "--host=127.0.0.1", f"--port={port}"], port)

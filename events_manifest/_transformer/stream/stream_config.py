@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from events_manifest._transformer.config import (
 )
 from events_manifest._transformer.decode.event import parse_instant
 from events_manifest._transformer.stream.kinesis_input import KinesisInput
+from events_manifest._transformer.stream.pubsub_input import PubsubInput, staged_folder
 
 STREAM_DEFAULTS = (
     DEFAULTS
@@ -53,10 +55,13 @@ class StreamSource:
     options: tuple[tuple[str, str], ...] = ()
     """Kafka consumer settings (`consumerConf`), passed to Spark's Kafka source as `kafka.*` options."""
     kinesis: KinesisInput | None = None
+    pubsub: PubsubInput | None = None
 
     def describe(self) -> str:
         if self.kinesis is not None:
             return self.kinesis.describe()
+        if self.pubsub is not None:
+            return self.pubsub.describe()
         return f"folder {self.path}" if self.type == "file" else f"Kafka topic {self.topic} at {self.bootstrap_servers}"
 
     def check_checkpoint(self, storage: Storage, offsets: str, checkpoint: str) -> None:
@@ -64,6 +69,8 @@ class StreamSource:
         of input wrote: its positions mean nothing to this one, and a start would stop on them."""
         found = last_offset(storage, offsets)
         written = offset_input(found) if found is not None else None
+        if written == "file" and storage.exists(staged_folder(checkpoint)):
+            written = "pubsub"  # the file source over the subscription's staged messages
         if written is not None and written != self.type:
             raise TransformerConfigError(
                 f"checkpoint [{checkpoint}] holds the positions of {INPUT_WORDS[written]}, and this config reads "
@@ -76,6 +83,7 @@ INPUT_WORDS = {
     "file": "a folder's files",
     "kinesis": "a Kinesis stream's shards",
     "kafka": "a Kafka topic's partitions",
+    "pubsub": "a Pub/Sub subscription's staged messages",
 }
 
 
@@ -156,14 +164,11 @@ def _source(found: Any) -> StreamSource:
     kind = str(found.get("type", "")).lower()
     if kind not in INPUTS:
         raise TransformerConfigError(
-            f"Input type {found.get('type')} is not supported yet. Supported types: 'file', 'kafka', 'kinesis'"
+            f"Input type {found.get('type')} is not supported yet. "
+            "Supported types: 'file', 'kafka', 'kinesis', 'pubsub'"
         )
     if kind == "pubsub" or (kind == "file" and "subscription" in found and "dir" not in found):
-        named = f"input.subscription [{found['subscription']}]" if "subscription" in found else "input.type pubsub"
-        raise TransformerConfigError(
-            f"{named}: a Pub/Sub subscription is not read; this transformer reads a folder of enriched files "
-            "(input.dir), a Kafka topic or a Kinesis stream: put the subscription's messages into one of them"
-        )
+        return StreamSource("pubsub", pubsub=_pubsub(found))  # the reference's GCP input has no type
     if kind == "kinesis":
         return StreamSource("kinesis", kinesis=_kinesis(found))
     if kind == "file":
@@ -241,6 +246,36 @@ def _kinesis(found: dict[str, Any]) -> KinesisInput:
         fan_out=kind == "fanout",
         dynamodb_endpoint=text("dynamodbCustomEndpoint"),
         cloudwatch_endpoint=text("cloudwatchCustomEndpoint"),
+    )
+
+
+def _pubsub(found: dict[str, Any]) -> PubsubInput:
+    """The reference's Pub/Sub input section (its defaults: one pull, 500 messages held)."""
+    subscription = found.get("subscription")
+    if not isinstance(subscription, str) or not subscription:
+        raise TransformerConfigError("DecodingFailure at .input.subscription: Missing required field")
+    if not re.fullmatch(r"projects/[^/]+/subscriptions/[^/]+", subscription):
+        raise TransformerConfigError(
+            f"DecodingFailure at .input.subscription: {subscription} is not of the form "
+            "projects/PROJECT/subscriptions/NAME"
+        )
+
+    def count(key: str, default: int) -> int:
+        value = found.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TransformerConfigError(f"DecodingFailure at .input.{key}: {value!r} is not a positive integer")
+        return value
+
+    def seconds(key: str, default: str) -> float:
+        return duration(found.get(key, default), f"input.{key}").total_seconds()
+
+    return PubsubInput(
+        subscription,
+        parallel_pull_count=count("parallelPullCount", 1),
+        buffer_size=count("bufferSize", 500),
+        max_ack_extension_seconds=seconds("maxAckExtensionPeriod", "1 hour"),
+        min_ack_extension_seconds=seconds("minDurationPerAckExtension", "60 seconds"),
+        await_terminate_seconds=seconds("awaitTerminatePeriod", "60 seconds"),
     )
 
 

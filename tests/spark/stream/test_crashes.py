@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +29,6 @@ from tests.commands import in_process
 from tests.crashes import Crashes
 from tests.kinesis_helpers import kinesis_stream
 from tests.spark.stream.test_windows import START, Clock, committed
-from tests.spark.transformer.test_command import transformer
 from tests.transformer_helpers import RESOLVER, b64, local_run, same
 
 pytestmark = pytest.mark.every_line
@@ -44,22 +42,6 @@ KINESIS_STEPS = ["batch-written", "window-committed"]
 """Where a restart on Kinesis reads its records again from Spark's offsets: a batch staged and
 replayed, a batch committed and not replayed (the book's steps and a commit are the folder's)."""
 COMPLETE = "shredding_complete.json"
-
-
-@pytest.fixture(scope="module")
-def batch_runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """What the batch job writes for the two sample batches as two runs, with a manifest: the
-    windows every stream of this module must commit (one run for the module's tests)."""
-    root = tmp_path_factory.mktemp("batch")
-    for n, batch in enumerate(sample_batches(), start=1):
-        shutil.copytree(batch, root / "in" / f"run={n}")
-    (root / "iglu.json").write_text(json.dumps(RESOLVER))
-    config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
-    done = transformer(
-        root, "--iglu-config", "iglu.json", "--config", b64(json.dumps(config)), "--manifest", "sqlite://batch.db"
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [local_run(root / "out" / f"run={n}") for n in (1, 2)]
 
 
 def crashed_and_continued(

@@ -357,7 +357,9 @@ def test_a_config_error_is_one_line_and_exit_2_with_nothing_written(tmp_path: Pa
     pubsub = {"input": {"type": "pubsub", "subscription": "enriched"}, "output": {"path": "out"}}
     done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(pubsub)))
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("input.subscription [enriched]: a Pub/Sub subscription is not read; this")
+    assert done.stderr.startswith(
+        "DecodingFailure at .input.subscription: enriched is not of the form projects/PROJECT/subscriptions/NAME"
+    )
     assert len(done.stderr.splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["iglu.json"]
 
 

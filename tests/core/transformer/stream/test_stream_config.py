@@ -20,11 +20,14 @@ def test_the_config_s_refusals_name_the_key(tmp_path: Path) -> None:
             StreamConfig.parse(json.dumps({"output": {"path": str(tmp_path / "out")}, **document}))
         return str(caught.value)
 
-    assert "input.type pubsub: a Pub/Sub subscription is not read" in refused({"input": {"type": "pubsub"}})
-    gcp = {"subscription": "projects/p/subscriptions/enriched", "parallelPullCount": 1}  # the reference's: no type
-    assert refused({"input": gcp}).startswith(
-        "input.subscription [projects/p/subscriptions/enriched]: a Pub/Sub subscription is not read; this "
-        "transformer reads a folder of enriched files (input.dir)"
+    assert ".input.subscription: Missing required field" in refused({"input": {"type": "pubsub"}})
+    assert ".input.subscription: enriched is not of the form projects/PROJECT/subscriptions/NAME" in refused(
+        {"input": {"subscription": "enriched"}}
+    )
+    gcp = {"subscription": "projects/p/subscriptions/enriched"}
+    assert ".input.bufferSize: 0 is not a positive integer" in refused({"input": {**gcp, "bufferSize": 0}})
+    assert ".input.awaitTerminatePeriod: soon is not a finite duration" in refused(
+        {"input": {**gcp, "awaitTerminatePeriod": "soon"}}
     )
     kinesis = {"type": "kinesis", "streamName": "enriched", "region": "eu-west-1"}
     assert ".input.streamName: Missing required field" in refused({"input": {"type": "kinesis"}})
@@ -106,36 +109,65 @@ def test_the_reference_s_kinesis_input_reads_with_its_defaults() -> None:
     assert (given.app_name, given.fan_out, given.endpoint) == ("acme", True, "http://localhost:4566")
 
 
+def test_the_reference_s_pubsub_input_reads_with_its_defaults() -> None:
+    """The reference's GCP section, which has no `type`: the subscription and the client's settings."""
+    from events_manifest._transformer.stream.pubsub_input import PubsubInput
+
+    def source(section: dict[str, Any]) -> PubsubInput | None:
+        document = {"input": {"subscription": "projects/acme/subscriptions/enriched", **section}}
+        return StreamConfig.parse(json.dumps({"output": {"path": "out"}, **document})).source.pubsub
+
+    assert source({}) == PubsubInput("projects/acme/subscriptions/enriched", 1, 500, 3600.0, 60.0, 60.0)
+    given = source(
+        {
+            "type": "pubsub",
+            "parallelPullCount": 3,
+            "bufferSize": 1000,
+            "maxAckExtensionPeriod": "30 minutes",
+            "minDurationPerAckExtension": "10 seconds",
+            "awaitTerminatePeriod": "5 seconds",
+        }
+    )
+    assert given == PubsubInput("projects/acme/subscriptions/enriched", 3, 1000, 1800.0, 10.0, 5.0)
+
+
 def test_a_checkpoint_another_kind_of_input_wrote_is_refused(tmp_path: Path) -> None:
     """Spark's offset log as each input writes it (a folder's `logOffset`, the Kinesis input's
     `shards`, Kafka's partitions): given to another kind of input, refused in one line; to its own,
     or new, taken."""
-    offsets = tmp_path / "checkpoint" / "spark" / "offsets"
+    checkpoint = tmp_path / "checkpoint"
+    offsets = checkpoint / "spark" / "offsets"
     offsets.mkdir(parents=True)
     metadata = '{"batchWatermarkMs":0,"batchTimestampMs":1764000000000,"conf":{}}'
     written = {
         "file": '{"logOffset":3}',
         "kinesis": '{"shards":{"shardId-000000000000":{"after":"4959","from":null,"ts":null,"at":null,"done":false}}}',
         "kafka": '{"enriched":{"0":1024,"1":998}}',
+        "pubsub": '{"logOffset":3}',  # the file source over the staged messages, beside them
     }
     sources = {
         "file": {"type": "file", "dir": "in"},
         "kinesis": {"type": "kinesis", "streamName": "enriched", "region": "eu-west-1"},
         "kafka": {"type": "kafka", "topicName": "enriched", "bootstrapServers": "localhost:9092"},
+        "pubsub": {"subscription": "projects/acme/subscriptions/enriched"},
     }
     storage = LocalStorage()
     for writer, offset in written.items():
         (offsets / "0").write_text(f"v1\n{metadata}\n{{}}\n")  # an earlier batch, not the last
         (offsets / "1").write_text(f"v1\n{metadata}\n{offset}\n")
         (offsets / ".1.crc").write_bytes(b"crc")
+        if writer == "pubsub":  # the last writer: its staged messages beside the offsets
+            (checkpoint / "pubsub").mkdir()
         for reader, section in sources.items():
             source = StreamConfig.parse(json.dumps({"input": section, "output": {"path": "out"}})).source
             if reader == writer:
-                source.check_checkpoint(storage, str(offsets), "cp")
+                source.check_checkpoint(storage, str(offsets), str(checkpoint))
                 continue
             with pytest.raises(TransformerConfigError) as refused:
-                source.check_checkpoint(storage, str(offsets), "cp")
-            assert str(refused.value).startswith(f"checkpoint [cp] holds the positions of {INPUT_WORDS[writer]}, and ")
+                source.check_checkpoint(storage, str(offsets), str(checkpoint))
+            assert str(refused.value).startswith(
+                f"checkpoint [{checkpoint}] holds the positions of {INPUT_WORDS[writer]}, and "
+            )
             advice = "give this input an output.path of its own (its checkpoint goes there)"
             assert str(refused.value).endswith(f"{advice}; nothing was written")
     source = StreamConfig.parse(json.dumps({"input": sources["file"], "output": {"path": "out"}})).source

@@ -1,0 +1,105 @@
+"""The Pub/Sub input's puller without Spark, on the emulator: what it stages, when it acknowledges."""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events_manifest._jobs.storage import LocalStorage
+from events_manifest._transformer.stream.pubsub_input import PubsubInput, PubsubInputError, Stager
+from events_manifest.testing import LocalServer
+
+
+@pytest.fixture
+def subscription(pubsub_emulator: LocalServer) -> Iterator[tuple[Any, str, str]]:
+    from google.cloud import pubsub_v1
+
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    name = f"enriched-{time.time_ns()}"
+    topic = publisher.create_topic(name=f"projects/acme/topics/{name}").name
+    found = f"projects/acme/subscriptions/{name}"
+    subscriber.create_subscription(name=found, topic=topic, ack_deadline_seconds=10)
+    yield publisher, topic, found
+    subscriber.delete_subscription(subscription=found)
+    publisher.delete_topic(topic=topic)
+
+
+def _staged(folder: Path) -> list[list[bytes]]:
+    """Each staged file's messages, in the order of the files' names."""
+    return [
+        [base64.b64decode(line) for line in path.read_text().splitlines()]
+        for path in sorted(folder.iterdir())
+        if not path.name.startswith(".")
+    ]
+
+
+def test_each_message_is_staged_whole_in_files_of_at_most_buffer_size_then_acknowledged(
+    tmp_path: Path, subscription: tuple[Any, str, str]
+) -> None:
+    publisher, topic, name = subscription
+    messages = [b"line\twith\ttabs", b"a\rlone CR", b"a\nline feed", b"\xff\x00binary", *(b"%d" % n for n in range(26))]
+    for future in [publisher.publish(topic, data) for data in messages]:
+        future.result(timeout=30)
+    source = PubsubInput(name, buffer_size=10)
+    stager = Stager(source, LocalStorage(), str(tmp_path / "staged"))
+    assert stager.drain(quiet_seconds=1.5) == 30
+    files = _staged(tmp_path / "staged")
+    assert all(len(found) <= 10 for found in files)
+    assert sorted(data for found in files for data in found) == sorted(messages), "each message once, whole"
+    again = Stager(source, LocalStorage(), str(tmp_path / "again"))
+    assert again.drain(quiet_seconds=1.5) == 0, "acknowledged once staged"
+
+
+class _Refusing(LocalStorage):
+    """A file system that refuses every write."""
+
+    def write_text(self, path: str, text: str) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_messages_that_cannot_be_staged_are_not_acknowledged_and_the_failure_is_said(
+    tmp_path: Path, subscription: tuple[Any, str, str]
+) -> None:
+    """A write refused: nothing staged, nothing acknowledged (the messages are given back), and the
+    failure kept for the job, which stops on it."""
+    publisher, topic, name = subscription
+    for future in [publisher.publish(topic, b"event %d" % n) for n in range(5)]:
+        future.result(timeout=30)
+    refused = Stager(PubsubInput(name), _Refusing(), str(tmp_path / "staged"))
+    assert refused.drain(quiet_seconds=1.5) == 0
+    with pytest.raises(PubsubInputError) as caught:
+        refused.check()
+    assert str(caught.value) == (
+        f"messages of Pub/Sub subscription {name} could not be staged under {tmp_path / 'staged'} ([Errno 28] No "
+        "space left on device): they were not acknowledged, and come back to the next start"
+    )
+    assert list((tmp_path / "staged").iterdir()) == []
+
+
+def test_a_subscription_deleted_while_pulled_ends_the_pulls_and_is_said(
+    tmp_path: Path, subscription: tuple[Any, str, str]
+) -> None:
+    from google.cloud import pubsub_v1
+
+    from events_manifest._transformer.stream.pubsub_input import check_subscription
+
+    _, _, name = subscription
+    stager = Stager(PubsubInput(name), LocalStorage(), str(tmp_path / "staged"))
+    stager.start()
+    pubsub_v1.SubscriberClient().delete_subscription(subscription=name)
+    deadline = time.monotonic() + 60
+    while stager.failure is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stager.stop()
+    said = f"Pub/Sub subscription {name} does not exist (deleted, or never created): create it, or correct input."
+    with pytest.raises(PubsubInputError, match=re.escape(said)):
+        stager.check()
+    with pytest.raises(PubsubInputError, match=re.escape(said)):
+        check_subscription(PubsubInput(name))
+    pubsub_v1.SubscriberClient().create_subscription(name=name, topic=subscription[1])  # for the fixture's cleanup

@@ -1,0 +1,131 @@
+"""The stream transformer on a Pub/Sub subscription (the emulator of the Google Cloud CLI), in this
+process on the suite's Spark session with a clock the test moves: the two sample batches published
+one window apart give the batch job's two runs, with messages a killed start had pulled (and
+staged, or not) coming back to this one; a subscription that does not exist is one line.
+A real kill at each step is in `tests/integration/test_stream.py`."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events_manifest._transformer.stream.pubsub_input import STAGED
+from events_manifest._transformer.stream.stream_config import StreamConfig
+from events_manifest.iglu import ResolverConfig
+from events_manifest.snowplow import sample_batches
+from events_manifest.testing import LocalServer
+from tests.commands import in_process
+from tests.spark.stream.test_windows import START, Clock, committed
+from tests.transformer_helpers import RESOLVER, b64, local_run, same
+
+pytestmark = pytest.mark.every_line
+PROJECT = "acme"
+DEADLINE = 10
+"""The subscription's ack deadline, in seconds (Pub/Sub's least): when a message pulled and not
+acknowledged comes back."""
+
+
+@pytest.fixture
+def topic(pubsub_emulator: LocalServer) -> Iterator[tuple[Any, str, str]]:
+    """A publisher, a new topic and a subscription of it."""
+    from google.cloud import pubsub_v1
+
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    name = f"enriched-{time.time_ns()}"
+    topic = publisher.create_topic(name=f"projects/{PROJECT}/topics/{name}").name
+    subscription = f"projects/{PROJECT}/subscriptions/{name}-transformer"
+    subscriber.create_subscription(name=subscription, topic=topic, ack_deadline_seconds=DEADLINE)
+    yield publisher, topic, subscription
+    subscriber.delete_subscription(subscription=subscription)
+    publisher.delete_topic(topic=topic)
+
+
+def _publish(publisher: Any, topic: str, lines: list[bytes]) -> None:
+    for future in [publisher.publish(topic, line) for line in lines]:
+        future.result(timeout=60)
+
+
+def _staged_by(stream: Any, count: int) -> None:
+    """Wait until the stream's puller has staged `count` messages in all."""
+    deadline = time.monotonic() + 120
+    while stream._stager.staged_messages < count:
+        assert time.monotonic() < deadline, f"{stream._stager.staged_messages} of {count} messages staged"
+        stream._stager.check()
+        time.sleep(0.1)
+
+
+def test_a_subscription_fed_while_the_stream_runs_gives_the_batch_job_s_windows(
+    spark: Any, tmp_path: Path, batch_runs: list[dict[str, Any]], topic: tuple[Any, str, str]
+) -> None:
+    """Before the start, a killed start had pulled the first 40 messages and not acknowledged them,
+    and had staged the first 20 of them: the 40 come back after their deadline (the 20 an exact
+    duplicate of what is staged, which the window's natural dedup drops), and each window is the
+    batch job's run of its batch. The reference's input keys are read."""
+    from google.cloud import pubsub_v1
+
+    from spark_integration.stream_transformer import StreamTransformer
+
+    publisher, name, subscription = topic
+    lines = [gzip.decompress(sorted(batch.glob("part-*"))[0].read_bytes()).splitlines() for batch in sample_batches()]
+    out, db = tmp_path / "out", tmp_path / "m.db"
+    _publish(publisher, name, lines[0])
+    pulled = pubsub_v1.SubscriberClient().pull(subscription=subscription, max_messages=40, timeout=30)
+    assert len(pulled.received_messages) == 40
+    killed = [message.message.data for message in pulled.received_messages]
+    staged = out / "_checkpoint" / STAGED
+    staged.mkdir(parents=True)
+    (staged / "1-killed.txt").write_text("".join(base64.b64encode(data).decode() + "\n" for data in killed[:20]))
+    section = {
+        "subscription": subscription,
+        "parallelPullCount": 2,
+        "bufferSize": 500,
+        "maxAckExtensionPeriod": "1 hour",
+        "minDurationPerAckExtension": "60 seconds",
+        "awaitTerminatePeriod": "60 seconds",
+    }
+    config = StreamConfig.parse(
+        json.dumps({"input": section, "output": {"path": str(out)}, "trigger": "100 milliseconds"})
+    )
+    assert config.source.pubsub is not None and config.source.pubsub.parallel_pull_count == 2
+    clock = Clock(START)
+    iglu = ResolverConfig.parse(json.dumps(RESOLVER))
+    began = time.monotonic()
+    with StreamTransformer(spark, config, iglu=iglu, manifest=f"sqlite:///{db}", clock=clock) as stream:
+        query = stream.start()
+        _staged_by(stream, len(lines[0]))  # the 40 pulled before among them: back after their deadline
+        assert time.monotonic() - began >= DEADLINE - 1
+        query.processAllAvailable()
+        clock.now += 600
+        _publish(publisher, name, lines[1])
+        _staged_by(stream, len(lines[0]) + len(lines[1]))
+        query.processAllAvailable()
+    windows = committed(out)
+    assert [w.name[4:23] for w in windows] == ["2026-11-18-10-30-00", "2026-11-18-10-40-00"]
+    for window, run in zip(windows, batch_runs, strict=True):
+        same(local_run(window), run)
+
+
+def test_a_subscription_that_does_not_exist_is_one_line_and_exit_1(
+    spark: Any, tmp_path: Path, pubsub_emulator: LocalServer
+) -> None:
+    """The reference's GCP input (a subscription, no type): a subscription that is not there is
+    said in one line before anything is written."""
+    from spark_integration.stream_transformer import main
+
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    missing = f"projects/{PROJECT}/subscriptions/none-{time.time_ns()}"
+    config = b64(json.dumps({"input": {"subscription": missing}, "output": {"path": "out"}}))
+    done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"stream transformer: error: Pub/Sub subscription {missing} does not exist (deleted, or never created): "
+        "create it, or correct input.subscription"
+    ]
+    assert not (tmp_path / "out").exists()
