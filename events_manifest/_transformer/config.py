@@ -321,8 +321,9 @@ class Backoff:
 
 @attrs.frozen
 class BadSink:
-    """Where bad rows go: files under `output=bad/` (`file`), or a Kinesis stream (`kinesis`),
-    written in `PutRecords` calls of at most `record_limit` records and `byte_limit` bytes."""
+    """Where bad rows go: files under `output=bad/` (`file`), a Kinesis stream (`kinesis`),
+    written in `PutRecords` calls of at most `record_limit` records and `byte_limit` bytes, or a
+    Pub/Sub topic (`pubsub`)."""
 
     type: str = "file"
     stream: str = ""
@@ -335,11 +336,17 @@ class BadSink:
     """For throttled records: Fibonacci steps, without end: a throttled stream loses nothing."""
     endpoint: str | None = None
     """`customEndpoint`: the stream's service elsewhere than AWS's own (a VPC endpoint, LocalStack)."""
+    topic: str = ""
+    """`pubsub`: the topic, `projects/PROJECT/topics/NAME`, published to in batches of at most
+    `batch_size` messages and `request_bytes` bytes, or after `delay` seconds."""
+    batch_size: int = 1000
+    request_bytes: int = 8_000_000
+    delay: float = 0.2
 
 
 @attrs.frozen
 class Queue:
-    """Where the run's message is sent: an SQS queue (its URL) or an SNS topic."""
+    """Where the run's message is sent: an SQS queue (its URL), an SNS topic or a Pub/Sub topic."""
 
     type: str
     name: str
@@ -461,16 +468,25 @@ class TransformerConfig:
             )
         queue = None
         if get("queue") is not None:
-            kind = _enum(
-                get("queue.type", True),
-                {"sqs": "sqs", "sns": "sns"},
-                "Queue type {} is not supported yet. Supported types: 'SNS' and 'SQS'",
+            pubsub = get("queue.type") is None and get("queue.topic") is not None  # the GCP transformer's: no type
+            kind = (
+                "pubsub"
+                if pubsub
+                else _enum(
+                    get("queue.type", True),
+                    {"sqs": "sqs", "sns": "sns", "pubsub": "pubsub"},
+                    "Queue type {} is not supported yet. Supported types: 'SNS' and 'SQS'",
+                )
             )
-            key = "queue.queueName" if kind == "sqs" else "queue.topicArn"
+            if kind == "pubsub":
+                name = _pubsub_topic(get("queue.topic", True), "queue.topic")
+            else:
+                key = "queue.queueName" if kind == "sqs" else "queue.topicArn"
+                name = _string(get(key, True), key)
             region = get("queue.region")
             if region is not None:
                 check_known_region(_string(region, "queue.region"), "queue.region")
-            queue = Queue(kind, _string(get(key, True), key), None if region is None else str(region))
+            queue = Queue(kind, name, _optional(region))
         interval = RunInterval(
             _run_time(get("runInterval.sinceTimestamp"), "runInterval.sinceTimestamp"),
             duration(get("runInterval.sinceAge"), "runInterval.sinceAge") if get("runInterval.sinceAge") else None,
@@ -590,11 +606,22 @@ def _bad_sink(get: Any) -> BadSink:
     """`output.bad`: files, or a Kinesis stream with its limits and backoff policies."""
     kind = _enum(
         get("output.bad.type"),
-        {"file": "file", "kinesis": "kinesis"},
-        "Bad output type '{}' is not supported yet. Supported types: 'kinesis', 'file'",
+        {"file": "file", "kinesis": "kinesis", "pubsub": "pubsub"},
+        "Bad output type '{}' is not supported yet. Supported types: 'kinesis', 'pubsub', 'file'",
     )
     if kind == "file":
         return BadSink()
+    if kind == "pubsub":
+        batch, size, delay = (
+            get(f"output.bad.{key}") for key in ("batchSize", "requestByteThreshold", "delayThreshold")
+        )
+        return BadSink(
+            "pubsub",
+            topic=_pubsub_topic(get("output.bad.topic", True), "output.bad.topic"),
+            batch_size=1000 if batch is None else _int(batch, "output.bad.batchSize", least=1),
+            request_bytes=8_000_000 if size is None else _int(size, "output.bad.requestByteThreshold", least=1),
+            delay=0.2 if delay is None else duration(delay, "output.bad.delayThreshold").total_seconds(),
+        )
     region, endpoint = get("output.bad.region"), get("output.bad.customEndpoint")
     if region is not None:
         check_known_region(_string(region, "output.bad.region"), "output.bad.region")
@@ -617,6 +644,18 @@ def _bad_sink(get: Any) -> BadSink:
         backoff("output.bad.throttledBackoffPolicy", False),
         None if endpoint is None else _string(endpoint, "output.bad.customEndpoint"),
     )
+
+
+def _pubsub_topic(value: object, key: str) -> str:
+    """A Pub/Sub topic's full name, `projects/PROJECT/topics/NAME`."""
+    topic = _string(value, key)
+    if not re.fullmatch(r"projects/[^/]+/topics/[^/]+", topic):
+        raise _error(f"DecodingFailure at .{key}: {_brief(topic)} is not of the form projects/PROJECT/topics/NAME")
+    return topic
+
+
+def _optional(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _plain(tree: Any) -> Any:

@@ -19,10 +19,9 @@ from events_manifest._transformer.output.parquet import ParquetColumns, build_co
 from events_manifest._transformer.output.parquet_types import TIMESTAMP
 from events_manifest._transformer.output.shred_mode import PARTITIONS, ShredModeLines
 from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
-from events_manifest._transformer.run import kinesis
+from events_manifest._transformer.run import kinesis, pubsub
 from events_manifest._transformer.run.commit import COMPLETE, DATA, RunCounts, inspect
 from events_manifest._transformer.run.job import TransformerJob
-from events_manifest._transformer.run.kinesis import KinesisSink
 from events_manifest._transformer.run.metrics import Reporter
 from events_manifest._transformer.run.run_flow import Progress, RunResult, run, run_all
 from events_manifest._transformer.run.sentry import sentry_of
@@ -52,7 +51,6 @@ __all__ = [
     "GOOD",
     "KinesisInput",
     "KinesisInputError",
-    "KinesisSink",
     "KinesisStreamMissing",
     "LENIENT_ID",
     "LENIENT_TIMESTAMP",
@@ -88,6 +86,7 @@ __all__ = [
     "check_subscription",
     "inspect",
     "kinesis",
+    "pubsub",
     "last_offset",
     "pinned",
     "run",

@@ -40,7 +40,6 @@ from events_manifest._transformer.face import (
     TIMESTAMP,
     Decide,
     EntityType,
-    KinesisSink,
     ParquetColumns,
     Parse,
     RunCounts,
@@ -52,6 +51,7 @@ from events_manifest._transformer.face import (
     WideRowParquet,
     build_columns,
     kinesis,
+    pubsub,
     second_of,
 )
 from events_manifest._transformer.face import PARTITIONS as SHRED_PARTITIONS
@@ -263,11 +263,11 @@ def _compressed(name: str) -> bool:
     return name.rsplit(".", 1)[-1].lower() in {"gz", "bz2", "deflate", "snappy", "lz4", "zst", "lzo", "br"}
 
 
-def _to_kinesis(stream: kinesis.Stream) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Decided rows with their bad rows sent to Kinesis (`kinesis.KinesisSink`) and left out."""
+def _to_sink(sink: kinesis.Stream | pubsub.Topic) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Decided rows with their bad rows sent to the sink (a Kinesis stream, a Pub/Sub topic) and left out."""
 
     def batches(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        writer = KinesisSink(stream.sink, stream.client())
+        writer = sink.writer()
         for batch in iterator:
             bad = pc.fill_null(pc.equal(batch.column("output"), BAD), False)
             writer.write(value for value in batch.filter(bad).column("value").to_pylist() if value is not None)
@@ -334,9 +334,9 @@ def _identifier(name: str) -> str:
 
 def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, writing: _Writing) -> RunCounts:
     """Write the decided run's good and bad lines under `staging` (`output=good/`, `output=bad/`,
-    in shred mode each line under its schema's partition; bad rows to Kinesis with one); the
+    in shred mode each line under its schema's partition; bad rows to Kinesis or Pub/Sub with one); the
     counts, observed on the way."""
-    config, sink, path = job.config, job.kinesis, join(staging, DATA)
+    config, sink, path = job.config, job.bad_sink, join(staging, DATA)
     tally = observation("transformer counts")
     good = F.col("event") == 1
     collector = F.struct("collector", "collector_nanos")
@@ -356,7 +356,7 @@ def _write(decided: DataFrame, decide: Decide, job: Job, staging: str, writing: 
         ),
     )
     if sink is not None:
-        watched = watched.mapInArrow(_to_kinesis(sink), _decided_type(decide))
+        watched = watched.mapInArrow(_to_sink(sink), _decided_type(decide))
     compression = {"compression": "gzip"} if config.compression == "GZIP" else {}
     if decide.parquet is None:
         partitions = ["output", *writing.partitions]

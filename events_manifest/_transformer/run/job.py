@@ -20,7 +20,7 @@ from events_manifest._manifest.ledger import now_seconds as runs_now
 from events_manifest._opening.handle import ManifestHandle
 from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.decode.event import atomic_limits
-from events_manifest._transformer.run import kinesis
+from events_manifest._transformer.run import kinesis, pubsub
 from events_manifest._transformer.run import queue as queues
 from events_manifest._transformer.run.commit import OUTPUTS, RunFolder, State, tidy
 from events_manifest._transformer.run.discovery import folder_uri
@@ -34,6 +34,13 @@ ADVICE = Advice(
 """How a transformer user follows the run ledger's advice."""
 
 S = TypeVar("S", bound=Storage)
+
+
+def _bad_sink(config: TransformerConfig) -> kinesis.Stream | pubsub.Topic | None:
+    """Where `output.bad` sends bad rows other than files, resolved where the job starts."""
+    if config.bad.type == "kinesis":
+        return kinesis.Stream.of(config.bad)
+    return pubsub.Topic.of(config.bad) if config.bad.type == "pubsub" else None
 
 
 def _clean_flag(handle: ManifestHandle | None) -> str:
@@ -53,7 +60,8 @@ class TransformerJob(Generic[S]):
     handle: ManifestHandle | None
     opened: DuplicateStorage | None
     sender: Any
-    kinesis: kinesis.Stream | None
+    bad_sink: kinesis.Stream | pubsub.Topic | None
+    """Where bad rows are sent instead of `output=bad/` (each has a `writer()`), if anywhere."""
     random_ids: bool
     rerun: bool
     advice: Advice
@@ -86,7 +94,7 @@ class TransformerJob(Generic[S]):
             handle,
             handle.open() if handle is not None else None,
             queues.client(config.queue) if config.queue is not None else None,
-            kinesis.Stream.of(config.bad) if config.bad.type == "kinesis" else None,
+            _bad_sink(config),
             random_ids,
             rerun,
             attrs.evolve(advice, manifest=_clean_flag(handle)),
@@ -108,8 +116,8 @@ class TransformerJob(Generic[S]):
         return lambda message: queues.send(queue, sender, message, base)
 
     def outputs(self) -> tuple[str, ...]:
-        """The folders a run delivers: no `output=bad/` when bad rows go to Kinesis."""
-        return OUTPUTS if self.kinesis is None else OUTPUTS[:1]
+        """The folders a run delivers: no `output=bad/` when bad rows go to a stream or a topic."""
+        return OUTPUTS if self.bad_sink is None else OUTPUTS[:1]
 
     def item(self, name: str) -> str:
         """A run's item in the manifest's ledger: its input folder."""

@@ -59,6 +59,10 @@ class Stream:
         config = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "total_max_attempts": 1})
         return boto3_session().client("kinesis", region_name=self.region, endpoint_url=self.endpoint, config=config)
 
+    def writer(self) -> KinesisSink:
+        """The sink that sends bad rows there, made where they are sent (a Spark worker)."""
+        return KinesisSink(self.sink, self.client())
+
 
 class KinesisSink:
     """Sends bad rows to the sink's stream (see the module's docstring); `sleep` and `draw` are the

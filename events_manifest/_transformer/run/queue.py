@@ -1,5 +1,6 @@
 """The run's message to the configured SQS queue or SNS topic (boto3), as the reference sends it:
-the message's text as the body, `MessageGroupId` `shredding`; within a bounded deadline."""
+the message's text as the body, `MessageGroupId` `shredding`; within a bounded deadline. A Pub/Sub
+topic's is `pubsub`'s."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from botocore.config import Config
 
 from events_manifest._aws import boto3_session, default_region
 from events_manifest._transformer.config import Queue, TransformerConfigError, check_known_region
+from events_manifest._transformer.run import pubsub
 from events_manifest.errors import DeliveryError
 
 GROUP = "shredding"
@@ -24,6 +26,8 @@ default of minutes: the run stays sealed, and the next invocation sends its mess
 def client(queue: Queue) -> Any:
     """A client for the queue's service, made before any run so that a missing region stops the
     transformer before anything is written (`AWS_ENDPOINT_URL_SQS` / `_SNS` point it elsewhere)."""
+    if queue.type == "pubsub":
+        return pubsub.queue_publisher()
     region = queue.region or default_region()
     if not region:
         raise TransformerConfigError("Region cannot be resolved, needs to be passed explicitly")
@@ -38,6 +42,9 @@ def client(queue: Queue) -> Any:
 
 def send(queue: Queue, sender: Any, body: str, base: str) -> None:
     """Send the message; a failure is the reference's error, naming the message and the folder."""
+    if queue.type == "pubsub":
+        pubsub.send(queue.name, sender, body, base)
+        return
     try:
         if queue.type == "sqs":
             sender.send_message(QueueUrl=queue_url(queue, sender), MessageBody=body, MessageGroupId=GROUP)

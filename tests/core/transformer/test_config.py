@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -25,7 +27,7 @@ def test_config_defaults_and_the_references_messages() -> None:
     supported = "is not supported yet. Supported types:"
     cases = {
         "output.compression = gzip": "Unknown Compression [gzip]",
-        "output.bad.type = s3": f"Bad output type 's3' {supported} 'kinesis', 'file'",
+        "output.bad.type = s3": f"Bad output type 's3' {supported} 'kinesis', 'pubsub', 'file'",
         "queue {type = kafka}": f"Queue type kafka {supported} 'SNS' and 'SQS'",
         "formats.fileFormat = avro": f"Widerow file format type avro {supported} 'json'",
         "deduplication.synthetic.type = magic": "Type magic is unknown for synthetic deduplication",
@@ -42,6 +44,32 @@ def test_config_defaults_and_the_references_messages() -> None:
         with pytest.raises(TransformerConfigError) as raised:
             TransformerConfig.parse(minimal[:-1] + ", " + extra + "}")
         assert str(raised.value) == message
+
+
+def test_the_gcp_transformer_s_bad_rows_and_queue_on_pub_sub_topics() -> None:
+    """The reference's GCP sections: `output.bad` of type `pubsub` with its batching keys (their
+    defaults when absent), and a `queue` with a `topic` and no type."""
+    from events_manifest._transformer.config import BadSink, Queue
+
+    def parsed(output: dict[str, Any], **more: Any) -> TransformerConfig:
+        base = {"input": "in", "formats": {"transformationType": "widerow"}}
+        return TransformerConfig.parse(json.dumps({**base, "output": {"path": "out", **output}, **more}))
+
+    topic = "projects/acme/topics/bad"
+    batching = {"batchSize": 100, "requestByteThreshold": 1000000, "delayThreshold": "50 milliseconds"}
+    given = parsed({"bad": {"type": "pubsub", "topic": topic, **batching}}, queue={"topic": "projects/acme/topics/ld"})
+    assert given.bad == BadSink("pubsub", topic=topic, batch_size=100, request_bytes=1_000_000, delay=0.05)
+    assert given.queue == Queue("pubsub", "projects/acme/topics/ld", None)
+    defaults = parsed({"bad": {"type": "pubsub", "topic": topic}})
+    assert (defaults.bad.batch_size, defaults.bad.request_bytes, defaults.bad.delay) == (1000, 8_000_000, 0.2)
+    refusals: list[tuple[dict[str, Any], dict[str, Any], str]] = [
+        ({}, {"queue": {"topic": "loader"}}, ".queue.topic: loader is not of the form projects/PROJECT/topics/NAME"),
+        ({"bad": {"type": "pubsub"}}, {}, ".output.bad.topic: Missing required field"),
+        ({"bad": {"type": "pubsub", "topic": topic, "batchSize": 0}}, {}, "output.bad.batchSize: 0 is out of range"),
+    ]
+    for output, more, said in refusals:
+        with pytest.raises(TransformerConfigError, match=re.escape(said)):
+            parsed(output, **more)
 
 
 def test_command_line_values_base64_then_a_path(tmp_path: Any) -> None:

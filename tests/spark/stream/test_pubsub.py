@@ -129,3 +129,79 @@ def test_a_subscription_that_does_not_exist_is_one_line_and_exit_1(
         "create it, or correct input.subscription"
     ]
     assert not (tmp_path / "out").exists()
+
+
+REFERENCE = """
+{
+  "input": {
+    "subscription": "%(subscription)s"
+    "parallelPullCount": 1
+    "bufferSize": 500
+    "maxAckExtensionPeriod": "1 hour"
+    "minDurationPerAckExtension": "60 seconds"
+    "awaitTerminatePeriod": "60 seconds"
+  }
+  "output": {
+    "path": "out"
+    "compression": "GZIP"
+    "bad": {
+      "type": "pubsub"
+      "topic": "%(bad)s"
+      "batchSize": 1000
+      "requestByteThreshold": 8000000
+      "delayThreshold": 200 milliseconds
+    }
+  }
+  "queue": { "topic": "%(queue)s" }
+  "windowing": "5 minutes"
+  "formats": { "transformationType": "widerow", "fileFormat": "json" }
+  "validations": { "minimumTimestamp": "2021-11-18T11:00:00.00Z" }
+  "featureFlags": { "legacyMessageFormat": false, "truncateAtomicFields": false }
+  "monitoring": { "metrics": { "stdout": { "period": "1 minute", "prefix": "snowplow.transformer." } } }
+  "telemetry": { "disable": true }
+}
+"""
+"""The reference's `transformer.pubsub.config.reference.hocon`, its names pointed at the emulator's."""
+
+
+def test_the_reference_s_gcp_config_runs_from_the_command_line(
+    spark: Any, tmp_path: Path, batch_runs: list[dict[str, Any]], topic: tuple[Any, str, str]
+) -> None:
+    """The first sample batch on the subscription, `--available-now`: one window of its good rows
+    (the batch job's), its bad rows on the bad topic, the window's message on the loader's topic."""
+    from google.cloud import pubsub_v1
+
+    from spark_integration.stream_transformer import main
+
+    publisher, name, subscription = topic
+    subscriber = pubsub_v1.SubscriberClient()
+    made = {}
+    for role in ("bad", "queue"):
+        made[role] = publisher.create_topic(name=f"{name}-{role}").name
+        subscriber.create_subscription(name=f"{subscription}-{role}", topic=made[role])
+    lines = gzip.decompress(sorted(sample_batches()[0].glob("part-*"))[0].read_bytes()).splitlines()
+    _publish(publisher, name, lines)
+    (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
+    (tmp_path / "transformer.hocon").write_text(REFERENCE % {"subscription": subscription, **made})
+    flags = ["--iglu-config", "iglu.json", "--config", "transformer.hocon", "--available-now"]
+    done = in_process(main, tmp_path, *flags)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [window] = committed(tmp_path / "out")
+    assert sorted(p.name for p in window.iterdir()) == ["output=good", "shredding_complete.json"]
+    found = local_run(window)
+    assert found["good"] == batch_runs[0]["good"]
+
+    def received(role: str, count: int) -> list[bytes]:
+        got: list[bytes] = []
+        while len(got) < count:
+            answer = subscriber.pull(subscription=f"{subscription}-{role}", max_messages=1000, timeout=30)
+            assert answer.received_messages, f"{len(got)} of {count} messages on the {role} topic"
+            got += [message.message.data for message in answer.received_messages]
+            subscriber.acknowledge(
+                subscription=f"{subscription}-{role}", ack_ids=[m.ack_id for m in answer.received_messages]
+            )
+        return got
+
+    assert sorted(row.decode() for row in received("bad", len(batch_runs[0]["bad"]))) == batch_runs[0]["bad"]
+    [message] = received("queue", 1)
+    assert json.loads(message) == found["message"]
