@@ -3,6 +3,7 @@ interleaved.
 
     python benchmarks/stream_transformer.py --events 300000 --rounds 3 [--mode widerow|parquet|shred]
     python benchmarks/stream_transformer.py --events 100000 --rounds 3 --kinesis 4
+    python benchmarks/stream_transformer.py --events 100000 --rounds 3 --pubsub
 
 (a) `python -m spark_integration.stream_transformer --available-now` reading the folder of one
     generated run of N events (about 1% of the lines duplicated) as a file stream: one window,
@@ -15,6 +16,11 @@ before the window's run reads them again.
 With `--kinesis SHARDS`, (a) reads the same lines from a Kinesis stream of that many shards on
 moto's server (one record a line, from `TRIM_HORIZON`, 10,000 records a GetRecords) and (b) is
 the file source of (a) above: what reading Kinesis costs against reading files.
+
+With `--pubsub`, (a) reads the same lines from a Pub/Sub subscription on the Google Cloud CLI's
+emulator (one message a line, published before the rounds, a subscription a round), its
+`--available-now` reading until the subscription has been quiet for five seconds; (b) is the file
+source: what pulling and staging messages costs against reading files.
 """
 
 from __future__ import annotations
@@ -94,6 +100,44 @@ def fill(work: Path, shards: int, endpoint: str) -> str:
     return name
 
 
+def pubsub(work: Path, n: int, subscription: str) -> list[str]:
+    """The stream transformer's command reading the subscription of round `n`."""
+    config = {
+        "input": {"subscription": subscription},
+        "output": {"path": str(work / f"pubsub-{n}")},
+        "formats": {"transformationType": "widerow"},
+    }
+    (work / f"p{n}.json").write_text(json.dumps(config))
+    flags = ["--iglu-config", str(work / "iglu.json"), "--config", str(work / f"p{n}.json"), "--available-now"]
+    module = "spark_integration.stream_transformer"
+    return [sys.executable, "-m", module, *flags, "--manifest", f"sqlite:///{work}/p{n}.db"]
+
+
+def publish(work: Path, rounds: int) -> list[str]:
+    """A topic with a subscription a round, every generated line published once; the subscriptions."""
+    import gzip
+    import time
+
+    from google.cloud import pubsub_v1
+    from transformer import RUN
+
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    topic = publisher.create_topic(name="projects/bench/topics/enriched").name
+    names = [f"projects/bench/subscriptions/round-{n}" for n in range(rounds)]
+    for name in names:
+        subscriber.create_subscription(name=name, topic=topic, ack_deadline_seconds=60)
+    lines = [
+        line
+        for part in sorted((work / "in" / RUN).glob("part-*"))
+        for line in (gzip.decompress(part.read_bytes()) if part.suffix == ".gz" else part.read_bytes()).splitlines()
+    ]
+    started = time.monotonic()
+    for future in [publisher.publish(topic, line) for line in lines]:
+        future.result(timeout=120)
+    print(f"{len(lines):,} messages published in {time.monotonic() - started:.1f} s")
+    return names
+
+
 def main() -> int:
     from shred_job import compared, interleaved
     from transformer import prepare, transformer
@@ -103,6 +147,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=("widerow", "parquet", "shred"), default="widerow")
     parser.add_argument("--kinesis", type=int, metavar="SHARDS", help="compare Kinesis (moto) with the file source")
+    parser.add_argument("--pubsub", action="store_true", help="compare Pub/Sub (the emulator) with the file source")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="stream-bench-"))
     try:
@@ -114,6 +159,19 @@ def main() -> int:
                 name = fill(work, args.kinesis, moto.endpoint)
                 commands = {
                     "kinesis": lambda n: kinesis(work, n, name, moto.endpoint),
+                    "files": lambda n: stream(work, n, "widerow"),
+                }
+                return compared(interleaved(commands, args.rounds), lines)
+        if args.pubsub:
+            import os
+
+            from events_manifest.testing import start_pubsub_emulator
+
+            with start_pubsub_emulator() as emulator:
+                os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{emulator.port}"  # here and in the rounds
+                names = publish(work, args.rounds)
+                commands = {
+                    "pubsub": lambda n: pubsub(work, n, names[n]),
                     "files": lambda n: stream(work, n, "widerow"),
                 }
                 return compared(interleaved(commands, args.rounds), lines)

@@ -1,8 +1,9 @@
 """The stream transformer on a Pub/Sub subscription (the emulator of the Google Cloud CLI), in this
 process on the suite's Spark session with a clock the test moves: the two sample batches published
 one window apart give the batch job's two runs, with messages a killed start had pulled (and
-staged, or not) coming back to this one; a subscription that does not exist is one line.
-A real kill at each step is in `tests/integration/test_stream.py`."""
+staged, or not) coming back to this one; a subscription that does not exist is one line; the
+reference's GCP config from the command line. (A real kill is not tested on the emulator: it gives
+back what a killed subscriber held in waves, minutes later.)"""
 
 from __future__ import annotations
 
@@ -110,6 +111,7 @@ def test_a_subscription_fed_while_the_stream_runs_gives_the_batch_job_s_windows(
     assert [w.name[4:23] for w in windows] == ["2026-11-18-10-30-00", "2026-11-18-10-40-00"]
     for window, run in zip(windows, batch_runs, strict=True):
         same(local_run(window), run)
+    assert not (staged / "1-killed.txt").exists(), "a staged file deleted once its micro-batch is committed"
 
 
 def test_a_subscription_that_does_not_exist_is_one_line_and_exit_1(
