@@ -31,6 +31,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -41,55 +42,54 @@ def stream(work: Path, n: int, mode: str) -> list[str]:
     """The stream transformer's command for round `n`: a fresh output folder and manifest."""
     from transformer import PARQUET, RUN, SHRED
 
-    formats = {"shred": SHRED, "parquet": PARQUET}.get(mode, {"transformationType": "widerow"})
+    formats: dict[str, dict[str, Any]] = {"shred": SHRED, "parquet": PARQUET}
+    return _command(work, f"stream-{n}", {"type": "file", "dir": str(work / "in" / RUN)}, formats.get(mode))
+
+
+def _command(work: Path, name: str, source: dict[str, Any], formats: dict[str, Any] | None = None) -> list[str]:
+    """`--available-now` reading `source` into the folder `name` under `work`, on a fresh SQLite manifest."""
     config = {
-        "input": {"type": "file", "dir": str(work / "in" / RUN)},
-        "output": {"path": str(work / f"stream-{n}")},
-        "formats": formats,
+        "input": source,
+        "output": {"path": str(work / name)},
+        "formats": formats or {"transformationType": "widerow"},
     }
-    (work / f"s{n}.json").write_text(json.dumps(config))
-    flags = ["--iglu-config", str(work / "iglu.json"), "--config", str(work / f"s{n}.json"), "--available-now"]
+    (work / f"{name}.json").write_text(json.dumps(config))
+    flags = ["--iglu-config", str(work / "iglu.json"), "--config", str(work / f"{name}.json"), "--available-now"]
     module = "spark_integration.stream_transformer"
-    return [sys.executable, "-m", module, *flags, "--manifest", f"sqlite:///{work}/s{n}.db"]
+    return [sys.executable, "-m", module, *flags, "--manifest", f"sqlite:///{work}/{name}.db"]
+
+
+def _lines(work: Path) -> list[bytes]:
+    """Every generated line, in the order of the run's files."""
+    import gzip
+
+    from transformer import RUN
+
+    return [
+        line
+        for part in sorted((work / "in" / RUN).glob("part-*"))
+        for line in (gzip.decompress(part.read_bytes()) if part.suffix == ".gz" else part.read_bytes()).splitlines()
+    ]
 
 
 def kinesis(work: Path, n: int, stream_name: str, endpoint: str) -> list[str]:
     """The stream transformer's command reading the Kinesis stream, round `n`."""
-    config = {
-        "input": {
-            "type": "kinesis",
-            "streamName": stream_name,
-            "region": "us-east-1",
-            "position": "TRIM_HORIZON",
-            "customEndpoint": endpoint,
-        },
-        "output": {"path": str(work / f"kinesis-{n}")},
-        "formats": {"transformationType": "widerow"},
-    }
-    (work / f"k{n}.json").write_text(json.dumps(config))
-    flags = ["--iglu-config", str(work / "iglu.json"), "--config", str(work / f"k{n}.json"), "--available-now"]
-    module = "spark_integration.stream_transformer"
-    return [sys.executable, "-m", module, *flags, "--manifest", f"sqlite:///{work}/k{n}.db"]
+    section = {"streamName": stream_name, "region": "us-east-1", "position": "TRIM_HORIZON"}
+    return _command(work, f"kinesis-{n}", {"type": "kinesis", **section, "customEndpoint": endpoint})
 
 
 def fill(work: Path, shards: int, endpoint: str) -> str:
     """A stream of `shards` shards holding every generated line, one record each; its name."""
-    import gzip
     import os
     import time
 
     import boto3
-    from transformer import RUN
 
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
     client = boto3.client("kinesis", endpoint_url=endpoint)
     name = "enriched"
     client.create_stream(StreamName=name, ShardCount=shards)
-    lines = [
-        line
-        for part in sorted((work / "in" / RUN).glob("part-*"))
-        for line in (gzip.decompress(part.read_bytes()) if part.suffix == ".gz" else part.read_bytes()).splitlines()
-    ]
+    lines = _lines(work)
     started = time.monotonic()
     for at in range(0, len(lines), 500):
         chunk = lines[at : at + 500]
@@ -102,35 +102,21 @@ def fill(work: Path, shards: int, endpoint: str) -> str:
 
 def pubsub(work: Path, n: int, subscription: str) -> list[str]:
     """The stream transformer's command reading the subscription of round `n`."""
-    config = {
-        "input": {"subscription": subscription},
-        "output": {"path": str(work / f"pubsub-{n}")},
-        "formats": {"transformationType": "widerow"},
-    }
-    (work / f"p{n}.json").write_text(json.dumps(config))
-    flags = ["--iglu-config", str(work / "iglu.json"), "--config", str(work / f"p{n}.json"), "--available-now"]
-    module = "spark_integration.stream_transformer"
-    return [sys.executable, "-m", module, *flags, "--manifest", f"sqlite:///{work}/p{n}.db"]
+    return _command(work, f"pubsub-{n}", {"subscription": subscription})
 
 
 def publish(work: Path, rounds: int) -> list[str]:
     """A topic with a subscription a round, every generated line published once; the subscriptions."""
-    import gzip
     import time
 
     from google.cloud import pubsub_v1
-    from transformer import RUN
 
     publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
     topic = publisher.create_topic(name="projects/bench/topics/enriched").name
     names = [f"projects/bench/subscriptions/round-{n}" for n in range(rounds)]
     for name in names:
         subscriber.create_subscription(name=name, topic=topic, ack_deadline_seconds=60)
-    lines = [
-        line
-        for part in sorted((work / "in" / RUN).glob("part-*"))
-        for line in (gzip.decompress(part.read_bytes()) if part.suffix == ".gz" else part.read_bytes()).splitlines()
-    ]
+    lines = _lines(work)
     started = time.monotonic()
     for future in [publisher.publish(topic, line) for line in lines]:
         future.result(timeout=120)

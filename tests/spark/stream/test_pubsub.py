@@ -23,11 +23,11 @@ from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from tests.commands import in_process
+from tests.pubsub_helpers import subscribed
 from tests.spark.stream.test_windows import START, Clock, committed
 from tests.transformer_helpers import RESOLVER, b64, local_run, same
 
 pytestmark = pytest.mark.every_line
-PROJECT = "acme"
 DEADLINE = 10
 """The subscription's ack deadline, in seconds (Pub/Sub's least): when a message pulled and not
 acknowledged comes back."""
@@ -36,16 +36,8 @@ acknowledged comes back."""
 @pytest.fixture
 def topic(pubsub_emulator: LocalServer) -> Iterator[tuple[Any, str, str]]:
     """A publisher, a new topic and a subscription of it."""
-    from google.cloud import pubsub_v1
-
-    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    name = f"enriched-{time.time_ns()}"
-    topic = publisher.create_topic(name=f"projects/{PROJECT}/topics/{name}").name
-    subscription = f"projects/{PROJECT}/subscriptions/{name}-transformer"
-    subscriber.create_subscription(name=subscription, topic=topic, ack_deadline_seconds=DEADLINE)
-    yield publisher, topic, subscription
-    subscriber.delete_subscription(subscription=subscription)
-    publisher.delete_topic(topic=topic)
+    with subscribed(DEADLINE) as made:
+        yield made
 
 
 def _publish(publisher: Any, topic: str, lines: list[bytes]) -> None:
@@ -122,7 +114,7 @@ def test_a_subscription_that_does_not_exist_is_one_line_and_exit_1(
     from spark_integration.stream_transformer import main
 
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
-    missing = f"projects/{PROJECT}/subscriptions/none-{time.time_ns()}"
+    missing = f"projects/acme/subscriptions/none-{time.time_ns()}"
     config = b64(json.dumps({"input": {"subscription": missing}, "output": {"path": "out"}}))
     done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config)
     assert done.returncode == 1, done.stderr

@@ -14,6 +14,7 @@ from events_manifest._transformer.config import BadSink, Queue
 from events_manifest._transformer.run import pubsub, queue
 from events_manifest._transformer.run.pubsub import PubsubSinkError, Topic
 from events_manifest.testing import LocalServer
+from tests.pubsub_helpers import subscribed
 
 
 @pytest.fixture
@@ -21,13 +22,8 @@ def topic(pubsub_emulator: LocalServer) -> Iterator[tuple[str, Any, str]]:
     """A new topic, a subscriber and a subscription of it (which sees what is published after it)."""
     from google.cloud import pubsub_v1
 
-    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    name = f"bad-{time.time_ns()}"
-    made = publisher.create_topic(name=f"projects/acme/topics/{name}").name
-    subscription = subscriber.create_subscription(name=f"projects/acme/subscriptions/{name}", topic=made).name
-    yield made, subscriber, subscription
-    subscriber.delete_subscription(subscription=subscription)
-    publisher.delete_topic(topic=made)
+    with subscribed() as (_, made, subscription):
+        yield made, pubsub_v1.SubscriberClient(), subscription
 
 
 def _received(subscriber: Any, subscription: str, count: int) -> list[bytes]:

@@ -14,20 +14,13 @@ import pytest
 from events_manifest._jobs.storage import LocalStorage
 from events_manifest._transformer.stream.pubsub_input import PubsubInput, PubsubInputError, Stager
 from events_manifest.testing import LocalServer
+from tests.pubsub_helpers import subscribed
 
 
 @pytest.fixture
 def subscription(pubsub_emulator: LocalServer) -> Iterator[tuple[Any, str, str]]:
-    from google.cloud import pubsub_v1
-
-    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    name = f"enriched-{time.time_ns()}"
-    topic = publisher.create_topic(name=f"projects/acme/topics/{name}").name
-    found = f"projects/acme/subscriptions/{name}"
-    subscriber.create_subscription(name=found, topic=topic, ack_deadline_seconds=10)
-    yield publisher, topic, found
-    subscriber.delete_subscription(subscription=found)
-    publisher.delete_topic(topic=topic)
+    with subscribed() as made:
+        yield made
 
 
 def _staged(folder: Path) -> list[list[bytes]]:
