@@ -19,6 +19,7 @@ import attrs
 from events_manifest import _redact as redact
 from events_manifest._transformer.config import BadSink
 from events_manifest._transformer.output import bad_rows
+from events_manifest._transformer.stream.pubsub_input import no_credentials
 from events_manifest.errors import DeliveryError
 
 MESSAGE_LIMIT = 10_000_000
@@ -34,13 +35,17 @@ class PubsubSinkError(DeliveryError):
 
 
 def _publisher(batch: tuple[int, int, float] | None = None) -> Any:
+    from google.auth.exceptions import GoogleAuthError
     from google.cloud import pubsub_v1  # the `pubsub` extra: imported only for a Pub/Sub topic
 
-    if batch is None:
-        return pubsub_v1.PublisherClient()
-    messages, size, delay = batch
-    settings = pubsub_v1.types.BatchSettings(max_messages=messages, max_bytes=size, max_latency=delay)
-    return pubsub_v1.PublisherClient(batch_settings=settings)
+    settings: Any = ()
+    if batch is not None:
+        messages, size, delay = batch
+        settings = pubsub_v1.types.BatchSettings(max_messages=messages, max_bytes=size, max_latency=delay)
+    try:
+        return pubsub_v1.PublisherClient(batch_settings=settings)
+    except GoogleAuthError as e:
+        raise PubsubSinkError(f"Pub/Sub: {no_credentials(e)}") from None
 
 
 def _reason(error: BaseException) -> str:

@@ -57,9 +57,21 @@ class PubsubInput:
 
 
 def _client() -> Any:
+    from google.auth.exceptions import GoogleAuthError
     from google.cloud import pubsub_v1  # the `pubsub` extra: imported only by a Pub/Sub input
 
-    return pubsub_v1.SubscriberClient()
+    try:
+        return pubsub_v1.SubscriberClient()
+    except GoogleAuthError as e:
+        raise PubsubInputError(f"Pub/Sub: {no_credentials(e)}") from None
+
+
+def no_credentials(error: BaseException) -> str:
+    """What to do when the Google client finds no credentials (its own words, then the advice)."""
+    return (
+        f"no Google credentials ({_said(error)}): set GOOGLE_APPLICATION_CREDENTIALS to a service account's key file, "
+        "run where the platform gives them (Dataproc, GKE), or point PUBSUB_EMULATOR_HOST at an emulator"
+    )
 
 
 def check_subscription(source: PubsubInput, client: Any = None) -> None:

@@ -74,3 +74,23 @@ def test_the_run_s_message_is_the_message_s_data(topic: tuple[str, Any, str]) ->
     loader = Queue("pubsub", name, None)
     queue.send(loader, queue.client(loader), '{"schema": "iglu:x", "data": {}}', "file:/out/run=1/")
     assert _received(subscriber, subscription, 1) == [b'{"schema": "iglu:x", "data": {}}']
+
+
+def test_no_credentials_is_one_line_with_what_to_do(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Away from an emulator and a platform that gives credentials: the input, the bad rows and the
+    message each say so in one line, with the ways to give them."""
+    from events_manifest._transformer.stream.pubsub_input import PubsubInput, PubsubInputError, check_subscription
+
+    monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "key.json"))
+    advice = "set GOOGLE_APPLICATION_CREDENTIALS to a service account's key file, run where the platform gives them"
+    with pytest.raises(PubsubInputError) as input_refused:
+        check_subscription(PubsubInput("projects/acme/subscriptions/enriched"))
+    with pytest.raises(PubsubSinkError) as sink_refused:
+        Topic(BadSink("pubsub", topic="projects/acme/topics/bad")).writer()
+    with pytest.raises(PubsubSinkError) as queue_refused:
+        queue.client(Queue("pubsub", "projects/acme/topics/loader", None))
+    for refused in (input_refused, sink_refused, queue_refused):
+        said = str(refused.value)
+        assert said.startswith(f"Pub/Sub: no Google credentials (File {tmp_path / 'key.json'} was not found.)"), said
+        assert advice in said and "\n" not in said
