@@ -83,8 +83,8 @@ def test_a_subscription_fed_while_the_stream_runs_gives_the_batch_job_s_windows(
     """Before the start, a killed start had pulled the first 40 messages and not acknowledged them,
     and had staged the first 20 of them: the 40 come back after their deadline (the 20 an exact
     duplicate of what is staged, which the window's natural dedup drops), and each window is the
-    batch job's run of its batch: its rows, its message, each of its bad rows (a bad line among the
-    20 is a bad row twice). The reference's input keys are read."""
+    batch job's run of its batch: its rows, its types, each of its bad rows (a bad line among the 20
+    is a bad row twice, and counted twice). The reference's input keys are read."""
     from google.cloud import pubsub_v1
 
     from spark_integration.stream_transformer import StreamTransformer
@@ -130,7 +130,8 @@ def test_a_subscription_fed_while_the_stream_runs_gives_the_batch_job_s_windows(
         assert found["good"] == run["good"]
         assert set(found["bad"]) == set(run["bad"]), "each bad row; a bad line delivered twice is one twice"
         mine, theirs = found["message"]["data"], run["message"]["data"]
-        assert (mine["count"], mine["typesInfo"]) == (theirs["count"], theirs["typesInfo"])
+        assert (mine["count"]["good"], mine["typesInfo"]) == (theirs["count"]["good"], theirs["typesInfo"])
+        assert mine["count"]["bad"] == len(found["bad"]), "the message counts the bad rows written"
     assert not (staged / "1-killed.txt").exists(), "a staged file deleted once its micro-batch is committed"
 
 
