@@ -471,21 +471,20 @@ def _staged(done: Sequence[RunResult], torn: bool) -> str:
 def _failure(text: str) -> str:
     """What a failed query says, and what to do so that the next start goes on: a file that cannot
     be read is moved away (the replayed batch goes on without it) and put back under a new name."""
-    committed = COMMITTED
     replayed = "start again on the same checkpoint: the batch that failed is read again without it"
     match of_query(text):
         case KinesisStopped(said):
-            return f"{said}; {committed}"
+            return f"{said}; {COMMITTED}"
         case UnreadableName() as name:
-            return f"{name.said}, then {replayed}, the renamed file after it; {committed}"
+            return f"{name.said}, then {replayed}, the renamed file after it; {COMMITTED}"
         case UnreadableFile(file, cause):
             return (
                 f"input file {file} could not be read ({cause}): move it out of input.dir, then {replayed}; to read "
-                f"it, put it back whole under a new name; {committed}"
+                f"it, put it back whole under a new name; {COMMITTED}"
             )
         case JobFailed(cause) | ExecutorsEnvironment(cause):
             go_on = "start it again on the same checkpoint to go on from the batch that failed"
-            return f"{cause}. The {committed[4:]}; {go_on}"
+            return f"{cause}. The {COMMITTED[4:]}; {go_on}"
 
 
 def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) -> DataFrame:

@@ -615,12 +615,15 @@ def _bad_sink(get: Any) -> BadSink:
         batch, size, delay = (
             get(f"output.bad.{key}") for key in ("batchSize", "requestByteThreshold", "delayThreshold")
         )
+        default = BadSink()
         return BadSink(
             "pubsub",
             topic=_pubsub_topic(get("output.bad.topic", True), "output.bad.topic"),
-            batch_size=1000 if batch is None else _int(batch, "output.bad.batchSize", least=1),
-            request_bytes=8_000_000 if size is None else _int(size, "output.bad.requestByteThreshold", least=1),
-            delay=0.2 if delay is None else duration(delay, "output.bad.delayThreshold").total_seconds(),
+            batch_size=default.batch_size if batch is None else _int(batch, "output.bad.batchSize", least=1),
+            request_bytes=default.request_bytes
+            if size is None
+            else _int(size, "output.bad.requestByteThreshold", least=1),
+            delay=default.delay if delay is None else duration(delay, "output.bad.delayThreshold").total_seconds(),
         )
     region, endpoint = get("output.bad.region"), get("output.bad.customEndpoint")
     if region is not None:
@@ -646,11 +649,18 @@ def _bad_sink(get: Any) -> BadSink:
     )
 
 
+def pubsub_misnamed(name: str, key: str, kind: str) -> str | None:
+    """What is wrong with a Pub/Sub name (`kind`: `topics` or `subscriptions`), or None when it is
+    the full `projects/PROJECT/<kind>/NAME`."""
+    if re.fullmatch(rf"projects/[^/]+/{kind}/[^/]+", name):
+        return None
+    return f"DecodingFailure at .{key}: {_brief(name)} is not of the form projects/PROJECT/{kind}/NAME"
+
+
 def _pubsub_topic(value: object, key: str) -> str:
-    """A Pub/Sub topic's full name, `projects/PROJECT/topics/NAME`."""
     topic = _string(value, key)
-    if not re.fullmatch(r"projects/[^/]+/topics/[^/]+", topic):
-        raise _error(f"DecodingFailure at .{key}: {_brief(topic)} is not of the form projects/PROJECT/topics/NAME")
+    if (wrong := pubsub_misnamed(topic, key, "topics")) is not None:
+        raise _error(wrong)
     return topic
 
 

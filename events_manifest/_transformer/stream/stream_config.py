@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from events_manifest._transformer.config import (
     check_known_region,
     duration,
     merged,
+    pubsub_misnamed,
 )
 from events_manifest._transformer.decode.event import parse_instant
 from events_manifest._transformer.stream.kinesis_input import KinesisInput
@@ -254,11 +254,8 @@ def _pubsub(found: dict[str, Any]) -> PubsubInput:
     subscription = found.get("subscription")
     if not isinstance(subscription, str) or not subscription:
         raise TransformerConfigError("DecodingFailure at .input.subscription: Missing required field")
-    if not re.fullmatch(r"projects/[^/]+/subscriptions/[^/]+", subscription):
-        raise TransformerConfigError(
-            f"DecodingFailure at .input.subscription: {subscription} is not of the form "
-            "projects/PROJECT/subscriptions/NAME"
-        )
+    if (wrong := pubsub_misnamed(subscription, "input.subscription", "subscriptions")) is not None:
+        raise TransformerConfigError(wrong)
 
     def count(key: str, default: int) -> int:
         value = found.get(key, default)
