@@ -33,12 +33,12 @@ STREAM_DEFAULTS = (
 windowing = 10 minutes
 trigger = 10 seconds
 formats { transformationType = widerow }
-input { type = file }
 monitoring.metrics.stdout { period = 1 minute, prefix = "snowplow.transformer." }
 """
 )
 """The batch job's defaults, and the stream transformer's own (its application.conf): ten-minute
-windows of wide rows, the metrics on stdout every minute (`monitoring.metrics.stdout = null`: none)."""
+windows of wide rows, the metrics on stdout every minute (`monitoring.metrics.stdout = null`: none).
+An input without a `type` is read by `_source`: a folder, or the reference's GCP input."""
 
 INPUTS = ("file", "kafka", "kinesis", "pubsub")
 
@@ -157,18 +157,20 @@ class StreamConfig:
 
 
 def _source(found: Any) -> StreamSource:
+    if found is None:
+        found = {}  # then a folder's, whose dir is missing
     if not isinstance(found, dict):
         raise TransformerConfigError(
             "DecodingFailure at .input: expecting an object such as { type = file, dir = ... }"
         )
-    kind = str(found.get("type", "")).lower()
+    kind = str(found.get("type", _untyped(found))).lower()
     if kind not in INPUTS:
         raise TransformerConfigError(
             f"Input type {found.get('type')} is not supported yet. "
             "Supported types: 'file', 'kafka', 'kinesis', 'pubsub'"
         )
-    if kind == "pubsub" or (kind == "file" and "subscription" in found and "dir" not in found):
-        return StreamSource("pubsub", pubsub=_pubsub(found))  # the reference's GCP input has no type
+    if kind == "pubsub":
+        return StreamSource("pubsub", pubsub=_pubsub(found))
     if kind == "kinesis":
         return StreamSource("kinesis", kinesis=_kinesis(found))
     if kind == "file":
@@ -185,6 +187,12 @@ def _source(found: Any) -> StreamSource:
     if not isinstance(conf, dict):
         raise TransformerConfigError("DecodingFailure at .input.consumerConf: expecting an object")
     return StreamSource("kafka", topic=topic, bootstrap_servers=servers, options=tuple(sorted(_flat(conf))))
+
+
+def _untyped(found: dict[str, Any]) -> str:
+    """An input section without a `type`: the reference's GCP input (a `subscription`, its
+    transformer's only input, has none), else a folder (this transformer's default)."""
+    return "pubsub" if "subscription" in found and "dir" not in found else "file"
 
 
 def _kinesis(found: dict[str, Any]) -> KinesisInput:

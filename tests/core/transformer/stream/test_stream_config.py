@@ -38,6 +38,8 @@ def test_the_config_s_refusals_name_the_key(tmp_path: Path) -> None:
     assert "Region mars-1 is unknown" in refused({"input": {**kinesis, "region": "mars-1"}})
     assert "Input type sqs is not supported" in refused({"input": {"type": "sqs"}})
     assert ".input.dir: Missing required field" in refused({"input": {"type": "file"}})
+    assert ".input.dir: Missing required field" in refused({}), "no input: a folder's, without its dir"
+    assert ".input.dir: Missing required field" in refused({"input": {"type": "file", **gcp}}), "a folder, as typed"
     assert ".input.topicName" in refused({"input": {"type": "kafka", "bootstrapServers": "localhost:9092"}})
     assert "7 seconds does not divide a day" in refused({"input": {"type": "file", "dir": "in"}, "windowing": "7 s"})
     assert ".trigger: 0.05 seconds; give from 100 milliseconds" in refused(
