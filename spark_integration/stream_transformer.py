@@ -50,7 +50,6 @@ from events_manifest._jobs.face import (
     join,
     quiet,
     silent_for,
-    steps,
 )
 from events_manifest._manifest.face import LEASE_SECONDS, Advice
 from events_manifest._opening.face import manifest_files
@@ -59,23 +58,19 @@ from events_manifest._transformer.face import (
     ForwardClock,
     KinesisInput,
     KinesisStreamMissing,
-    Progress,
     PubsubInputError,
     ReadFiles,
-    Reporter,
     RunResult,
     ShardReader,
     Stager,
     StreamConfig,
     StreamSource,
     TransformerConfigError,
-    Window,
     WindowBook,
+    WindowFlow,
     check_subscription,
-    inspect,
     last_offset,
     pinned,
-    run,
     sentry_of,
     staged_folder,
 )
@@ -189,16 +184,19 @@ class StreamTransformer:
             advice=ADVICE,
             lister=self._listing,
         )
-        self.results: list[RunResult] = []
+        self.flow = WindowFlow(
+            self.book, self.job, write_run, self.clock, config.run.monitoring, report, warn, config.output
+        )
         self.query: StreamingQuery | None = None
-        self._lock = threading.Lock()
         self._claims: list[Folder] = []
         self._last_beat = 0.0
         self._read_files: ReadFiles | None = ReadFiles(storage, join(self.checkpoint, SPARK, "sources", "0"))
         self._last_watch = 0.0
-        self.metrics = Reporter(config.run.monitoring, lag=self._lag, out=report, err=warn)
-        self._waiting_since: float | None = None
-        """The start of the oldest window holding staged lines not committed yet."""
+
+    @property
+    def results(self) -> list[RunResult]:
+        """Every run this start committed, in order."""
+        return self.flow.results
 
     def __enter__(self) -> StreamTransformer:
         return self
@@ -223,17 +221,15 @@ class StreamTransformer:
             self.beat()
             self.watch_files(now=True)
             self._check_new_checkpoint()
-            self.metrics.open()
-            with self._lock:
-                self._reconcile()
-                if self._missing is not None:
-                    done = self._commit(self.book.due(self.clock(), ending=True))
-                    torn = any(not batch.staged and not batch.closed for batch in self.book.batches())
-                    raise KinesisStreamMissing(f"{self._missing}; {_staged(done, torn)}")
-                self._commit(self.book.due(self.clock()))
+            self.flow.metrics.open()
+            self.flow.begin()
+            if self._missing is not None:
+                done = self.flow.commit_due(ending=True)
+                raise KinesisStreamMissing(f"{self._missing}; {_staged(done, self.flow.torn())}")
+            self.flow.commit_due()
             self.query = self._query(available_now)
         except BaseException:
-            self.metrics.close()
+            self.flow.metrics.close()
             self._release()
             raise
         return self.query
@@ -321,8 +317,7 @@ class StreamTransformer:
 
     def commit_due(self) -> list[RunResult]:
         """Commit every window whose time is over (and the windows an earlier start left)."""
-        with self._lock:
-            return self._commit(self.book.due(self.clock()))
+        return self.flow.commit_due()
 
     def stop(self, *, commit: bool = True) -> list[RunResult]:
         """Stop the query; with `commit`, commit every window of which every batch is staged, ended
@@ -341,13 +336,12 @@ class StreamTransformer:
             if self._claims:
                 self.watch_files(now=True)
             if commit and self._claims:
-                with self._lock:
-                    committed = self._commit(self.book.due(self.clock(), ending=True))
+                committed = self.flow.commit_due(ending=True)
         except Exception:
             if failure is None:
                 raise  # else the query's own failure, below, is the one to tell
         finally:
-            self.metrics.close()
+            self.flow.metrics.close()
             self._release()
         if failure is not None:
             raise StreamFailedError(f"the stream stopped: {_failure(str(failure))}")
@@ -392,12 +386,6 @@ class StreamTransformer:
         reader, found = ShardReader(kinesis), last_offset(self.storage, join(self.checkpoint, SPARK, "offsets"))
         return reader.behind(reader.initial() if found is None else json.loads(found), self._started_ms)
 
-    def _lag(self) -> float:
-        """The stream's gauge: how long the oldest window with uncommitted lines has been open (an
-        upper bound on the age of its oldest line); 0 when every staged line is committed."""
-        since = self._waiting_since
-        return 0.0 if since is None else max(0.0, round(self.clock() - since, 3))
-
     def _release(self) -> None:
         for folder in reversed(self._claims):
             quiet(self.storage, folder.path)
@@ -405,22 +393,13 @@ class StreamTransformer:
         self._claims = []
 
     def _stage(self, batch: DataFrame, batch_id: int) -> None:
-        """One micro-batch: its window from the book (the recorded one on a replay), its lines
-        staged there, the book told; then the windows that ended are committed."""
-        with self._lock:
-            found = self.book.assign(batch_id, self.clock())
-            self.book.prune(batch_id)
-            if not found.staged and not found.closed:
-                steps.reached("batch-assigned")
-                records = batch.select(F.col("value").cast("binary"))  # a line or a record, whatever line ends it holds
-                records.write.mode("overwrite").parquet(self.book.batch_lines(found))
-                steps.reached("batch-written")
-                self.book.staged(found)
-                steps.reached("batch-staged")
-                if self._waiting_since is None or found.window.start < self._waiting_since:
-                    self._waiting_since = found.window.start
-            if self._commit(self.book.due(self.clock())):
-                steps.reached("window-committed")
+        """One micro-batch, staged in its window as Parquet records (`WindowFlow.stage`)."""
+
+        def write_lines(folder: str) -> None:
+            records = batch.select(F.col("value").cast("binary"))  # a line or a record, whatever line ends it holds
+            records.write.mode("overwrite").parquet(folder)
+
+        self.flow.stage(batch_id, write_lines)
 
     def _listing(self, name: str) -> Listing:
         """A window's records: the files of each of its batches' folders."""
@@ -431,30 +410,6 @@ class StreamTransformer:
             for file in self.storage.folder_files(join(window, folder)).files
         ]
         return Listing(tuple(sorted(files)), records=True)
-
-    def _reconcile(self) -> None:
-        """Bring the run ledger to what the output says (see the batch job's `reconcile`)."""
-        names = [window.name for window in self.book.open_windows()]
-        folders = {name: inspect(self.storage, join(self.config.output, name)) for name in names}
-        self.job.reconcile(folders, names)
-
-    def _commit(self, windows: Sequence[Window]) -> list[RunResult]:
-        """Transform and commit each window as one run (none for a window of no lines), oldest first."""
-        committed = []
-        for window in windows:
-            name = window.name
-            if self._listing(name).bytes:
-                began = time.monotonic()
-                result = run(self.job, name, Progress(), write_run)  # None when its folder holds a commit already
-                if result is not None:
-                    self.report(result.line())
-                    committed.append(result)
-                    self.metrics.committed(result.counts, round((time.monotonic() - began) * 1000))
-            self.book.close(window)
-        if windows:
-            self._waiting_since = min((window.start for window in self.book.open_windows()), default=None)
-        self.results.extend(committed)
-        return committed
 
 
 def _staged(done: Sequence[RunResult], torn: bool) -> str:

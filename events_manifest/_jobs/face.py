@@ -1,4 +1,4 @@
-"""What the glue takes of a job's run: places, claims, storage, the run and its steps, the AWS SDK's
+"""What the glue takes of a job's run: places, claims, storage, the run, the AWS SDK's
 session for S3, and secrets hidden from what a job says. The glue (`spark_integration`) imports the
 area through this face alone (`tests/core/test_layers.py`)."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from events_manifest import _redact as redact
 from events_manifest._aws import boto3_session, default_region
-from events_manifest._jobs import steps
 from events_manifest._jobs.folders import (
     Folder,
     FolderClaimedError,
@@ -61,5 +60,4 @@ __all__ = [
     "quiet",
     "redact",
     "silent_for",
-    "steps",
 ]

@@ -20,10 +20,10 @@ from events_manifest._transformer.output.parquet_types import TIMESTAMP
 from events_manifest._transformer.output.shred_mode import PARTITIONS, ShredModeLines
 from events_manifest._transformer.parse_decide import BAD, GOOD, META, PARSED, Decide, Parse
 from events_manifest._transformer.run import kinesis, pubsub
-from events_manifest._transformer.run.commit import COMPLETE, DATA, RunCounts, inspect
+from events_manifest._transformer.run.commit import COMPLETE, DATA, RunCounts
 from events_manifest._transformer.run.job import TransformerJob
 from events_manifest._transformer.run.metrics import Reporter
-from events_manifest._transformer.run.run_flow import Progress, RunResult, run, run_all
+from events_manifest._transformer.run.run_flow import Progress, RunResult, run_all
 from events_manifest._transformer.run.sentry import sentry_of
 from events_manifest._transformer.stream.kinesis_input import (
     KinesisInput,
@@ -37,7 +37,8 @@ from events_manifest._transformer.stream.kinesis_input import (
 from events_manifest._transformer.stream.pubsub_input import PubsubInputError, Stager, check_subscription, staged_folder
 from events_manifest._transformer.stream.read_files import ReadFiles
 from events_manifest._transformer.stream.stream_config import StreamConfig, StreamSource, last_offset
-from events_manifest._transformer.stream.windows import ForwardClock, Window, WindowBook
+from events_manifest._transformer.stream.window_flow import WindowFlow
+from events_manifest._transformer.stream.windows import ForwardClock, WindowBook
 
 __all__ = [
     "BAD",
@@ -80,16 +81,14 @@ __all__ = [
     "TransformerJob",
     "WideRowJson",
     "WideRowParquet",
-    "Window",
     "WindowBook",
+    "WindowFlow",
     "build_columns",
     "check_subscription",
-    "inspect",
     "kinesis",
     "pubsub",
     "last_offset",
     "pinned",
-    "run",
     "run_all",
     "second_of",
     "staged_folder",

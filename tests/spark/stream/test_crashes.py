@@ -1,11 +1,12 @@
-"""The stream transformer killed at each named step, in this process (`tests.crashes`), on the
-suite's Spark session with a clock the test moves: the two bundled sample batches arrive one window
-apart, and an unbroken stream commits them as two windows, the batch job's two runs of the same
-lines. A kill while the first batch is recorded in its window, once its lines are staged, while the
-first window's commit is staged, and once it is committed but before Spark's checkpoint knows the
-batch that committed it: the next start on the same checkpoint commits both windows as the
-unbroken stream did, every event in exactly one window. On a folder and on Kinesis (moto's, a task
-a shard); a real kill of the process group of each is in `tests/integration/test_stream.py`."""
+"""The stream transformer killed at two steps, in this process (`tests.crashes`), on the suite's
+Spark session with a clock the test moves: the two bundled sample batches arrive one window apart,
+and an unbroken stream commits them as two windows, the batch job's two runs of the same lines. A
+kill once the first batch's lines are written, and once the first window is committed but before
+Spark's checkpoint knows the batch that committed it (`STEPS`): the next start on the same
+checkpoint commits both windows as the unbroken stream did, every event in exactly one window. On
+a folder and on Kinesis (moto's, a task a shard); every step without Spark in
+`tests/core/transformer/stream/test_window_flow.py`; a real kill of the process group of each in
+`tests/integration/test_stream.py`."""
 
 from __future__ import annotations
 
@@ -33,14 +34,12 @@ from tests.transformer_helpers import RESOLVER, b64, local_run, same
 
 pytestmark = pytest.mark.every_line
 
-STEPS = ["batch-assigned", "batch-written", "staged", "window-committed"]
-"""The first batch recorded in its window, its lines staged; the first window's rows staged, not
-sealed; committed, the batch that committed it not in Spark's checkpoint (the next start replays
-it). A window's commit at each of its steps is the batch transformer's run's
-(`tests/core/transformer/run/test_run_flow.py`)."""
-KINESIS_STEPS = ["batch-written", "window-committed"]
-"""Where a restart on Kinesis reads its records again from Spark's offsets: a batch staged and
-replayed, a batch committed and not replayed (the book's steps and a commit are the folder's)."""
+STEPS = ["batch-written", "window-committed"]
+"""Where a restart meets what Spark keeps: the first batch's lines written, not staged (Spark replays
+the batch, which overwrites them); the first window committed, the batch that committed it not in
+Spark's checkpoint (Spark replays it, the book says its window is closed). Every step of the
+stream, a window's commit at each of its steps among them, without Spark:
+`tests/core/transformer/stream/test_window_flow.py`."""
 COMPLETE = "shredding_complete.json"
 
 
@@ -152,7 +151,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     tracker = spark.sparkContext.statusTracker()
     jobs_before = set(tracker.getJobIdsForGroup())
     crashes, unbroken = crashed_and_continued(
-        spark, tmp_path, batch_runs, section, arrive, KINESIS_STEPS, subtests, latest=True, kept=("batch-staged",)
+        spark, tmp_path, batch_runs, section, arrive, STEPS, subtests, latest=True, kept=("batch-staged",)
     )
     jobs = set(tracker.getJobIdsForGroup()) - jobs_before
     stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
@@ -169,7 +168,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
         client.put_records(StreamName=name, Records=[{"Data": x, "PartitionKey": "k"} for x in lines[0][:20]])
 
         def staged() -> bool:
-            with stream._lock:  # the stream prunes its book under it: a record listed, then gone
+            with stream.flow.lock:  # the stream prunes its book under it: a record listed, then gone
                 return any(b.staged and b.window.start >= START + 1200 for b in stream.book.batches())
 
         while not staged() and running.is_alive():
