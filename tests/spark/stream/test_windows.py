@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -130,34 +129,6 @@ def test_windows_commit_in_order_with_duplicates_dropped_across_them(stream: Any
     assert all(row[duplicate] == [{"originalEventId": C}] for row in renamed)
     assert message["data"]["count"] == {"good": 3, "bad": 0}
     assert not (out / "_checkpoint/lines" / first.name).exists(), "a committed window's staged lines are dropped"
-
-
-def test_a_wall_clock_stepping_back_and_ahead_loses_no_event(stream: Any, clock: Clock, tmp_path: Path) -> None:
-    """a in W1; past W1's end, b (W1 committed); 2 s back into W1, c; a day ahead for one batch,
-    d; corrected, e: every event in one committed window, each window committed while the job runs."""
-    inp, out = tmp_path / "in", tmp_path / "out"
-    query = stream.start()
-    ids = {name: str(uuid.UUID(int=n + 1, version=4)) for n, name in enumerate("abcde")}
-
-    def feed(name: str) -> None:
-        write(inp, f"{name}.tsv.gz", [event(ids[name])])
-        query.processAllAvailable()
-
-    feed("a")
-    clock.now += 601
-    feed("b")
-    assert len(committed(out)) == 1
-    clock.now -= 2
-    feed("c")
-    clock.now += 86_400
-    feed("d")
-    assert len(committed(out)) == 2, "the window of b and c is over once the clock stepped ahead"
-    clock.now -= 86_400
-    feed("e")
-    clock.now += 600
-    stream.commit_due()
-    windows = [sorted(row["event_id"] for row in outputs(run)[0]) for run in committed(out)]
-    assert windows == [[ids["a"]], sorted([ids["b"], ids["c"]]), sorted([ids["d"], ids["e"]])]
 
 
 def test_stopping_commits_the_open_window_and_releases_the_claims(stream: Any, tmp_path: Path) -> None:

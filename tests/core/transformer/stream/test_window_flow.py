@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from events_manifest._transformer.run.commit import COMPLETE, RunCounts
 from events_manifest._transformer.run.job import TransformerJob
 from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest._transformer.stream.window_flow import WindowFlow
-from events_manifest._transformer.stream.windows import WindowBook
+from events_manifest._transformer.stream.windows import ForwardClock, WindowBook
 from tests.crashes import Crashes
 
 START = int(datetime(2026, 11, 18, 10, 30, tzinfo=UTC).timestamp())
@@ -54,7 +55,7 @@ def write(job: TransformerJob[LocalStorage], ledger: JobRun, listing: Listing, s
     return RunCounts(lines=len(lines), good=len(lines))
 
 
-def start(tmp_path: Path, manifest: DuplicateStorage, clock: Clock) -> WindowFlow:
+def start(tmp_path: Path, manifest: DuplicateStorage, clock: Callable[[], float]) -> WindowFlow:
     """A start of the stream on the checkpoint under `out` (a new app id, as each start has)."""
     out, checkpoint = tmp_path / "out", tmp_path / "out" / "_checkpoint"
     config = StreamConfig.parse(json.dumps({"input": {"type": "file", "dir": "in"}, "output": {"path": str(out)}}))
@@ -74,14 +75,16 @@ def start(tmp_path: Path, manifest: DuplicateStorage, clock: Clock) -> WindowFlo
 
 
 def stage(flow: WindowFlow, clock: Clock, batch_id: int, at: float, lines: list[str]) -> None:
-    def write_lines(folder: str) -> None:
-        path = Path(folder.removeprefix("file:"))
-        shutil.rmtree(path, ignore_errors=True)  # Spark's overwrite: a replayed batch written again
-        path.mkdir(parents=True)
-        (path / "part-0.txt").write_text("".join(f"{x}\n" for x in lines))
-
     clock.now = at
-    flow.stage(batch_id, write_lines)
+    flow.stage(batch_id, lambda folder: _lines(folder, lines))
+
+
+def _lines(folder: str, lines: list[str]) -> None:
+    """A batch's lines written in its folder (again on a replay, as Spark's overwrite)."""
+    path = Path(folder.removeprefix("file:"))
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    (path / "part-0.txt").write_text("".join(f"{x}\n" for x in lines))
 
 
 def committed(out: Path) -> list[tuple[str, list[str]]]:
@@ -148,3 +151,28 @@ def test_the_lag_is_the_age_of_the_oldest_window_with_lines_not_committed(tmp_pa
         assert flow.lag() == 30.0, "the first window committed: the second's age"
         flow.commit_due(ending=True)
         assert flow.lag() == 0.0 and [r.lines for r in flow.results] == [1, 1]
+
+
+def test_a_wall_clock_stepping_back_and_ahead_loses_no_event(tmp_path: Path) -> None:
+    """a in W1; past W1's end, b (W1 committed); 2 s back into W1, c; a day ahead for one batch,
+    d; corrected, e: every line in one committed window, each window committed while the stream
+    runs (the stream reads the wall clock through a `ForwardClock`, as the glue does)."""
+    wall = Clock(START)
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        flow = start(tmp_path, manifest, ForwardClock(wall))
+
+        def feed(batch_id: int, line: str, by: float) -> None:
+            wall.now += by
+            flow.stage(batch_id, lambda folder: _lines(folder, [line]))
+
+        feed(0, "a", 5)
+        feed(1, "b", 601)
+        assert len(committed(tmp_path / "out")) == 1
+        feed(2, "c", -2)
+        feed(3, "d", 86_400)
+        assert len(committed(tmp_path / "out")) == 2, "the window of b and c is over once the clock stepped ahead"
+        wall.now -= 86_400
+        feed(4, "e", 0)
+        wall.now += 600
+        flow.commit_due()
+    assert [lines for _, lines in committed(tmp_path / "out")] == [["a"], ["b", "c"], ["d", "e"]]
