@@ -65,7 +65,7 @@ def test_a_private_ca_is_trusted_through_aws_ca_bundle(
     table = unique_table()
     url = f"dynamodb://{table}?region=us-east-1&endpoint={tls_endpoint.endpoint}&create=true"
     with pytest.raises(ManifestUnavailableError) as untrusted:
-        manifest_from_url(url)
+        manifest_from_url(f"{url}&max_attempts=1")  # refused at the first attempt: no backoff waited
     message = str(untrusted.value)
     assert f"DynamoDB table [{table}]: the endpoint's TLS certificate is not trusted" in message
     assert "CERTIFICATE_VERIFY_FAILED" in message and "point AWS_CA_BUNDLE" in message
@@ -98,7 +98,9 @@ def test_every_request_goes_through_the_https_proxy(
 def test_an_unreachable_proxy_is_named(tls_endpoint: FaultProxy, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:1")
     with pytest.raises(ManifestUnavailableError, match=r"the proxy is unreachable .*check HTTPS_PROXY"):
-        manifest_from_url(f"dynamodb://{unique_table()}?region=us-east-1&endpoint={tls_endpoint.endpoint}")
+        manifest_from_url(
+            f"dynamodb://{unique_table()}?region=us-east-1&endpoint={tls_endpoint.endpoint}&max_attempts=1"
+        )  # one attempt: the proxy is named in the first one's failure, no backoff waited
 
 
 def test_unreachable_endpoint_is_named() -> None:
