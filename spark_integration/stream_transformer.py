@@ -448,9 +448,12 @@ def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) ->
         from spark_integration._stream.kinesis import kinesis_lines  # pyspark 4's datasource module: after the check
 
         return kinesis_lines(spark, source.kinesis)
-    if source.pubsub is not None:  # the subscription's messages as `Stager` staged them, a line each in base64
+    if source.pubsub is not None:  # the subscription's messages as `Stager` staged them: `<id> <data in base64>`
         staged = spark.readStream.format("text").option("maxFileAge", EVERY_FILE).option("cleanSource", "delete")
-        return staged.load(storage.qualify(source.path)).select(F.unbase64("value").alias("value"))
+        data = F.unbase64(
+            F.substring_index("value", " ", -1)
+        )  # the whole line where an earlier version staged data alone
+        return staged.load(storage.qualify(source.path)).select(data.alias("value"))
     if source.type == "file":
         reader = (
             spark.readStream.format("text")

@@ -3,12 +3,13 @@ the subscription pulled in the driver by the maintained client's streaming pull,
 messages staged as one file under the checkpoint, and acknowledged only once that file is in
 place (docs/stream-transformer.md). Spark's file source reads the staged files, so a kill loses
 nothing: a message not staged yet was not acknowledged and comes back; one staged and not yet
-acknowledged comes back too, an exact duplicate the window's natural dedup or the manifest drops.
+acknowledged comes back too, and is known by its message id: acknowledged, not staged again.
 
 The client extends the deadlines of what it pulled and has not acknowledged (its lease
 management: `maxAckExtensionPeriod`, `minDurationPerAckExtension`), holds at most `bufferSize` of
 them (its flow control), and opens `parallelPullCount` streams. A staged file holds one message a
-line, its data in base64: a message is read whole, whatever line ends it holds.
+line, its id then its data in base64 (`<id> <data>`): a message is read whole, whatever line ends
+it holds, and `data_of` takes the data back.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ FLUSH_SECONDS = 0.5
 once when it holds `bufferSize` messages)."""
 QUIET_SECONDS = 5.0
 """An available-now run reads until the subscription has given nothing for this long."""
+REMEMBERED_SECONDS = 900.0
+"""How long the id of a staged message is kept, to acknowledge without staging again a copy that
+comes back: Pub/Sub gives back a message whose acknowledgement was lost once its deadline passes
+(ten minutes at most)."""
 
 
 class PubsubInputError(ManifestError):
@@ -116,12 +121,29 @@ class Stager:
         self._flusher: threading.Thread | None = None
         self.failure: BaseException | None = None
         self.staged_messages = 0
+        self.repeated_messages = 0
+        """Copies of messages already staged that came back, acknowledged and not staged again."""
         self.last_received = clock()
+        self._staged_ids: dict[str, float] = {}
+        """The ids of the messages staged (or found staged), each with when: oldest first."""
+
+    def recall(self) -> int:
+        """Take the ids of what an earlier start staged under the folder and Spark has not consumed
+        yet (its messages may come back: a kill before their acknowledgement): the ids known."""
+        now = self.clock()
+        if self.storage.exists(self.folder):
+            for name in self.storage.children(self.folder):
+                if not name.startswith((".", "_")):
+                    for line in self.storage.read_text(join(self.folder, name)).splitlines():
+                        if " " in line:
+                            self._staged_ids[line.split(" ", 1)[0]] = now
+        return len(self._staged_ids)
 
     def start(self) -> None:
         from google.cloud import pubsub_v1
 
         client = self._client = self._client or _client()
+        self.recall()
         control = pubsub_v1.types.FlowControl(
             max_messages=self.source.buffer_size,
             max_lease_duration=round(self.source.max_ack_extension_seconds),
@@ -175,25 +197,33 @@ class Stager:
                 future.cancel()
 
     def flush(self) -> int:
-        """Stage what was received as one file, then acknowledge it: the messages staged."""
+        """Stage what was received as one file, then acknowledge it: the messages staged. A message
+        staged before (its acknowledgement lost, or a kill before it) is acknowledged, not staged."""
         with self._lock:
             messages, self._pending, self._first_at = self._pending, [], None
             if not messages:
                 return 0
-            steps.reached("pubsub-received")
-            lines = "".join(base64.b64encode(message.data).decode("ascii") + "\n" for message in messages)
-            name = f"{time.time_ns()}-{uuid.uuid4().hex[:12]}.txt"
-            try:
-                self.storage.write_text(join(self.folder, name), lines)
-            except BaseException:
-                for message in messages:
-                    message.nack()  # back to the subscription at once, for the next read
-                raise
-            steps.reached("pubsub-staged")
+            now = self.clock()
+            while self._staged_ids and now - next(iter(self._staged_ids.values())) > REMEMBERED_SECONDS:
+                del self._staged_ids[next(iter(self._staged_ids))]
+            fresh = list({m.message_id: m for m in messages if m.message_id not in self._staged_ids}.values())
+            if fresh:
+                steps.reached("pubsub-received")
+                lines = "".join(f"{m.message_id} {base64.b64encode(m.data).decode('ascii')}\n" for m in fresh)
+                name = f"{time.time_ns()}-{uuid.uuid4().hex[:12]}.txt"
+                try:
+                    self.storage.write_text(join(self.folder, name), lines)
+                except BaseException:
+                    for message in messages:
+                        message.nack()  # back to the subscription at once, for the next read
+                    raise
+                steps.reached("pubsub-staged")
+                self._staged_ids.update((m.message_id, now) for m in fresh)
             for message in messages:
                 message.ack()
-            self.staged_messages += len(messages)
-            return len(messages)
+            self.staged_messages += len(fresh)
+            self.repeated_messages += len(messages) - len(fresh)
+            return len(fresh)
 
     def drain(self, quiet_seconds: float = QUIET_SECONDS) -> int:
         """Pull until the subscription has given nothing for `quiet_seconds`, stage it, stop: an
@@ -229,6 +259,11 @@ class Stager:
         """Raise what ended a pull, if one ended."""
         if self.failure is not None:
             raise self.failure
+
+
+def data_of(line: str) -> bytes:
+    """A staged line's message data (an earlier version staged the data alone)."""
+    return base64.b64decode(line.rsplit(" ", 1)[-1])
 
 
 def _missing_or(error: BaseException, source: PubsubInput) -> PubsubInputError:
