@@ -184,9 +184,7 @@ class StreamTransformer:
             advice=ADVICE,
             lister=self._listing,
         )
-        self.flow = WindowFlow(
-            self.book, self.job, write_run, self.clock, config.run.monitoring, report, warn, config.output
-        )
+        self.flow = WindowFlow(self.book, self.job, write_run, self.clock, report, warn)
         self.query: StreamingQuery | None = None
         self._claims: list[Folder] = []
         self._last_beat = 0.0
@@ -450,9 +448,8 @@ def _lines(spark: SparkSession, source: StreamSource, storage: HadoopStorage) ->
         return kinesis_lines(spark, source.kinesis)
     if source.pubsub is not None:  # the subscription's messages as `Stager` staged them: `<id> <data in base64>`
         staged = spark.readStream.format("text").option("maxFileAge", EVERY_FILE).option("cleanSource", "delete")
-        data = F.unbase64(
-            F.substring_index("value", " ", -1)
-        )  # the whole line where an earlier version staged data alone
+        # the data after the id; the whole line where an earlier version staged the data alone
+        data = F.unbase64(F.substring_index("value", " ", -1))
         return staged.load(storage.qualify(source.path)).select(data.alias("value"))
     if source.type == "file":
         reader = (

@@ -115,3 +115,17 @@ def same(ours: dict[str, Any], reference: dict[str, Any]) -> None:
     assert ours["good"] == reference["good"] and ours["bad"] == reference["bad"]
     mine, theirs = ours["message"]["data"], reference["message"]["data"]
     assert (mine["count"], mine["typesInfo"]) == (theirs["count"], theirs["typesInfo"])
+
+
+START = 1_794_997_800.0
+"""A stream window's start: 2026-11-18 10:30:00 UTC (ten-minute windows start at :00, :10, ...)."""
+
+
+class Clock:
+    """The processing time a stream sees, moved by the test."""
+
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

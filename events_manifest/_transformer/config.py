@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -612,18 +612,18 @@ def _bad_sink(get: Any) -> BadSink:
     if kind == "file":
         return BadSink()
     if kind == "pubsub":
-        batch, size, delay = (
-            get(f"output.bad.{key}") for key in ("batchSize", "requestByteThreshold", "delayThreshold")
-        )
         default = BadSink()
+
+        def given(key: str, unset: Any, read: Callable[[Any, str], Any]) -> Any:
+            value = get(f"output.bad.{key}")
+            return unset if value is None else read(value, f"output.bad.{key}")
+
         return BadSink(
             "pubsub",
             topic=_pubsub_topic(get("output.bad.topic", True), "output.bad.topic"),
-            batch_size=default.batch_size if batch is None else _int(batch, "output.bad.batchSize", least=1),
-            request_bytes=default.request_bytes
-            if size is None
-            else _int(size, "output.bad.requestByteThreshold", least=1),
-            delay=default.delay if delay is None else duration(delay, "output.bad.delayThreshold").total_seconds(),
+            batch_size=given("batchSize", default.batch_size, lambda v, k: _int(v, k, least=1)),
+            request_bytes=given("requestByteThreshold", default.request_bytes, lambda v, k: _int(v, k, least=1)),
+            delay=given("delayThreshold", default.delay, lambda v, k: duration(v, k).total_seconds()),
         )
     region, endpoint = get("output.bad.region"), get("output.bad.customEndpoint")
     if region is not None:

@@ -16,7 +16,6 @@ import attrs
 
 from events_manifest._jobs import steps
 from events_manifest._jobs.storage import join
-from events_manifest._transformer.monitoring import Monitoring
 from events_manifest._transformer.run.commit import inspect
 from events_manifest._transformer.run.job import TransformerJob
 from events_manifest._transformer.run.metrics import Reporter
@@ -36,10 +35,8 @@ class WindowFlow:
     write: Write[Any]
     """How a window's run writes its rows (the glue's Spark writer)."""
     clock: Callable[[], float]
-    monitoring: Monitoring
     report: Callable[[str], None]
     warn: Callable[[str], None]
-    output: str
     results: list[RunResult] = attrs.field(factory=list)
     """Every run this start committed, in order."""
     lock: threading.Lock = attrs.field(factory=threading.Lock)
@@ -48,14 +45,14 @@ class WindowFlow:
     """The start of the oldest window holding staged lines not committed yet."""
 
     def __attrs_post_init__(self) -> None:
-        self.metrics = Reporter(self.monitoring, lag=self.lag, out=self.report, err=self.warn)
+        self.metrics = Reporter(self.job.config.monitoring, lag=self.lag, out=self.report, err=self.warn)
 
     def begin(self) -> None:
         """Bring the run ledger to what the output says (as the batch job's `reconcile`): a window
         a kill left committed and unfinished in the ledger is finished there."""
         with self.lock:
             names = [window.name for window in self.book.open_windows()]
-            folders = {name: inspect(self.job.storage, join(self.output, name)) for name in names}
+            folders = {name: inspect(self.job.storage, join(self.job.config.output, name)) for name in names}
             self.job.reconcile(folders, names)
 
     def stage(self, batch_id: int, write_lines: Callable[[str], None]) -> None:

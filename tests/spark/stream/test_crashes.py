@@ -29,8 +29,8 @@ from events_manifest.testing import LocalServer
 from tests.commands import in_process
 from tests.crashes import Crashes
 from tests.kinesis_helpers import kinesis_stream
-from tests.spark.stream.test_windows import START, Clock, committed
-from tests.transformer_helpers import RESOLVER, b64, local_run, same
+from tests.spark.stream.test_windows import committed
+from tests.transformer_helpers import RESOLVER, START, Clock, b64, local_run, same
 
 pytestmark = pytest.mark.every_line
 

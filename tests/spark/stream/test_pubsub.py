@@ -25,8 +25,8 @@ from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from tests.commands import in_process
 from tests.pubsub_helpers import subscribed
-from tests.spark.stream.test_windows import START, Clock, committed
-from tests.transformer_helpers import RESOLVER, b64, local_run
+from tests.spark.stream.test_windows import committed
+from tests.transformer_helpers import RESOLVER, START, Clock, b64, local_run
 
 pytestmark = pytest.mark.every_line
 DEADLINE = 10

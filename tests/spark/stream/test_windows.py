@@ -26,28 +26,16 @@ from tests.commands import in_process
 from tests.monitors import SentryServer, StatsdServer
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.transformer.test_command import outputs, read_lines, transformer, types
-from tests.transformer_helpers import RESOLVER, b64, event
+from tests.transformer_helpers import RESOLVER, Clock, b64, event
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 C = "0f4a8c9e-1b2d-4e3f-8a5b-6c7d8e9f0a1b"
 D = "5b0c7a3e-9d8f-4a1b-b2c3-d4e5f6a7b8c9"
-START = 1_794_997_800.0
-"""A window's start: 2026-11-18 10:30:00 UTC (ten-minute windows start at :00, :10, ...)."""
 CLICK = sdj(
     "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1", '{"targetUrl":"https://x/","elementId":"b"}'
 )
 PAGE = sdj("iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0", '{"id":"p1"}')
-
-
-class Clock:
-    """The processing time the stream sees, moved by the test."""
-
-    def __init__(self, now: float = START) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def write(folder: Path, name: str, lines: list[str]) -> None:

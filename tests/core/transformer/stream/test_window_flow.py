@@ -29,22 +29,13 @@ from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest._transformer.stream.window_flow import WindowFlow
 from events_manifest._transformer.stream.windows import ForwardClock, WindowBook
 from tests.crashes import Crashes
+from tests.transformer_helpers import START, Clock
 
-START = int(datetime(2026, 11, 18, 10, 30, tzinfo=UTC).timestamp())
-"""A window's start."""
 BATCHES = [(0, START + 5, ["a1", "a2", "a3"]), (1, START + 600, ["b1", "b2"])]
 """The query's micro-batches: id, when it runs, its lines; one window apart."""
 STREAM_STEPS = ["batch-assigned", "batch-written", "batch-staged", "window-committed"]
 RUN_STEPS = ["staged", "sealed", "moving", "moved", "messaged", "committed"]
 """A window's run at each step of its commit (`run.run_flow`), the first window's, in the second batch."""
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def write(job: TransformerJob[LocalStorage], ledger: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
@@ -68,7 +59,7 @@ def start(tmp_path: Path, manifest: DuplicateStorage, clock: Callable[[], float]
         return Listing(tuple((LocalStorage().qualify(str(p)), p.stat().st_size) for p in files), records=True)
 
     job = TransformerJob.create(LocalStorage(), run_config, None, manifest, lister=listing, rerun=True)
-    flow = WindowFlow(book, job, write, clock, config.run.monitoring, lambda line: None, lambda line: None, str(out))
+    flow = WindowFlow(book, job, write, clock, lambda line: None, lambda line: None)
     flow.begin()
     flow.commit_due()
     return flow
