@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Generic, TypeVar
 
 import attrs
@@ -14,10 +15,13 @@ import attrs
 from events_manifest._backends.dynamodb.config_document import DynamoDbConfig, parse_config
 from events_manifest._iglu.resolver import ResolverConfig
 from events_manifest._manifest.contract import DuplicateStorage
+from events_manifest._opening.handle import check_shared
 from events_manifest._opening.urls import init_storage, with_dynamodb_flags
+from events_manifest._snowplow.dedup import check_options
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
 from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.errors import ManifestConfigError
+from events_manifest.model import parse_timestamp
 
 
 def add_manifest_flags(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -59,7 +63,9 @@ class ManifestFlags:
                 config=read_config(args.duplicate_storage_config), endpoint=args.dynamodb_endpoint, create=create
             )
         if args.manifest:
-            return cls(with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint, create=create))
+            url = with_dynamodb_flags(args.manifest, endpoint=args.dynamodb_endpoint, create=create)
+            check_shared(url)  # before Spark starts
+            return cls(url)
         if args.dynamodb_endpoint or create:
             both = hasattr(args, "create_table")
             raise ManifestConfigError(
@@ -67,6 +73,25 @@ class ManifestFlags:
                 "DynamoDB manifest: --duplicate-storage-config or --manifest dynamodb://TABLE"
             )
         return cls()
+
+
+@attrs.frozen
+class ShredFlags:
+    """The shred job's command line read and checked once (`of`), before any JVM starts or any
+    manifest opens, so that a mistyped flag costs no Spark start: its Iglu config, batch etl time
+    and manifest, and the options that need one."""
+
+    iglu: ResolverConfig | None
+    etl_time: datetime | None
+    manifest: ManifestFlags
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> ShredFlags:
+        iglu = ResolverConfig.parse(args.iglu_config, flag="--iglu-config") if args.iglu_config else None
+        etl_time = parse_timestamp(args.etl_time) if args.etl_time else None
+        manifest = ManifestFlags.of(args)
+        check_options(manifest.named, args.cross_batch_synthetic)
+        return cls(iglu, etl_time, manifest)
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:

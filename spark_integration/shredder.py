@@ -16,7 +16,7 @@ import attrs
 from pyspark.sql import DataFrame, SparkSession
 
 from events_manifest import DuplicateStorage, ManifestConfigError, __version__
-from events_manifest._job_flags import ManifestFlags, add_common_flags, add_manifest_flags
+from events_manifest._job_flags import ShredFlags, add_common_flags, add_manifest_flags
 from events_manifest._jobs.face import (
     INPUT,
     MANIFEST,
@@ -31,7 +31,7 @@ from events_manifest._jobs.face import (
 from events_manifest._opening.face import ManifestHandle, manifest_files
 from events_manifest._snowplow.face import ShredSummary, check_options, legacy_bad_rows, render_report, shred_output
 from events_manifest.iglu import Resolver, ResolverConfig
-from events_manifest.model import from_epoch_seconds, parse_timestamp, to_epoch_seconds
+from events_manifest.model import from_epoch_seconds, to_epoch_seconds
 from spark_integration._shred.plan import LinePlan, line_plan, write_lines
 from spark_integration._spark import enriched
 from spark_integration._spark.running import run_job
@@ -287,18 +287,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def job() -> int:
-        iglu = ResolverConfig.parse(args.iglu_config, flag="--iglu-config") if args.iglu_config else None
-        etl_time = parse_timestamp(args.etl_time) if args.etl_time else None
+        flags = ShredFlags.of(args)
+        manifest = flags.manifest.open()
         summary = shred(
             local_session(args.master, verbose=args.verbose),
             args.input_folder,
             args.output_folder,
             args.bad_folder,
-            manifest=ManifestFlags.of(args).open(),
-            etl_time=etl_time,
+            manifest=manifest,
+            etl_time=flags.etl_time,
             item_id=args.item_id,
             processing_table=args.processing_manifest_table,
-            iglu_config=iglu,
+            iglu_config=flags.iglu,
             synthetic_dedup=not args.no_synthetic_dedup,
             random_synthetic_ids=args.random_synthetic_ids,
             cross_batch_synthetic=args.cross_batch_synthetic,

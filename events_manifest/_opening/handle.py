@@ -12,7 +12,7 @@ import attrs
 
 from events_manifest._backends.sqlite import SqliteManifest
 from events_manifest._manifest.contract import DuplicateStorage
-from events_manifest._opening.urls import manifest_from_url, worker_url
+from events_manifest._opening.urls import manifest_from_url, shared_by_workers, worker_url
 from events_manifest.errors import ManifestConfigError
 
 _OPEN: dict[bytes | str, DuplicateStorage] = {}
@@ -45,9 +45,9 @@ class ManifestHandle:
     @classmethod
     def of(cls, manifest: str | DuplicateStorage) -> ManifestHandle:
         if isinstance(manifest, str):
+            check_shared(manifest)
             url = worker_url(manifest)
-            if url is None:
-                raise ManifestConfigError(_NOT_SHARED)
+            assert url is not None
             return cls(url=url)
         if type(manifest) is SqliteManifest:
             return cls(url=manifest.url)
@@ -70,6 +70,12 @@ class ManifestHandle:
 
     def describe(self) -> str:
         return self.url if self.url is not None else "a pickled manifest"
+
+
+def check_shared(url: str) -> None:
+    """Refuse a manifest URL Spark's workers cannot share, before anything opens it."""
+    if not shared_by_workers(url):
+        raise ManifestConfigError(_NOT_SHARED)
 
 
 _NOT_SHARED = (

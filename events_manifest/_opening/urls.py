@@ -268,6 +268,13 @@ _BUILTIN: dict[str, Scheme] = {
 }
 
 
+def shared_by_workers(url: str) -> bool:
+    """Whether Spark's workers can share the manifest of `url` (not an in-memory one), told without
+    opening it."""
+    scheme = _BUILTIN.get(urlsplit(url).scheme)
+    return scheme is None or scheme.for_workers is not None
+
+
 def worker_url(url: str) -> str | None:
     """The URL Spark's workers open the manifest of `url` by (a plugin's as it is); None when
     they cannot share it (in-memory: each worker would have its own)."""

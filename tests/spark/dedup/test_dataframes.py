@@ -181,7 +181,9 @@ def test_populator_command_line(spark: Any, tmp_path: Path, capsys: pytest.Captu
     source = str(write_input(tmp_path / "archive", [line("0f6d0917-b024-4d15-88f7-736ea256f947", "FP")]))
     assert main(["--input-folder", source, "--manifest", f"sqlite:///{tmp_path}/m.db"]) == 0
     assert re.search(r"events put +1\n  stored \(new or same etl\) +1\n", capsys.readouterr().out)
-    assert main(["--input-folder", source, "--manifest", "memory://"]) == 1
+    with pytest.MonkeyPatch.context() as patch:  # refused before Spark starts
+        patch.setattr("spark_integration.populator.local_session", lambda *a, **k: pytest.fail("Spark started"))
+        assert main(["--input-folder", source, "--manifest", "memory://"]) == 1
     assert "in-memory manifest would not be shared" in capsys.readouterr().err
     assert main(["--input-folder", str(tmp_path / "nowhere"), "--manifest", f"sqlite:///{tmp_path}/m.db"]) == 1
     assert "Path does not exist" in capsys.readouterr().err

@@ -85,11 +85,18 @@ def test_cli_runs_and_refuses_a_non_empty_output(
         (["--iglu-config", "%%%"], "the --iglu-config is neither JSON, an existing file nor valid base64"),
         (["--etl-time", "soon"], "timestamp [soon]"),
         (["--manifest", "memory://"], "in-memory manifest would not be shared"),
+        (["--cross-batch-synthetic"], "cross-batch synthetic dedup needs a manifest"),
     ],
 )
 def test_cli_bad_flags_are_one_line(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, extra: list[str], message: str
 ) -> None:
+    """Each is refused in one line before Spark starts (a JVM's start, seconds, for a typo)."""
+
+    def no_spark(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("Spark started before the command line was checked")
+
+    monkeypatch.setattr("spark_integration.shredder.local_session", no_spark)
     args = [
         "--input-folder",
         str(write_input(tmp_path / "in", [line(A)])),
