@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value
+from events_manifest._transformer.config import (
+    DEFAULTS,
+    TransformerConfig,
+    TransformerConfigError,
+    decode_value,
+    merged,
+)
 from tests.transformer_helpers import b64
 
 
@@ -82,3 +88,15 @@ def test_command_line_values_base64_then_a_path(tmp_path: Any) -> None:
         TransformerConfigError, match=r"Error reading /.*/missing\.hocon file from filesystem: No such file"
     ):
         decode_value(str(tmp_path / "missing.hocon"))
+
+
+def test_the_defaults_are_parsed_once_and_each_load_resolves_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The defaults' `${?ACCEPT_LIMITED_USE_LICENSE}` is read from the environment of each load (the
+    parsed defaults are kept, not a resolution of them), and a user's values stay in their load."""
+    monkeypatch.setenv("ACCEPT_LIMITED_USE_LICENSE", "true")
+    assert merged("{}", DEFAULTS)["license"] == {"accept": "true"}
+    monkeypatch.delenv("ACCEPT_LIMITED_USE_LICENSE")
+    assert merged("{}", DEFAULTS)["license"] == {"accept": False}
+    assert merged("license.accept = true\nformats.default = JSON", DEFAULTS)["formats"]["default"] == "JSON"
+    again = merged("{}", DEFAULTS)
+    assert again["formats"]["default"] == "TSV" and again["license"] == {"accept": False}
