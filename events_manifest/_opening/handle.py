@@ -46,9 +46,7 @@ class ManifestHandle:
     def of(cls, manifest: str | DuplicateStorage) -> ManifestHandle:
         if isinstance(manifest, str):
             check_shared(manifest)
-            url = worker_url(manifest)
-            assert url is not None
-            return cls(url=url)
+            return cls(url=worker_url(manifest))
         if type(manifest) is SqliteManifest:
             return cls(url=manifest.url)
         try:

@@ -275,13 +275,15 @@ def shared_by_workers(url: str) -> bool:
     return scheme is None or scheme.for_workers is not None
 
 
-def worker_url(url: str) -> str | None:
-    """The URL Spark's workers open the manifest of `url` by (a plugin's as it is); None when
-    they cannot share it (in-memory: each worker would have its own)."""
+def worker_url(url: str) -> str:
+    """The URL Spark's workers open the manifest of `url` by (a plugin's as it is), for a URL they
+    can share (`shared_by_workers`, which the caller checks first)."""
     scheme = _BUILTIN.get(urlsplit(url).scheme)
     if scheme is None:
         return url
-    return None if scheme.for_workers is None else scheme.for_workers(url)
+    if scheme.for_workers is None:
+        raise ValueError(f"no URL for Spark's workers: {urlsplit(url).scheme}:// is not shared by them")
+    return scheme.for_workers(url)
 
 
 def _plugin(scheme: str) -> BackendFactory:
