@@ -4,9 +4,10 @@ and an unbroken stream commits them as two windows, the batch job's two runs of 
 kill once the first batch's lines are written, and once the first window is committed but before
 Spark's checkpoint knows the batch that committed it (`STEPS`): the next start on the same
 checkpoint commits both windows as the unbroken stream did, every event in exactly one window. On
-a folder and on Kinesis (moto's, a task a shard); every step without Spark in
-`tests/core/transformer/stream/test_window_flow.py`; a real kill of the process group of each in
-`tests/integration/test_stream.py`."""
+a folder at both steps; on Kinesis (moto's, a task a shard) at the first, where Spark replays a batch
+from the shards' offsets in its checkpoint (the second is the book's, the same whatever the input);
+every step without Spark in `tests/core/transformer/stream/test_window_flow.py`; a real kill of the
+process group of each input in `tests/integration/test_stream.py`."""
 
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def test_a_stream_on_a_folder_killed_at_each_step_restarts_with_nothing_lost_or_
     crashed_and_continued(spark, tmp_path, batch_runs, {"type": "file", "dir": str(inp)}, arrive, STEPS, subtests)
 
 
-def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
+def test_a_stream_on_kinesis_killed_once_its_batch_is_written_replays_it_with_nothing_lost_or_doubled(
     spark: Any, tmp_path: Path, batch_runs: list[dict[str, Any]], moto_server: LocalServer, subtests: pytest.Subtests
 ) -> None:
     """The reference's Kinesis input section (three shards, `LATEST`): each batch's records put once
@@ -151,7 +152,7 @@ def test_a_stream_on_kinesis_killed_at_each_step_restarts_with_nothing_lost_or_d
     tracker = spark.sparkContext.statusTracker()
     jobs_before = set(tracker.getJobIdsForGroup())
     crashes, unbroken = crashed_and_continued(
-        spark, tmp_path, batch_runs, section, arrive, STEPS, subtests, latest=True, kept=("batch-staged",)
+        spark, tmp_path, batch_runs, section, arrive, STEPS[:1], subtests, latest=True, kept=("batch-staged",)
     )
     jobs = set(tracker.getJobIdsForGroup()) - jobs_before
     stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
