@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tarfile
 import time
@@ -116,21 +117,43 @@ def _s3a_jars(session: nox.Session) -> Path:
     return JARS.resolve()
 
 
-def _executor_environment(session: nox.Session, constraints: str) -> Path:
+EXECUTOR_ENV = Path(".cache/executor-env")
+PACKAGED = ("events_manifest", "spark_integration", "pyproject.toml", "constraints.txt", "README.md", "LICENSE")
+"""What the executors' environment is made of: the wheel's sources and the pins it is installed with."""
+
+
+def _packaged_key() -> str:
+    """A digest of the `PACKAGED` files' contents as they are on disk (edits not yet committed too)."""
+    digest = hashlib.sha256()
+    for top in map(Path, PACKAGED):
+        for path in sorted([top] if top.is_file() else top.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(f"{path}\0".encode() + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _executor_environment(session: nox.Session) -> Path:
     """The environment a user ships to a cluster's executors, built from this checkout as users
     build it: the project's wheel installed (not editable) in a fresh virtual environment, packed
-    by venv-pack (`.cache/executor-env/env.tar.gz`)."""
-    build = Path(".cache/executor-env")
-    shutil.rmtree(build, ignore_errors=True)
+    by venv-pack (`.cache/executor-env/<key>/env.tar.gz`). It holds no pyspark (the executors take
+    Spark's own), so both `integration` lines ship the same archive: made once for what
+    `_packaged_key` reads, an install step (CI makes it beside the README's suite)."""
+    build = EXECUTOR_ENV / _packaged_key()
+    archive = build / "env.tar.gz"
+    if archive.exists():
+        return archive.resolve()
+    if session.run_install("python", "-c", "", silent=True) is None:  # `--no-install`: no install step runs
+        session.error(f"the executors' environment for this checkout is not in {build}: run without --no-install")
+    shutil.rmtree(EXECUTOR_ENV, ignore_errors=True)  # an earlier checkout's: half a gigabyte each
     shutil.rmtree("build", ignore_errors=True)  # setuptools' scratch: a module moved since would ship too
-    if session.run("python", "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(build / "dist"), ".") is None:
-        return build / "env.tar.gz"  # `--install-only` runs nothing: the tests' run builds it
+    session.run_install("python", "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(build / "dist"), ".")
     [wheel] = (build / "dist").glob("*.whl")
-    session.run("python", "-m", "venv", str(build / "venv"))
+    session.run_install("python", "-m", "venv", str(build / "venv"))
     python = str(build / "venv" / "bin" / "python")
-    session.run(python, "-m", "pip", "install", "--quiet", "-c", constraints, str(wheel), external=True)
-    session.run("venv-pack", "--quiet", "--prefix", str(build / "venv"), "--output", str(build / "env.tar.gz"))
-    return (build / "env.tar.gz").resolve()
+    constraints = str(Path("constraints.txt").resolve())
+    session.run_install(python, "-m", "pip", "install", "--quiet", "-c", constraints, str(wheel), external=True)
+    session.run_install("venv-pack", "--quiet", "--prefix", str(build / "venv"), "--output", str(archive))
+    return archive.resolve()
 
 
 @nox.session
@@ -146,7 +169,7 @@ def integration(session: nox.Session, line: str) -> None:
     session.install("-c", constraints, "-e", ".[all,test]", "venv-pack", "pip")  # pip: the jars' download, the wheel
     _npm(session)
     jars = _s3a_jars(session)
-    environment = _executor_environment(session, constraints)
+    environment = _executor_environment(session)
     if line == NEWEST:  # an install step: the dozens of JVMs its tests start map it (3.5's four tests gain nothing)
         session.run_install("python", "-m", "tests.jvm_archive")
     session.run(

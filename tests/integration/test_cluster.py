@@ -1,8 +1,11 @@
-"""The jobs on a Spark standalone cluster: a master and two workers on 127.0.0.1, started with
-Spark's own classes, whose PATH holds no project environment; the executors get Python as users
-ship it, a venv-pack archive of the project's wheel (`--archives env.tar.gz#environment`, which
-`nox -s integration` builds). The same output as a local session; an environment the executors
-cannot use is one line, and the run after the fix writes what an unbroken run writes."""
+"""The transformer on a Spark standalone cluster: a master and two workers on 127.0.0.1, started
+with Spark's own classes, whose PATH holds no project environment; the executors get Python as
+users ship it, a venv-pack archive of the project's wheel (`--archives env.tar.gz#environment`,
+which `nox -s integration` builds). The same output as a local session; an environment the
+executors cannot use is one line, and the run after the fix writes what an unbroken run writes.
+The shred job's executors run the installed wheel in `test_wheel.py` (the README's demo from it)
+and its driver under spark-submit in `test_submit.py`: shipping an environment is the same
+whichever command's code the executors run."""
 
 from __future__ import annotations
 
@@ -18,15 +21,12 @@ from typing import Any
 
 import pytest
 
-from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from events_manifest.testing._servers import free_port
-from spark_integration import shredder as shredder_module
 from spark_integration import transformer as transformer_module
 from tests.commands import env, wait_for
 from tests.integration.conftest import KEYS, S3, spark_submit
 from tests.integration.outputs import config, manifest, reference, s3_run
-from tests.shred_helpers import read_bad, read_output
 from tests.transformer_helpers import same
 
 ENVIRONMENT = os.environ.get("EVENTS_MANIFEST_EXECUTOR_ENV")
@@ -175,29 +175,3 @@ def test_the_transformer_on_a_cluster_writes_what_a_local_session_writes(
         assert not [n for n in found["names"] if n.startswith((".staging", "_claim"))], "nothing left behind"
     unpacked = sorted(cluster[1].glob("worker-*/app-*/*/environment/bin/python"))
     assert {path.parts[-6] for path in unpacked} == {"worker-1", "worker-2"}, "both workers ran the archive"
-
-
-def test_the_shred_job_on_a_cluster_writes_what_a_local_session_writes(
-    cluster: tuple[str, Path], tmp_path: Path, s3: S3, s3_server: LocalServer, dynalite: LocalServer, spark: Any
-) -> None:
-    """On the newest line: shipping the environment on 3.5 is the transformer's test above, the
-    shred job's own Spark on 3.5 `nox -s "spark(3.5)"`'s (tests/spark/shred/test_golden.py)."""
-    from spark_integration import shred
-
-    first, _ = sample_batches()
-    s3.put_folder(first, "in/batch-1")
-    summary = shred(
-        spark, str(first), str(tmp_path / "local/out"), str(tmp_path / "local/bad"), manifest=manifest(dynalite)
-    )
-    assert summary.balanced
-    flags = [
-        "--input-folder", s3.url("in/batch-1"), "--output-folder", s3.url("shredded"), "--bad-folder", s3.url("bad"),
-        "--manifest", manifest(dynalite),
-    ]  # fmt: skip
-    done = submit(cluster, shredder_module.__file__, *flags, server=s3_server, cwd=tmp_path, shipped=ARCHIVE)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    s3.download("shredded", tmp_path / "s3/out")
-    s3.download("bad", tmp_path / "s3/bad")
-    assert read_output(tmp_path / "s3/out") == read_output(tmp_path / "local/out")
-    assert read_bad(tmp_path / "s3/bad") == read_bad(tmp_path / "local/bad")
-    shutil.rmtree(tmp_path / "s3")

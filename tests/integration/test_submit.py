@@ -1,7 +1,7 @@
 """The shred job under `spark-submit` with a local master, as a user submits it on one machine:
 spark-submit brings the session and its settings; the job's flags are the same and Spark's log is
-at WARN from the session's start. In the integration session beside the cluster's spark-submit
-(`test_cluster.py`): a process of its own, a whole JVM, which the main suite keeps few of."""
+at WARN from the session's start. In the integration session (a process of its own, a whole JVM,
+which the main suite keeps few of); the transformer on a cluster in `test_cluster.py`."""
 
 from __future__ import annotations
 
