@@ -66,6 +66,9 @@ and tries again. Anything else stops the job in one line. The SDK tries a call t
 EXPIRED = "ExpiredIteratorException"
 MISSING = "ResourceNotFoundException"
 """The stream, or a shard of it, does not exist: deleted while read, or never created."""
+CAUGHT_UP = 2
+"""Answers in a row a task takes for the shard's latest record (no record, `MillisBehindLatest` 0)
+before it says its range's end is not there (`ShardReader._gone`)."""
 BACKOFF = (0.2, 5.0)
 """The pauses between reads of a throttled shard, doubling from the first to the last."""
 DRIVER_PATIENCE = 2
@@ -260,22 +263,41 @@ class ShardReader:
 
     def records(self, part: ShardRange) -> Iterator[bytes]:
         """A range's user records, however long it takes (a refusal that passes is waited out): what
-        a task reads, and reads the same again after a crash."""
-        state = part.start
+        a task reads, and reads the same again after a crash. A range whose end the shard no longer
+        leads to (`_gone`) stops the read in one line, where it would read an open shard for ever."""
+        state, caught_up = part.start, 0
+        last = None if part.end["after"] is None else int(part.end["after"])
         try:
             for answer in self._pages(part.shard, part.start, self.source.max_records, patient=True):
                 for record in answer["Records"]:
                     sequence = int(record["SequenceNumber"])
                     if part.end["from"] is not None and sequence >= int(part.end["from"]):
                         return
+                    if last is not None and sequence > last:
+                        raise self._gone(part)
                     arrived = _arrived(record, state)
                     if arrived:
                         yield from map(one_event, user_records(record))
                     state = {**_after(record["SequenceNumber"]), "at": None if arrived else state["at"]}
-                    if part.end["after"] is not None and sequence >= int(part.end["after"]):
+                    if sequence == last:
                         return
+                caught_up = caught_up + 1 if _ended(answer) else 0
+                if caught_up == CAUGHT_UP and (last is not None or part.end["from"] is not None):
+                    raise self._gone(part)
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             raise self._unreadable(part.shard, e) from None
+        if last is not None or part.end["from"] is not None:
+            raise self._gone(part)  # a closed shard read to its end
+
+    def _gone(self, part: ShardRange) -> KinesisInputError:
+        """A range whose end its shard does not lead to: read to the shard's latest record (or past
+        the end's) without meeting it, so its records are not all there any more."""
+        end = part.end["after"] or part.end["from"]
+        return KinesisInputError(
+            f"{self.source.describe()}: shard {part.shard} no longer holds a micro-batch's records up to sequence "
+            f"number {end}, where Spark's checkpoint ends it (trimmed past the stream's retention, or a checkpoint "
+            "of another stream): give this input an output.path of its own, read from input.position"
+        )
 
     def read(self, start: Offsets) -> tuple[list[bytes], Offsets]:
         """The micro-batch after `start` and its end, read here: what Spark's driver and tasks do."""

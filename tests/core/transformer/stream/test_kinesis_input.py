@@ -1,11 +1,12 @@
 """The Kinesis input's reads, against moto's server: every shard read from its offsets, a batch
 read again the same (a replay), `LATEST` pinned, records the KPL aggregated split, a child shard read
 after its parents, throttling and expired iterators survived with nothing lost or doubled, a missing
-stream in one line."""
+stream and a range its shard no longer leads to in one line each."""
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,13 @@ from aws_kinesis_agg.aggregator import RecordAggregator
 from aws_kinesis_agg.deaggregator import messages_pb2
 
 from events_manifest._jobs.storage import LocalStorage
-from events_manifest._transformer.stream.kinesis_input import KinesisInput, KinesisInputError, ShardReader, pinned
+from events_manifest._transformer.stream.kinesis_input import (
+    KinesisInput,
+    KinesisInputError,
+    ShardRange,
+    ShardReader,
+    pinned,
+)
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing._proxy import EXPIRED_ITERATOR, THROTTLED
 from tests.kinesis_helpers import a_pace_on, ahead, kinesis_stream, put
@@ -312,3 +319,57 @@ def test_a_stream_that_does_not_exist_is_one_line(moto_server: LocalServer) -> N
         "Kinesis stream nowhere in us-east-1 does not exist (deleted, or never created): create it, or correct "
         "input.streamName and input.region"
     )
+
+
+def test_a_range_its_shard_no_longer_leads_to_is_one_line_and_a_new_checkpoint_reads_the_stream(
+    stream: tuple[Any, KinesisInput], subtests: pytest.Subtests
+) -> None:
+    """A task's range whose end its shard does not lead to (records trimmed past the stream's
+    retention, a checkpoint of another stream, or a defect: a `LATEST` taken anew after a crash made
+    a replay start past its end): read past the end's record, or to the shard's latest without
+    meeting it, the read stops in one line, where it read an open shard for ever. The advice
+    followed, a new checkpoint, reads the stream from `input.position`."""
+    client, source = stream
+    put(client, source, [f"line {n}" for n in range(10)])
+    reader = ShardReader(source)
+    start = reader.initial()
+    records, end = drain(reader, start, 10)
+    shard, state = next((shard, state) for shard, state in sorted(end["shards"].items()) if state["after"])
+    [first, second, *_] = client.get_records(
+        ShardIterator=client.get_shard_iterator(
+            StreamName=source.stream, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+    )["Records"]
+    gone = str(int(first["SequenceNumber"]) - 1)  # before the shard's first record: trimmed
+    ranges = {
+        "its end's record gone, the records after it there": ShardRange(
+            shard, {**state, "after": None}, {**state, "after": gone}
+        ),
+        "started past its end": ShardRange(shard, state, {**state, "after": first["SequenceNumber"]}),
+        "started past its first record not to read": ShardRange(
+            shard, state, {**state, "after": None, "from": second["SequenceNumber"]}
+        ),
+    }
+    for name, part in ranges.items():
+        with subtests.test(name):
+            failures: list[BaseException] = []
+
+            def read(part: ShardRange = part, failures: list[BaseException] = failures) -> None:
+                try:
+                    list(ShardReader(source).records(part))
+                except KinesisInputError as e:
+                    failures.append(e)
+
+            reading = threading.Thread(target=read, daemon=True)
+            reading.start()
+            reading.join(30)
+            assert not reading.is_alive(), "read for ever"
+            assert [str(failure) for failure in failures] == [
+                f"Kinesis stream {source.stream} in us-east-1: shard {shard} no longer holds a micro-batch's records "
+                f"up to sequence number {part.end['after'] or part.end['from']}, where Spark's checkpoint ends it "
+                "(trimmed past the stream's retention, or a checkpoint of another stream): give this input an "
+                "output.path of its own, read from input.position"
+            ]
+    anew = ShardReader(source)
+    again, _ = drain(anew, anew.initial(), 10)
+    assert sorted(again) == sorted(records) and len(again) == 10, "a new checkpoint reads the stream from its position"
