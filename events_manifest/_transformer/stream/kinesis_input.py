@@ -266,12 +266,13 @@ class ShardReader:
         a task reads, and reads the same again after a crash. A range whose end the shard no longer
         leads to (`_gone`) stops the read in one line, where it would read an open shard for ever."""
         state, caught_up = part.start, 0
-        last = None if part.end["after"] is None else int(part.end["after"])
+        last, before = (None if part.end[key] is None else int(part.end[key]) for key in ("after", "from"))
+        bounded = last is not None or before is not None
         try:
             for answer in self._pages(part.shard, part.start, self.source.max_records, patient=True):
                 for record in answer["Records"]:
                     sequence = int(record["SequenceNumber"])
-                    if part.end["from"] is not None and sequence >= int(part.end["from"]):
+                    if before is not None and sequence >= before:
                         return
                     if last is not None and sequence > last:
                         raise self._gone(part)
@@ -282,11 +283,11 @@ class ShardReader:
                     if sequence == last:
                         return
                 caught_up = caught_up + 1 if _ended(answer) else 0
-                if caught_up == CAUGHT_UP and (last is not None or part.end["from"] is not None):
+                if bounded and caught_up == CAUGHT_UP:
                     raise self._gone(part)
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             raise self._unreadable(part.shard, e) from None
-        if last is not None or part.end["from"] is not None:
+        if bounded:
             raise self._gone(part)  # a closed shard read to its end
 
     def _gone(self, part: ShardRange) -> KinesisInputError:
