@@ -81,6 +81,17 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         manifest.close()
 
 
+@pytest.fixture
+def sdk_pauses_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore's retry pauses (its standard mode: a random part of 1, 2, 4... s) a hundredth as long
+    in this process: the SDK retries as users get it, and the test does not wait out its jitter. For
+    tests that assert what the retries give, not how long they take."""
+    from botocore.retries.standard import ExponentialBackoff
+
+    delay = ExponentialBackoff.delay_amount
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: delay(self, context) / 100)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """The one local Spark session of the suite (its Python workers can import `tests`)."""

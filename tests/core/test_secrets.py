@@ -17,6 +17,7 @@ from tests.commands import process
 from tests.core.backends.dynamodb.test_config_document import SECRET, V2_CONFIG, with_data
 
 
+@pytest.mark.usefixtures("sdk_pauses_cut")
 def test_secret_absent_from_debug_logs_reprs_and_errors(
     dynalite: LocalServer, caplog: pytest.LogCaptureFixture
 ) -> None:

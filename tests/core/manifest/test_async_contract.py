@@ -56,6 +56,7 @@ def test_sync_put_many_with_128_threads_accepts_each_once(dynalite: LocalServer)
     manifest.close()
 
 
+@pytest.mark.usefixtures("sdk_pauses_cut")
 @pytest.mark.parametrize("own_client", [False, True], ids=["opened", "own-aioboto3-client"])
 def test_throttling_mid_batch_is_retried_without_reordering(dynalite: LocalServer, own_client: bool) -> None:
     table = unique_table()

@@ -221,6 +221,7 @@ def test_missing_table_fails_before_any_work(spark: Any, tmp_path: Path, dynalit
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.usefixtures("sdk_pauses_cut")
 def test_unreachable_manifest_fails_before_any_work(spark: Any, tmp_path: Path) -> None:
     endpoint = f"http://127.0.0.1:{free_port()}"
     url = f"dynamodb://events?region=us-east-1&endpoint={endpoint}&max_attempts=2"

@@ -289,6 +289,7 @@ def test_flags_are_used_or_refused_and_a_manifest_is_never_inside_an_input(
     assert nested.returncode == 2 and nested.stderr.strip().startswith("output folder [in/run=1/out] is inside")
 
 
+@pytest.mark.usefixtures("sdk_pauses_cut")
 def test_an_unreachable_or_locked_manifest_is_one_line(tmp_path: Path) -> None:
     """An endpoint that does not answer (`--dynamodb-endpoint` with user information: the SDK's
     message names the URL, without its password) and a SQLite file another process locks: one

@@ -11,6 +11,7 @@ from events_manifest.testing import FaultProxy, LocalServer
 from tests.backends import REFERENCE_ETL, REFERENCE_FP, client_for
 
 
+@pytest.mark.usefixtures("sdk_pauses_cut")
 def test_throttling_is_retried_then_surfaced(server: LocalServer, table: str) -> None:
     items = [(str(uuid.uuid4()), REFERENCE_FP, REFERENCE_ETL) for _ in range(30)]
     with FaultProxy(server.endpoint, throttle_rate=0.15, seed=7) as proxy:  # few waits of backoff

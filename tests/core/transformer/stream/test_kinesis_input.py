@@ -266,6 +266,7 @@ def test_a_merged_shard_is_read_after_both_its_parents_end(stream: tuple[Any, Ki
     [(THROTTLED, 0.3, 3, 4), (EXPIRED_ITERATOR, 0.4, 5, 3)],
     ids=["throttled", "expired iterator"],
 )
+@pytest.mark.usefixtures("sdk_pauses_cut")
 def test_a_refused_read_loses_nothing_and_doubles_nothing(
     stream: tuple[Any, KinesisInput], moto_server: LocalServer, fault: str, rate: float, seed: int, limit: int
 ) -> None:
@@ -278,15 +279,18 @@ def test_a_refused_read_loses_nothing_and_doubles_nothing(
         moto_server.endpoint, throttle_rate=rate, operations=frozenset({"GetRecords"}), seed=seed, fault=fault
     ) as proxy:
         through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=limit)
-        reader = ShardReader(through)
+        pauses: list[float] = []
+        reader = ShardReader(through, sleep=pauses.append)  # the pauses counted, not waited
         start = reader.initial()
         records, end = drain(reader, start, len(lines))
         again = reader.between(start, end)
     assert proxy.throttled > 3
+    assert bool(pauses) == (fault == THROTTLED), "throttling waited out; an expired iterator taken again at once"
     assert sorted(records) == sorted(again) == sorted(line.encode() for line in lines)
     assert len(records) == len(lines), "nothing read twice"
 
 
+@pytest.mark.usefixtures("sdk_pauses_cut")
 def test_what_an_available_now_run_has_left_is_said_through_throttling(
     stream: tuple[Any, KinesisInput], moto_server: LocalServer
 ) -> None:
