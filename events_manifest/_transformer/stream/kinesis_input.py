@@ -70,7 +70,8 @@ CAUGHT_UP = 2
 """Answers in a row a task takes for the shard's latest record (no record, `MillisBehindLatest` 0)
 before it says its range's end is not there (`ShardReader._gone`)."""
 BACKOFF = (0.2, 5.0)
-"""The pauses between reads of a throttled shard, doubling from the first to the last."""
+"""The pauses between reads of a throttled shard, doubling from the first to the last over refusals
+in a row; once the shard answers, the next refusal waits the first again."""
 DRIVER_PATIENCE = 2
 """Refusals that pass the driver waits out in a shard's cut (0.2 then 0.4 s) before it leaves the
 shard where it was until the next trigger: under throttling, most triggers still move."""
@@ -379,6 +380,7 @@ class ShardReader:
                     self.sleep(next(pauses))
                 iterator = None
                 continue
+            pauses = _pauses()
             yield answer
             if answer["Records"]:
                 state = _after(answer["Records"][-1]["SequenceNumber"])

@@ -291,6 +291,33 @@ def test_a_refused_read_loses_nothing_and_doubles_nothing(
 
 
 @pytest.mark.usefixtures("sdk_pauses_cut")
+def test_a_refusal_after_an_answer_is_waited_out_from_the_first_pause(moto_server: LocalServer) -> None:
+    """Refusals in a row wait 0.2, 0.4, 0.8 s and on; once the shard answers, a later refusal
+    waits 0.2 s again, not the storm's longest pause: a task reads at full speed once a storm has
+    passed, where each refusal after it cost up to 5 s."""
+    with kinesis_stream(moto_server.endpoint, shards=1, max_records=1) as (client, source):
+        put(client, source, ["first", "second", "third"])
+        reader = ShardReader(source)
+        ahead(reader, 3)
+        start = reader.initial()
+        [part] = reader.ranges(start, reader.latest(start))
+        with FaultProxy(moto_server.endpoint, throttle_rate=1.0, operations=frozenset({"GetRecords"})) as proxy:
+            pauses: list[float] = []
+
+            def pause(seconds: float) -> None:  # the storm passes after three refusals, the later one after one
+                pauses.append(seconds)
+                if len(pauses) >= 3:
+                    proxy.throttle_rate = 0.0
+
+            records = ShardReader(attrs.evolve(source, endpoint=proxy.endpoint), sleep=pause).records(part)
+            first = next(records)
+            proxy.throttle_rate = 1.0
+            read = [first, *records]
+    assert read == [b"first", b"second", b"third"]
+    assert pauses == [0.2, 0.4, 0.8, 0.2]
+
+
+@pytest.mark.usefixtures("sdk_pauses_cut")
 def test_what_an_available_now_run_has_left_is_said_through_throttling(
     stream: tuple[Any, KinesisInput], moto_server: LocalServer
 ) -> None:
