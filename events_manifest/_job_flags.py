@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import Generic, TypeVar
 
 import attrs
@@ -18,6 +17,7 @@ from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._opening.handle import check_shared
 from events_manifest._opening.urls import init_storage, with_dynamodb_flags
 from events_manifest._snowplow.dedup import check_options
+from events_manifest._snowplow.shred_run import ShredRequest
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError, decode_value, hocon_to_json
 from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.errors import ManifestConfigError
@@ -75,14 +75,55 @@ class ManifestFlags:
         return cls()
 
 
+def add_shred_flags(parser: argparse.ArgumentParser) -> None:
+    """The shred job's flags: its folders, the manifest, the options of its run (`ShredFlags.of`)."""
+    parser.add_argument("--input-folder", required=True, help="enriched TSV folder, file or glob (gzip too)")
+    parser.add_argument("--output-folder", required=True, help="receives atomic-events/ and shredded-types/")
+    parser.add_argument("--bad-folder", required=True, help="receives the bad rows")
+    add_manifest_flags(parser, required=False)
+    parser.add_argument(
+        "--iglu-config",
+        metavar="BASE64",
+        help="base64 Iglu resolver config: every entity is validated against its schema (file or JSON too)",
+    )
+    parser.add_argument("--etl-time", help="override the batch etl time, e.g. '2026-11-01 06:00:00' (UTC)")
+    parser.add_argument("--no-synthetic-dedup", action="store_true", help="keep events sharing an id as they are")
+    parser.add_argument("--random-synthetic-ids", action="store_true", help="v4 ids for synthetic duplicates")
+    parser.add_argument(
+        "--cross-batch-synthetic",
+        action="store_true",
+        help="also re-identify events whose id an earlier batch had with another fingerprint (a query per event)",
+    )
+    parser.add_argument(
+        "--item-id",
+        help="what this run processes, for the run ledger and the processing table (default: the input folder)",
+    )
+    parser.add_argument(
+        "--processing-manifest-table",
+        metavar="TABLE",
+        help="record the item as processing, then processed, in this table of the manifest's store; "
+        "refuse an item processed already or in progress",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace what an earlier run of the job wrote in the output and bad folders",
+    )
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run an item the ledger says was delivered again, on purpose: its events come out again",
+    )
+    parser.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
+
+
 @attrs.frozen
 class ShredFlags:
     """The shred job's command line read and checked once (`of`), before any JVM starts or any
-    manifest opens, so that a mistyped flag costs no Spark start: its Iglu config, batch etl time
-    and manifest, and the options that need one."""
+    manifest opens, so that a mistyped flag costs no Spark start: the run it asks for (its manifest
+    given when the job opens it) and the manifest it names."""
 
-    iglu: ResolverConfig | None
-    etl_time: datetime | None
+    request: ShredRequest
     manifest: ManifestFlags
 
     @classmethod
@@ -91,7 +132,22 @@ class ShredFlags:
         etl_time = parse_timestamp(args.etl_time) if args.etl_time else None
         manifest = ManifestFlags.of(args)
         check_options(manifest.named, args.cross_batch_synthetic)
-        return cls(iglu, etl_time, manifest)
+        request = ShredRequest(
+            (args.input_folder,),
+            args.output_folder,
+            args.bad_folder,
+            etl_time=etl_time,
+            item_id=args.item_id,
+            processing_table=args.processing_manifest_table,
+            iglu=iglu,
+            synthetic_dedup=not args.no_synthetic_dedup,
+            random_synthetic_ids=args.random_synthetic_ids,
+            cross_batch_synthetic=args.cross_batch_synthetic,
+            overwrite=args.overwrite,
+            rerun=args.rerun,
+            report=args.report,
+        )
+        return cls(request, manifest)
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:

@@ -169,6 +169,12 @@ def rerun_gives_the_unbroken_output(folder: Path, flags: list[str], unbroken: di
     leaves one finished run in the ledger of the manifest at `db`."""
     rerun = shredder(folder, *flags, "--overwrite")
     assert rerun.returncode == 0, rerun.stderr[-3000:]
+    the_unbroken_output(folder, unbroken, db)
+
+
+def the_unbroken_output(folder: Path, unbroken: dict[str, Any], db: Path) -> None:
+    """`folder` holds `unbroken` (`written`), and nothing a run left on its way; the ledger of the
+    manifest at `db` one finished run."""
     assert read_output(folder / "out") == unbroken["out"]
     assert read_bad(folder / "bad") == unbroken["bad"]
     summary = json.loads((folder / "out" / "_summary.json").read_text())

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from events_manifest._jobs.face import Staging
 from events_manifest._opening.face import ManifestHandle
-from events_manifest._snowplow.face import PARTITIONS, Dedup, Shred, shred_output
+from events_manifest._snowplow.face import PARTITIONS, Dedup, Shred, Staged, shred_output
 from events_manifest.errors import from_record
 from events_manifest.iglu import ResolverConfig
 from events_manifest.model import to_epoch_seconds
@@ -95,18 +95,9 @@ def output_lines(
     return plan.unshared(shared_keys).unionByName(plan.shuffled(shared_keys))
 
 
-@attrs.frozen
-class Tally:
-    """What the written lines counted: the sums of the batches' count rows (`shred_output.COUNTS`)
-    and the lines of each shredded type."""
-
-    counts: dict[str, int]
-    entities: dict[str, int]
-
-
 def write_lines(
     spark: SparkSession, staging: Staging, parts: dict[str, Callable[[], DataFrame]]
-) -> tuple[list[str], Tally]:
+) -> Staged:
     """Write the output lines of each part (a function that plans them) under the staging folder,
     each in a Spark job of its own, all at once: a part is planned while the others run (the
     shuffled part's plan costs the driver about half a second). Returns where they went and their
@@ -151,7 +142,7 @@ def write_lines(
     entities: dict[str, int] = {}
     for group in (group for _, c in results for group in metric_value(c["entities"]) or ()):
         entities[group["type"]] = entities.get(group["type"], 0) + group["lines"]
-    return [path for path, _ in results], Tally(counts, dict(sorted(entities.items())))
+    return Staged([path for path, _ in results], counts, dict(sorted(entities.items())))
 
 
 def _counts() -> list[Column]:

@@ -17,8 +17,9 @@ from events_manifest._job_flags import (
     TransformerFlags,
     add_common_flags,
     add_config_flags,
-    add_manifest_flags,
+    add_shred_flags,
 )
+from events_manifest._snowplow.shred_run import ShredRequest
 from events_manifest._transformer.config import TransformerConfig, TransformerConfigError
 from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.errors import ManifestConfigError
@@ -79,18 +80,19 @@ def test_a_manifest_spark_s_workers_cannot_share_is_refused_by_every_command(
 
 def _shred_args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_manifest_flags(parser, required=False)
-    for flag in ("--iglu-config", "--etl-time"):
-        parser.add_argument(flag)
-    parser.add_argument("--cross-batch-synthetic", action="store_true")
-    return parser.parse_args(list(argv))
+    add_shred_flags(parser)
+    folders = ["--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad"]
+    return parser.parse_args([*folders, *argv])
 
 
 def test_the_shred_job_s_flags_are_one_value_and_cross_batch_synthetic_needs_a_manifest(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
     etl = ["--etl-time", "2026-11-01 06:00:00"]
-    flags = ShredFlags.of(_shred_args("--manifest", url, *etl, "--cross-batch-synthetic"))
-    assert (flags.manifest.url, flags.etl_time) == (url, datetime(2026, 11, 1, 6))
-    assert flags.iglu is None and not (tmp_path / "m.db").exists(), "read, not opened"
+    flags = ShredFlags.of(_shred_args("--manifest", url, *etl, "--cross-batch-synthetic", "--no-synthetic-dedup"))
+    assert (flags.manifest.url, flags.request.etl_time) == (url, datetime(2026, 11, 1, 6))
+    assert flags.request == ShredRequest(
+        ("in",), "out", "bad", etl_time=datetime(2026, 11, 1, 6), synthetic_dedup=False, cross_batch_synthetic=True
+    )
+    assert flags.request.manifest is None and not (tmp_path / "m.db").exists(), "read, not opened"
     with pytest.raises(ManifestConfigError, match="cross-batch synthetic dedup needs a manifest"):
         ShredFlags.of(_shred_args("--cross-batch-synthetic"))

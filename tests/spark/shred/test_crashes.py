@@ -1,9 +1,9 @@
-"""The shred job killed at each named step of its run that its driver reaches (see
-`events_manifest._jobs.steps`), in this process (`tests.crashes`): its ledger record written, its
-output staged, in the middle of its commit (the earlier output deleted, its own not yet in place),
-committed. A rerun of the same input from what the kill left gives the complete output of an
-unbroken run. A kill during the puts, which Spark's workers store, is a real kill of the process
-group (`tests/integration/test_processes.py`)."""
+"""The shred job on Spark killed where its run meets Hadoop's file system, in this process
+(`tests.crashes`): its output staged, and in the middle of its commit (the earlier output deleted,
+its own not yet in place). A rerun of the same input from what the kill left gives the complete
+output of an unbroken run. Every named step of the run (`events_manifest._jobs.steps`), the puts
+among them, without Spark: `tests/core/snowplow/test_shred_run.py`; a kill during the puts, which
+Spark's workers store, a real kill of the process group (`tests/integration/test_processes.py`)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from tests.commands import shredder
 from tests.crashes import Crashes
 from tests.shred_helpers import generated_batch, rerun_gives_the_unbroken_output, written
 
-FIRST_RUN = ["started", "staged"]
+FIRST_RUN = ["staged"]
 """Steps of a first run into empty folders."""
-REPLACING_RUN = ["committing", "committed"]
+REPLACING_RUN = ["committing"]
 """Steps of a run that replaces an earlier one's output, on purpose (`--overwrite --rerun`)."""
 
 

@@ -1,0 +1,155 @@
+"""One run of the shred job from its checks to its commit (`_snowplow.shred_run`), without Spark: an
+engine that decides a batch's lines with the core's `Shred` in this process and lays them out as
+Spark's partitioned write does, on local folders and a SQLite manifest. Killed at each named step
+(`tests.crashes`), the puts among them (in Spark's workers, out of a test's reach but for a real
+kill), a rerun gives the unbroken run's output; every check comes before the first write; a failed
+write leaves nothing. The same run on Spark: `tests/spark/shred/`."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import quote
+
+import attrs
+import pyarrow as pa
+import pytest
+
+from events_manifest import SqliteManifest
+from events_manifest._iglu.resolver import ResolverConfig
+from events_manifest._jobs.folders import InputMissingError
+from events_manifest._jobs.staging import Staging
+from events_manifest._jobs.storage import Listing, LocalStorage, join
+from events_manifest._snowplow import shred_output
+from events_manifest._snowplow.batch import Shred
+from events_manifest._snowplow.dedup import KEPT
+from events_manifest._snowplow.shred_run import ShredRequest, Staged, run
+from events_manifest._snowplow.summary import ShredSummary
+from events_manifest.errors import ManifestConfigError, from_record
+from tests.crashes import Crashes
+from tests.shred_helpers import generated_batch, the_unbroken_output, written
+
+ETL = datetime(2026, 11, 1, 6)
+"""The generated batch's etl time (`generated_batch`)."""
+
+
+@attrs.frozen
+class Scan:
+    lines: int
+    etl_time: datetime | None
+
+    def release(self) -> None:
+        pass
+
+
+@attrs.define
+class LocalShred:
+    """The shred run's engine in this process: the input's lines read whole, decided in one call of
+    `Shred` (every line of an id together, as Spark's two paths bring them), written as Spark writes
+    them (a `kind=`/`type=` folder of each). `lost` lines are left out of the counts."""
+
+    storage: LocalStorage = attrs.field(factory=LocalStorage)
+    lost: int = 0
+    lines: list[str] = attrs.field(factory=list)
+
+    def absolute(self, path: str) -> str:
+        return str(Path(path).absolute())
+
+    def read(self, inputs: Sequence[str]) -> Listing:
+        files = sorted(
+            file
+            for source in map(Path, inputs)
+            for file in (source.iterdir() if source.is_dir() else [source])
+            if not file.name.startswith(("_", "."))
+        )
+        texts = (gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes() for f in files)
+        self.lines = [line for text in texts for line in re.split(r"\r\n|\r|\n", text.decode().removesuffix("\n"))]
+        return Listing(tuple((self.storage.qualify(str(file)), file.stat().st_size) for file in files))
+
+    def scan(self, iglu: ResolverConfig | None) -> Scan:
+        return Scan(len(self.lines), ETL)
+
+    def write(self, staging: Staging, scan: Scan, shred: Shred) -> Staged:
+        counts: Counter[str] = Counter()
+        entities: Counter[str] = Counter()
+        groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for row in (row for batch in shred.lines_of(pa.array(self.lines, pa.string())) for row in batch.to_pylist()):
+            if row["failure"] is not None:
+                raise from_record(row["failure"])
+            if row["value"] is None:
+                counts.update({name: row[name] or 0 for name in shred_output.COUNTS})
+                continue
+            groups[row["kind"], row["type"]].append(row["value"])
+            if row["kind"] == shred_output.SHREDDED_KIND:
+                entities[row["type"]] += row["lines"]
+        counts[KEPT] -= self.lost
+        path = staging.path("local")
+        for (kind, type_), values in groups.items():
+            part = join(path, f"kind={kind}", f"type={quote(type_, safe='')}", "part-00000")
+            self.storage.write_text(part, "\n".join(values) + "\n")
+        return Staged([path], dict(counts), dict(sorted(entities.items())))
+
+
+def shred(work: Path, source: str, engine: LocalShred | None = None, **options: object) -> ShredSummary:
+    request = ShredRequest((source,), str(work / "out"), str(work / "bad"), **options)  # type: ignore[arg-type]
+    return run(request, engine or LocalShred())
+
+
+FIRST_RUN = ["started", "puts", "staged"]
+REPLACING_RUN = ["committing", "committed"]
+"""Steps of a first run into empty folders, and of one that replaces its output on purpose."""
+
+
+def test_a_run_killed_at_each_step_is_finished_by_a_rerun(tmp_path: Path, subtests: pytest.Subtests) -> None:
+    source = generated_batch(tmp_path / "batch", events=300)
+    work, db = tmp_path / "work", tmp_path / "m.db"
+    work.mkdir()
+    crashes = Crashes(work, db, tmp_path / "crashes")
+    with crashes.recording(FIRST_RUN):
+        shred(work, source, manifest=f"sqlite:///{db}")
+    unbroken = written(work)
+    assert unbroken["kept"] > 250 and unbroken["bad"], "events kept, bad lines bad rows"
+    with crashes.recording(REPLACING_RUN):
+        shred(work, source, manifest=f"sqlite:///{db}", overwrite=True, rerun=True)
+    for step in FIRST_RUN + REPLACING_RUN:
+        with subtests.test(step=step):
+            url = crashes.restore(step)
+            assert url is not None
+            shred(work, source, manifest=url, overwrite=True, rerun=step in REPLACING_RUN)
+            the_unbroken_output(work, unbroken, Path(url.removeprefix("sqlite:///")))
+
+
+def test_every_check_comes_before_the_first_write(tmp_path: Path) -> None:
+    """A run refused by a check creates no folder, opens no manifest, puts nothing."""
+    source = generated_batch(tmp_path / "batch", events=20)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty/_SUCCESS").write_text("")
+    db = tmp_path / "m.db"
+    url = f"sqlite:///{db}"
+    refusals: list[tuple[type[Exception], str, str, str, dict[str, object]]] = [
+        (ManifestConfigError, "needs a manifest", source, "out", {"cross_batch_synthetic": True}),
+        (InputMissingError, "does not exist", str(tmp_path / "missing"), "out", {"manifest": url}),
+        (ManifestConfigError, "is inside the input", source, str(Path(source) / "out"), {"manifest": url}),
+        (ManifestConfigError, "no data for the job to read", str(tmp_path / "empty"), "out", {"overwrite": True}),
+    ]
+    for error, message, given, output, options in refusals:
+        with pytest.raises(error, match=message):
+            run(ShredRequest((given,), str(tmp_path / output), str(tmp_path / "bad"), **options), LocalShred())  # type: ignore[arg-type]
+        assert not (tmp_path / output).exists() and not (tmp_path / "bad").exists() and not db.exists()
+
+
+def test_lines_unaccounted_for_are_not_written_and_the_run_fails_in_the_ledger(tmp_path: Path) -> None:
+    source, db = generated_batch(tmp_path / "batch", events=20), tmp_path / "m.db"
+    with pytest.raises(RuntimeError, match="lines are unaccounted for"):
+        shred(tmp_path, source, LocalShred(lost=1), manifest=f"sqlite:///{db}")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "bad").exists(), "nothing written"
+    with SqliteManifest(db) as manifest:
+        assert [r.state for r in manifest.runs()] == ["failed"]
+    summary = shred(tmp_path, source, manifest=f"sqlite:///{db}")
+    assert summary.balanced and summary.etl_time == "2026-11-01 06:00:00"
+    with SqliteManifest(db) as manifest:
+        assert [r.state for r in manifest.runs()][-1] == "finished"
