@@ -95,9 +95,7 @@ def output_lines(
     return plan.unshared(shared_keys).unionByName(plan.shuffled(shared_keys))
 
 
-def write_lines(
-    spark: SparkSession, staging: Staging, parts: dict[str, Callable[[], DataFrame]]
-) -> Staged:
+def write_lines(spark: SparkSession, staging: Staging, parts: dict[str, Callable[[], DataFrame]]) -> Staged:
     """Write the output lines of each part (a function that plans them) under the staging folder,
     each in a Spark job of its own, all at once: a part is planned while the others run (the
     shuffled part's plan costs the driver about half a second). Returns where they went and their
