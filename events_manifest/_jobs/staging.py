@@ -1,6 +1,7 @@
 """A run's outputs written under a hidden folder of its output folder (`folders.STAGING_PREFIX`),
-then moved into place together (`Staging.commit`): a failed run leaves no partial output, on any
-storage (`storage.Storage`: a local disk, or Hadoop's file systems through the glue)."""
+then moved into place together: a failed run leaves no partial output, on any storage
+(`storage.Storage`: a local disk, or Hadoop's file systems through the glue). The shred job's
+move by `Staging.commit`; a transformer run's are sealed and delivered (`_transformer.run.commit`)."""
 
 from __future__ import annotations
 

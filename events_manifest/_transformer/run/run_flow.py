@@ -16,8 +16,9 @@ from typing import Any, Protocol, TypeVar
 import attrs
 
 from events_manifest._jobs import steps
-from events_manifest._jobs.folders import STAGING_PREFIX, FolderClaimedError, Judge, claim
+from events_manifest._jobs.folders import FolderClaimedError, Judge, claim
 from events_manifest._jobs.run import NOTHING_WRITTEN, JobRun
+from events_manifest._jobs.staging import Staging
 from events_manifest._jobs.storage import Listing, Storage, join
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._manifest.ledger import Advice
@@ -217,17 +218,17 @@ def _transform(job: J, name: str, progress: Progress, write: Write[J]) -> RunRes
     try:
         with _begin(job, name, source=listing.identity(), rerun=job.rerun) as run:
             started = time.time_ns()
-            staging = join(base, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}")
+            staging = Staging(storage, base)
             try:
-                counts = write(job, run, listing, staging, now)
+                counts = write(job, run, listing, staging.root, now)
                 steps.reached("staged")
                 message = _message(job, base, counts, started)
-                seal(storage, staging, message, counts)
+                seal(storage, staging.root, message, counts)
             except BaseException:
-                storage.delete(staging)
+                staging.abort()
                 raise
             progress.sealed = True
-            deliver(storage, base, staging, job.send(name), outputs=job.outputs())
+            deliver(storage, base, staging.root, job.send(name), outputs=job.outputs())
     except RunConflictError as e:
         if (refusal := _held(e, job, name)) is not None:
             raise refusal from None
