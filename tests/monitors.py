@@ -7,9 +7,10 @@ import gzip
 import http.server
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
+
+from events_manifest.testing._servers import serve_http
 
 
 class SentryServer:
@@ -35,8 +36,7 @@ class SentryServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve_http(Handler, "sentry")
 
     def dsn(self, key: str = "public-key") -> str:
         return f"http://{key}@127.0.0.1:{self._server.server_port}/1"

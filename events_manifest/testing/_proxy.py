@@ -19,9 +19,11 @@ import ssl
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from urllib.parse import urlsplit
+
+from events_manifest.testing._servers import serve_http
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 THROTTLED = "ProvisionedThroughputExceededException"
@@ -62,12 +64,7 @@ class FaultProxy:
         self.peers: set[int] = set()
         """The client port of every connection served: which sockets the requests came through."""
         self._tls = tls
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        if tls is not None:  # the handshake happens in each connection's thread, at its first read
-            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True)
-        self._thread.start()
+        self._server = serve_http(self._handler(), "fault-proxy", tls)
 
     @property
     def endpoint(self) -> str:
@@ -163,10 +160,7 @@ class ConnectProxy:
         self.tunnels = 0
         self.upstream_ports: set[int] = set()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="connect-proxy", daemon=True)
-        self._thread.start()
+        self._server = serve_http(self._handler(), "connect-proxy")
 
     @property
     def url(self) -> str:

@@ -1,14 +1,18 @@
-"""Servers on free loopback ports: the DynamoDB-compatible dynalite (npm) and moto's server mode, and
-the Google Cloud CLI's Pub/Sub emulator."""
+"""Servers on free loopback ports: the DynamoDB-compatible dynalite (npm) and moto's server mode, the
+Google Cloud CLI's Pub/Sub emulator, and HTTP servers of a test's own on a thread."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 
@@ -20,6 +24,24 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+SHUTDOWN_POLL_SECONDS = 0.02
+"""How often a served thread looks for its `shutdown()`: socketserver's default, half a second, is
+waited at every close."""
+
+
+def serve_http(
+    handler: Callable[..., BaseHTTPRequestHandler], name: str, tls: ssl.SSLContext | None = None
+) -> ThreadingHTTPServer:
+    """An HTTP server (HTTPS with `tls`) on a free 127.0.0.1 port, served by a daemon thread until
+    its `shutdown()`, which returns within `SHUTDOWN_POLL_SECONDS`."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    if tls is not None:  # the handshake happens in each connection's thread, at its first read
+        server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+    threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), name=name, daemon=True).start()
+    return server
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from botocore.config import Config
 
 from events_manifest._aws import boto3_session, default_region, no_region
 from events_manifest._backends.dynamodb.config_document import Credentials
 
 if TYPE_CHECKING:
+    from botocore.config import Config
     from mypy_boto3_dynamodb import DynamoDBClient
 
 DEFAULT_CONCURRENCY = 32
@@ -36,6 +36,8 @@ class ClientOptions:
         """botocore's settings for the library's clients. Their requests are built by the library
         (`requests`), never from user input, so botocore's client-side validation of each one is
         turned off: about a tenth of the client's CPU per put."""
+        from botocore.config import Config  # with the client: a command that opens none starts without it
+
         return Config(
             retries={"mode": "standard", "max_attempts": self.max_attempts},
             max_pool_connections=self.max_pool_connections,

@@ -9,15 +9,17 @@ import uuid
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import jsonschema
 
 from events_manifest._aws import check_region_name
 from events_manifest._documents import load_document
 from events_manifest.errors import ManifestConfigError
 from events_manifest.model import check_table_name
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_PREFIX = "iglu:com.snowplowanalytics.snowplow.storage/amazon_dynamodb_config/jsonschema/"
 SUPPORTED_SCHEMAS = (SCHEMA_PREFIX + "2-0-0", SCHEMA_PREFIX + "1-0-0")
@@ -99,6 +101,8 @@ def _supported(schema: object) -> str:
 
 @cache
 def _validator(schema: str) -> jsonschema.protocols.Validator:
+    import jsonschema  # once a document is read: a command that reads none starts without it
+
     version = schema.rsplit("/", 1)[-1]
     text = (
         resources.files("events_manifest._backends.dynamodb")

@@ -9,11 +9,10 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from functools import partial
-from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 
 from events_manifest import ManifestConfigError
 from events_manifest.iglu import IgluRepositoryError, Resolver, ResolverConfig, SchemaKey
+from events_manifest.testing._servers import serve_http
 
 ACME = "iglu:com.acme/checkout/jsonschema/1-0-0"
 ROOT = Path(__file__).resolve().parents[3]
@@ -63,9 +63,7 @@ class Served:
                 super().handle_one_request()
 
         made = Counting if directory is None else partial(Counting, directory=str(directory))
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), made)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve_http(made, "iglu-repository")
         self.uri = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
