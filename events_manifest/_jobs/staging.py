@@ -1,7 +1,8 @@
 """A run's outputs written under a hidden folder of its output folder (`folders.STAGING_PREFIX`),
 then moved into place together: a failed run leaves no partial output, on any storage
 (`storage.Storage`: a local disk, or Hadoop's file systems through the glue). The shred job's
-move by `Staging.commit`; a transformer run's are sealed and delivered (`_transformer.run.commit`)."""
+outputs are moved by `Staging.commit`; a transformer run's are sealed, then delivered
+(`_transformer.run.commit`)."""
 
 from __future__ import annotations
 
