@@ -68,11 +68,22 @@ def events_manifest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return in_process(main, cwd, *args)
 
 
+def told(*printed: str) -> str:
+    """What a process printed (its stdout, its stderr), for a failed assertion's message: the last
+    3,000 characters of each once the JVM's stack frames are dropped, so that the Python traceback
+    and the error they follow show."""
+    return "\n".join("\n".join(filter(_not_a_frame, text.splitlines()))[-3000:] for text in printed)
+
+
+def _not_a_frame(line: str) -> bool:
+    return not line.startswith("\tat ") and not (line.startswith("\t... ") and line.endswith(" more"))
+
+
 def error_line(done: subprocess.CompletedProcess[str], prog: str = "shredder") -> str:
     """The one line a refused run prints (Spark's own start-up warnings aside)."""
-    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    assert done.returncode == 1, told(done.stdout, done.stderr)
     ours = [x for x in done.stderr.splitlines() if x.startswith(f"{prog}: error:")]
-    assert len(ours) == 1, done.stderr[-3000:]
+    assert len(ours) == 1, told(done.stderr)
     assert "Traceback" not in done.stderr
     return ours[0]
 
@@ -83,7 +94,7 @@ def wait_for(reached: Callable[[], bool], what: str, process: subprocess.Popen[A
     deadline = time.monotonic() + 180
     while not reached():
         if process is not None and process.poll() is not None:
-            said = process.stderr.read()[-3000:] if process.stderr else ""
+            said = told(process.stderr.read()) if process.stderr else ""
             raise AssertionError(f"{what}: the process ended first. {said}")
         assert time.monotonic() < deadline, f"{what}: not within three minutes"
         time.sleep(0.05)

@@ -16,7 +16,7 @@ from events_manifest import SqliteManifest
 from events_manifest._snowplow.fields import FIELD_NAMES
 from events_manifest._snowplow.generator import BatchSpec, write_batches
 from events_manifest.testing.strategies import Event
-from tests.commands import shredder
+from tests.commands import shredder, told
 
 INDEX = {name: i for i, name in enumerate(FIELD_NAMES)}
 CONTEXTS_URI = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"
@@ -168,7 +168,7 @@ def rerun_gives_the_unbroken_output(folder: Path, flags: list[str], unbroken: di
     """The shred job run again in `folder` with `flags` (and `--overwrite`) gives `unbroken`, and
     leaves one finished run in the ledger of the manifest at `db`."""
     rerun = shredder(folder, *flags, "--overwrite")
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert rerun.returncode == 0, told(rerun.stderr)
     the_unbroken_output(folder, unbroken, db)
 
 

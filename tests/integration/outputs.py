@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 
 from events_manifest.testing import LocalServer
+from tests.commands import told
 from tests.integration.conftest import S3
 from tests.spark.transformer.test_command import transformer
 from tests.transformer_helpers import FIFO, lines, local_run
@@ -57,5 +58,5 @@ def reference(runs: Path, dynalite: LocalServer, *, with_manifest: bool = True) 
     (runs / "local.hocon").write_text(config("in", "local"))
     more = ["--manifest", manifest(dynalite)] if with_manifest else []
     done = transformer(runs, "--iglu-config", "iglu.json", "--config", "local.hocon", *more)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     return {name: local_run(runs / "local" / name) for name in ("run=1", "run=2")}

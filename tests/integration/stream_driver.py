@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from spark_integration.session import local_session
 from spark_integration.stream_transformer import StreamTransformer
+
+
+def set_clock(clock: Path, seconds: float) -> None:
+    """Set the clock the driver reads: a whole new file put in place, so that the driver, reading it
+    at any moment, never reads it empty (as between `write_text`'s truncation and its write)."""
+    ahead = clock.with_name(clock.name + ".new")
+    ahead.write_text(str(seconds))
+    os.replace(ahead, clock)
 
 
 def main() -> None:

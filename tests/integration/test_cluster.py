@@ -24,7 +24,7 @@ import pytest
 from events_manifest.testing import LocalServer
 from events_manifest.testing._servers import free_port
 from spark_integration import transformer as transformer_module
-from tests.commands import env, wait_for
+from tests.commands import env, told, wait_for
 from tests.integration.conftest import KEYS, S3, spark_submit
 from tests.integration.outputs import config, manifest, reference, s3_run
 from tests.transformer_helpers import same
@@ -126,9 +126,9 @@ ARCHIVE = ["--archives", f"{ENVIRONMENT}#environment", "--conf", "spark.pyspark.
 
 def said(done: subprocess.CompletedProcess[str], prog: str) -> str:
     """The one line of a refused job (spark-submit sends the Python driver's stderr to stdout)."""
-    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 1, told(done.stdout, done.stderr)
     ours = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith(f"{prog}: error:")]
-    assert len(ours) == 1 and "Traceback" not in done.stdout, done.stdout[-3000:]
+    assert len(ours) == 1 and "Traceback" not in done.stdout, told(done.stdout)
     return ours[0]
 
 
@@ -168,7 +168,7 @@ def test_the_transformer_on_a_cluster_writes_what_a_local_session_writes(
         assert delivered == [], f"nothing delivered after: {words}"
 
     done = submit(cluster, transformer_module.__file__, *flags, server=s3_server, cwd=runs, shipped=ARCHIVE)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stdout, done.stderr)
     for name in ("run=1", "run=2"):
         found = s3_run(s3, name)
         same(found, expected[name])

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from events_manifest.snowplow import sample_batches
-from tests.commands import env, signalled
+from tests.commands import env, signalled, told
 from tests.spark.transformer.test_command import transformer
 from tests.transformer_helpers import RESOLVER
 
@@ -59,7 +59,7 @@ def test_a_stop_while_the_jvm_starts_is_one_line_and_leaves_no_process(
     (folder / "config.json").write_text(json.dumps(config))
     command = [sys.executable, "-m", f"spark_integration.{module}", "--iglu-config", "iglu.json", "-c", "config.json"]
     done = signalled(command, folder, env(), [stop], ready=lambda: driver_jvm_in(folder), timeout=60)
-    assert (done.returncode, done.stderr.splitlines()) == (130, [said]), done.stderr[-3000:]
+    assert (done.returncode, done.stderr.splitlines()) == (130, [said]), told(done.stderr)
     assert not (folder / "out").exists() or not list((folder / "out").rglob("shredding_complete.json"))
 
 
@@ -72,7 +72,7 @@ def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presse
     flags = ["--iglu-config", "iglu.json", "--config", "config.json", "--manifest", "sqlite://m.db"]
     command = [sys.executable, "-m", "spark_integration.transformer", *flags]
     done = signalled(command, folder, env(), [signal.SIGINT] * presses, step="puts")  # a task storing its puts
-    assert done.returncode == 130, done.stderr[-3000:]
+    assert done.returncode == 130, told(done.stderr)
     interrupted = (
         "transformer: interrupted during run=1: nothing of it was committed, and the next invocation finishes it"
     )
@@ -80,9 +80,9 @@ def test_ctrl_c_inside_a_spark_job_of_the_batch_transformer(folder: Path, presse
     if presses == 1:
         assert done.stderr.splitlines() == [interrupted]
     else:  # the process may end before the second press, or the second come before the first is reported
-        assert done.stderr.splitlines() in ([interrupted], [interrupted, at_once], [at_once]), done.stderr[-3000:]
+        assert done.stderr.splitlines() in ([interrupted], [interrupted, at_once], [at_once]), told(done.stderr)
     again = transformer(folder, *flags)  # here, on the session of the tests: the interruption was the process's
-    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.returncode == 0, told(again.stderr)
     assert sorted(p.parent.name for p in (folder / "out").glob("run=*/shredding_complete.json")) == ["run=1", "run=2"]
 
 
@@ -105,7 +105,7 @@ def test_the_stream_stops_gracefully_on_sigterm_or_ctrl_c_to_its_group_and_at_on
     twice = signalled(
         command, folder, env(), [signal.SIGINT] * 2, step="batch-written", meanwhile=lambda: arrive("a.tsv.gz")
     )
-    assert twice.returncode == 130, twice.stderr[-3000:]
+    assert twice.returncode == 130, told(twice.stderr)
     assert twice.stderr.splitlines() == [
         "stream transformer: stopped at once: the next start on the same checkpoint commits what was left"
     ]
@@ -123,7 +123,7 @@ def test_the_stream_stops_gracefully_on_sigterm_or_ctrl_c_to_its_group_and_at_on
             return staged.exists()
 
         done = signalled(command, folder, env(), [stop], ready=staged_and_a_second_start_refused)
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == 0, told(done.stderr)
         assert done.stderr.splitlines() == [], done.stderr
         assert all(": 1174 lines, " in line for line in done.stdout.splitlines() if line.startswith("run=")), (
             done.stdout

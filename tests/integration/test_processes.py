@@ -20,7 +20,7 @@ import pyspark
 
 from events_manifest import SqliteManifest
 from spark_integration import shred
-from tests.commands import env, error_line, events_manifest, killed_at, scratch, shredder, wait_for
+from tests.commands import env, error_line, events_manifest, killed_at, scratch, shredder, told, wait_for
 from tests.dedup_helpers import dedup_stream, stream_ids, write_json
 from tests.shred_helpers import (
     atomic,
@@ -71,7 +71,7 @@ def test_a_run_killed_during_its_puts_is_finished_by_a_rerun_of_its_input_only(s
     cleaned = events_manifest(copy, "clean", "--etl-time", f"{killed.etl_time:%Y-%m-%d %H:%M:%S}", "--manifest", db)
     assert cleaned.returncode == 0, cleaned.stderr
     done = shredder(copy, *other)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     shred(spark, str(inputs), str(tmp_path / "fresh"), str(tmp_path / "fresh-bad"), manifest=f"{db}-fresh")
     assert read_output(copy / "out2") == read_output(tmp_path / "fresh"), "as a run on an empty manifest: whole"
     assert atomic(late) in read_output(copy / "out2")["atomic-events"]
@@ -119,7 +119,7 @@ def test_a_second_run_into_a_folder_being_written_is_refused_at_once(spark: Any,
         assert "output folder [out] is being written by another run" in error_line(second)
     finally:
         _, err = first.communicate(timeout=300)
-    assert first.returncode == 0, err[-3000:]
+    assert first.returncode == 0, told(err)
     assert len(read_output(tmp_path / "out")["atomic-events"]) == 2, "each event once"
     assert not (tmp_path / "bad2").exists() and not (tmp_path / "out" / "_claim.json").exists()
 
@@ -142,9 +142,9 @@ def test_a_failing_job_says_one_line_and_no_stack_trace(tmp_path: Path) -> None:
     )
     assert "part-0.tsv.gz could not be read" in error_line(done)
     frames = [x for x in done.stderr.splitlines() if x.lstrip().startswith(("at ", "Caused by", "java.", "org."))]
-    assert frames == [], done.stderr[-3000:]
+    assert frames == [], told(done.stderr)
     others = [x for x in done.stderr.splitlines() if x.strip() and not x.startswith("shredder: error:")]
-    assert others == [], done.stderr[-3000:]  # not even Spark 4's JVM's notice of incubator modules
+    assert others == [], told(done.stderr)  # not even Spark 4's JVM's notice of incubator modules
     spark_own = {"artifacts"} if pyspark.__version__ == "4.0.0" else set()  # Spark 4.0.0's, in the working folder
     left = sorted(p.name for p in tmp_path.iterdir() if p.name not in spark_own)
     assert left == ["gz", "m.db"], "no output folder left behind"

@@ -17,7 +17,7 @@ import pytest
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
 from spark_integration import transformer as transformer_module
-from tests.commands import killed
+from tests.commands import killed, told
 from tests.integration.conftest import S3, spark_submit, submit_env
 from tests.integration.outputs import config, manifest, queue, reference, s3_run
 from tests.spark.transformer.test_command import transformer
@@ -33,7 +33,7 @@ def test_the_transformer_on_s3_writes_what_it_writes_locally(
     monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)
     (runs / "s3.hocon").write_text(config(s3.url("in"), s3.url("out"), url))
     done = transformer(runs, "--iglu-config", "iglu.json", "--config", "s3.hocon", "--manifest", manifest(dynalite))
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert f"Batch Transformer: processing s3://{s3.bucket}/in/run=1/" in done.stdout
     for name in ("run=1", "run=2"):
         found = s3_run(s3, name)
@@ -63,7 +63,7 @@ def test_a_run_killed_between_the_files_of_its_move_on_s3_is_finished(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)
         done = transformer(runs, *flags)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     for name in ("run=1", "run=2"):
         found = s3_run(s3, name)
         same(found, expected[name])
@@ -96,7 +96,7 @@ def test_two_transformers_started_together_on_s3_write_each_run_once(
     for (out, err), code in zip(results, codes, strict=True):
         said = out + err  # spark-submit sends the Python driver's stderr to its stdout
         if code == 1:
-            assert "is being written by another run" in said or "is still running" in said, said[-3000:]
+            assert "is being written by another run" in said or "is still running" in said, told(said)
     for name in ("run=1", "run=2"):
         found = s3_run(s3, name)
         same(found, expected[name])
@@ -177,7 +177,7 @@ def test_parquet_and_shred_mode_on_s3(tmp_path: Path, s3: S3, spark: Any, mode: 
             json.dumps({"input": source, "output": {"path": target, "compression": "NONE"}, "formats": formats})
         )
         done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", f"{name}.hocon")
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == 0, told(done.stderr)
     s3.download("out/run=1", tmp_path / "s3")
     local, remote = tmp_path / "local/run=1", tmp_path / "s3"
     if mode == "parquet":

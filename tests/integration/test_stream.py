@@ -22,7 +22,7 @@ import pytest
 
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
-from tests.commands import in_process, killed, signalled, wait_for
+from tests.commands import in_process, killed, signalled, told, wait_for
 from tests.integration import stream_driver
 from tests.integration.conftest import S3, spark_submit, submit_env
 from tests.integration.outputs import manifest, queue, reference, s3_run
@@ -64,14 +64,14 @@ def test_a_stream_killed_once_its_window_is_committed_restarts_with_nothing_lost
     expected = reference(runs, dynalite)
     sqs, url = queue(s3_server)
     (runs / "stream.hocon").write_text(stream_config(s3, url))
-    (runs / "clock").write_text(str(START))
+    stream_driver.set_clock(runs / "clock", START)
     put_batch(s3, 0, "stream/a.tsv.gz")
     flags = ["--iglu-config", "iglu.json", "--config", "stream.hocon", "--manifest", manifest(dynalite)]
 
     def second_window() -> None:
         if STEPS[step] == 1:  # the first batch staged: the clock moves on and the second file arrives
             wait_for(lambda: bool(s3.keys("out/_checkpoint/book/batch-0.staged")), "the first batch staged")
-            (runs / "clock").write_text(str(START + 600))
+            stream_driver.set_clock(runs / "clock", START + 600)
             put_batch(s3, 1, "stream/b.tsv.gz")
 
     command = spark_submit(stream_driver.__file__, *flags, "--clock", "clock", server=s3_server)
@@ -81,7 +81,7 @@ def test_a_stream_killed_once_its_window_is_committed_restarts_with_nothing_lost
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)
         done = in_process(main, runs, *flags, "--available-now")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     windows = sorted(key.split("/")[1] for key in s3.keys("out/run=") if key.endswith("/shredding_complete.json"))
     assert len(windows) == 2 and windows[0].startswith("run=2026-11-18-10-30-00-"), windows
     for window, run in zip(windows, ("run=1", "run=2"), strict=True):
@@ -132,14 +132,14 @@ def test_a_kinesis_stream_killed_once_a_batch_is_staged_restarts_with_nothing_lo
         "customEndpoint": s3_server.endpoint,
     }
     (runs / "stream.hocon").write_text(json.dumps(config))
-    (runs / "clock").write_text(str(START))
+    stream_driver.set_clock(runs / "clock", START)
     put_records(kinesis, stream, 0)
     flags = ["--iglu-config", "iglu.json", "--config", "stream.hocon", "--manifest", manifest(dynalite)]
 
     def second_window() -> None:
         if STEPS[step] == 1:
             wait_for(lambda: bool(s3.keys("out/_checkpoint/book/batch-0.staged")), "the first batch staged")
-            (runs / "clock").write_text(str(START + 600))
+            stream_driver.set_clock(runs / "clock", START + 600)
             put_records(kinesis, stream, 1)
 
     command = spark_submit(stream_driver.__file__, *flags, "--clock", "clock", server=s3_server)
@@ -149,7 +149,7 @@ def test_a_kinesis_stream_killed_once_a_batch_is_staged_restarts_with_nothing_lo
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL_SQS", s3_server.endpoint)
         done = in_process(main, runs, *flags, "--available-now")  # reads on after the batch it replays
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     windows = sorted(key.split("/")[1] for key in s3.keys("out/run=") if key.endswith("/shredding_complete.json"))
     assert len(windows) == 2, (windows, done.stdout)
     for window, run in zip(windows, ("run=1", "run=2"), strict=True):
@@ -215,7 +215,7 @@ def test_a_kinesis_stream_split_and_merged_while_the_stream_runs_reads_every_rec
     section = {"type": "kinesis", "streamName": stream, "region": "us-east-1", "position": "TRIM_HORIZON"}
     config = {"input": {**section, "customEndpoint": s3_server.endpoint}, "output": {"path": "out"}}
     (runs / "stream.hocon").write_text(json.dumps({**config, "trigger": "1 second"}))
-    (runs / "clock").write_text(str(START))
+    stream_driver.set_clock(runs / "clock", START)
     flags = ["--iglu-config", "iglu.json", "--config", "stream.hocon", "--manifest", "sqlite://m.db"]
     command = [sys.executable, stream_driver.__file__, *flags, "--clock", "clock"]
     signalled(
@@ -224,5 +224,5 @@ def test_a_kinesis_stream_split_and_merged_while_the_stream_runs_reads_every_rec
     assert staged_lines(runs) == total, "every record staged once"
     assert len(kinesis.list_shards(StreamName=stream)["Shards"]) == 6
     done = in_process(main, runs, *flags, "--available-now")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert re.findall(r"^run=\S+: (\d+) lines, ", done.stdout, re.MULTILINE) == [str(total)], done.stdout

@@ -16,6 +16,7 @@ import pyspark
 from events_manifest._snowplow.summary import ShredSummary
 from events_manifest.snowplow import sample_batches
 from spark_integration import shredder
+from tests.commands import told
 
 
 def test_the_shred_job_runs_under_spark_submit(tmp_path: Path) -> None:
@@ -25,7 +26,7 @@ def test_the_shred_job_runs_under_spark_submit(tmp_path: Path) -> None:
     args += ["--manifest", f"sqlite:///{tmp_path}/m.db"]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, told(done.stderr)
     assert re.search(r"kept events +\d", done.stdout)
     info = [line for line in done.stderr.splitlines() if " INFO " in line]
     assert len(info) <= 5 and len(done.stderr.splitlines()) <= 20, "Spark's log at WARN from the session's start"

@@ -17,7 +17,7 @@ import pytest
 from events_manifest._backends.dynamodb.client import ClientOptions, make_client
 from events_manifest.testing import LocalServer
 from tests.backends import unique_table
-from tests.commands import dead_pid, error_line, events_manifest, shredder
+from tests.commands import dead_pid, error_line, events_manifest, shredder, told
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
@@ -33,7 +33,7 @@ def batch(tmp_path: Path) -> Path:
     """A small batch, in `tmp_path/in`, with a good shred output of it beside, in `out` and `bad`."""
     write_input(tmp_path / "in", [line(A, "FP"), line(A, "FP"), line(B, "FP2"), "broken"])
     done = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     return tmp_path
 
 
@@ -85,7 +85,7 @@ def test_overwrite_replaces_only_the_jobs_own_output(batch: Path) -> None:
     (batch / "bad" / "mine.txt").unlink()
     before = read_output(batch / "out")
     done = shredder(batch, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad", "--overwrite")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert read_output(batch / "out") == before, "the rerun gives the same output, not doubled"
     assert not (batch / "out" / "atomic-events" / "extra.txt").exists(), "inside the job's own folder: replaced"
     assert [row["line"] for row in read_bad(batch / "bad")] == ["broken"]
@@ -97,7 +97,7 @@ def test_a_claim_left_by_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     claim = {"run": "x", "host": os.uname().nodename, "pid": dead_pid(), "since": time.time()}
     (tmp_path / "out" / "_claim.json").write_text(json.dumps(claim))
     done = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert len(read_output(tmp_path / "out")["atomic-events"]) == 1
 
 
@@ -121,7 +121,7 @@ def test_a_type_name_too_long_for_a_folder_is_a_bad_row(tmp_path: Path) -> None:
     event = line(A, "FP", contexts=contexts(sdj(f"iglu:com.acme/{long_name}/jsonschema/1-0-0", '{"a":1}')))
     write_input(tmp_path / "in", [event, line(B, "FP")])
     done = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert len(read_output(tmp_path / "out")["atomic-events"]) == 1
     [bad] = read_bad(tmp_path / "bad")
     assert "is too long to be written as a folder name" in bad["errors"][0]["message"]
@@ -184,7 +184,7 @@ def test_the_processing_table_refuses_a_processed_item_and_frees_a_failed_one(tm
     db = f"sqlite:///{tmp_path}/m.db"
     flags = ["--manifest", db, "--processing-manifest-table", "processing", "--bad-folder"]
     first = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", *flags, "bad")
-    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.returncode == 0, told(first.stderr)
     listed = events_manifest(tmp_path, "processing", "list", "--table", "processing", "--manifest", db).stdout
     assert "  processed   file:" in listed and listed.rstrip().endswith("/in"), listed
     again = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out2", *flags, "bad2")
@@ -199,7 +199,7 @@ def test_the_processing_table_refuses_a_processed_item_and_frees_a_failed_one(tm
     assert "  failed      batch-9  (" in listed, listed
     (tmp_path / "gz" / "part-0.tsv.gz").write_bytes(gzip.compress((line(B, "FP") + "\n").encode()))
     retried = shredder(tmp_path, "--input-folder", "gz", "--output-folder", "o", "--item-id", "batch-9", *flags, "b")
-    assert retried.returncode == 0, retried.stderr[-3000:]
+    assert retried.returncode == 0, told(retried.stderr)
     assert read_output(tmp_path / "o")["atomic-events"] == [], "B was delivered by the first run already"
     released = events_manifest(tmp_path, "processing", "release", "batch-9", "--table", "processing", "--manifest", db)
     assert released.returncode == 0 and released.stdout.startswith("released: [batch-9] is processed"), released
@@ -226,7 +226,7 @@ def test_a_dead_run_of_another_item_is_finished_before_other_runs(tmp_path: Path
     assert "--item-id 'earlier'" in message and not (tmp_path / "out").exists()
     rerun = shredder(tmp_path, "--input-folder", "in", "--output-folder", "out", "--bad-folder", "bad",
                      "--manifest", db, "--item-id", "earlier")  # fmt: skip
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert rerun.returncode == 0, told(rerun.stderr)
     kept = read_output(tmp_path / "out")["atomic-events"]
     assert sorted(row.split("\t")[6] for row in kept) == sorted([A, B]), "A is delivered, not dropped"
     listed = events_manifest(tmp_path, "runs", "--manifest", db).stdout

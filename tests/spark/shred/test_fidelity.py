@@ -20,7 +20,7 @@ import pytest
 
 from events_manifest._snowplow.fields import ATOMIC_AFTER, FIELD_NAMES
 from events_manifest.testing._servers import LocalServer
-from tests.commands import shredder
+from tests.commands import shredder, told
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, uuid5
 
 pytestmark = pytest.mark.every_line
@@ -81,7 +81,7 @@ def _write(folder: Path, files: dict[str, bytes]) -> str:
 
 def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     done = shredder(cwd, *args)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     return done
 
 

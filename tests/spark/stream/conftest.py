@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from events_manifest.snowplow import sample_batches
+from tests.commands import told
 from tests.spark.transformer.test_command import transformer
 from tests.transformer_helpers import RESOLVER, b64, local_run
 
@@ -25,5 +26,5 @@ def batch_runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dic
     done = transformer(
         root, "--iglu-config", "iglu.json", "--config", b64(json.dumps(config)), "--manifest", "sqlite://batch.db"
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     return [local_run(root / "out" / f"run={n}") for n in (1, 2)]

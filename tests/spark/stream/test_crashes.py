@@ -27,7 +27,7 @@ from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
-from tests.commands import in_process
+from tests.commands import in_process, told
 from tests.crashes import Crashes
 from tests.kinesis_helpers import kinesis_stream
 from tests.spark.stream.test_windows import committed
@@ -215,7 +215,7 @@ def test_a_stream_on_kinesis_killed_once_its_batch_is_written_replays_it_with_no
     assert sorted(str(path) for path in out.rglob("*")) == before, "nothing written"
     own = {**folder, "output": {"path": "folder-out"}}
     done = in_process(main, tmp_path, *folder_flags, b64(json.dumps(own)))
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert len(committed(tmp_path / "folder-out")) == 1
 
 
@@ -273,7 +273,7 @@ def _available_now(tmp_path: Path, name: str, endpoint: str) -> dict[str, list[s
     document = {"input": {**section, "customEndpoint": endpoint}, "output": {"path": "out"}}
     config = b64(json.dumps({**document, "trigger": "100 milliseconds"}))
     done = in_process(main, tmp_path, "--iglu-config", "iglu.json", "--config", config, "--available-now")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     runs = [local_run(window) for window in committed(tmp_path / "out")]
     assert 1 <= len(runs) <= 2, runs
     return {kind: [line for run in runs for line in run[kind]] for kind in ("good", "bad")}

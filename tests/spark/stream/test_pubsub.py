@@ -23,7 +23,7 @@ from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from events_manifest.snowplow import sample_batches
 from events_manifest.testing import LocalServer
-from tests.commands import in_process
+from tests.commands import in_process, told
 from tests.pubsub_helpers import subscribed
 from tests.spark.stream.test_windows import committed
 from tests.transformer_helpers import RESOLVER, START, Clock, b64, local_run
@@ -213,7 +213,7 @@ def test_the_reference_s_gcp_config_runs_from_the_command_line(
     (tmp_path / "transformer.hocon").write_text(REFERENCE % {"subscription": subscription, **made})
     flags = ["--iglu-config", "iglu.json", "--config", "transformer.hocon", "--available-now"]
     done = in_process(main, tmp_path, *flags)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     [window] = committed(tmp_path / "out")
     assert sorted(p.name for p in window.iterdir()) == ["output=good", "shredding_complete.json"]
     found = local_run(window)

@@ -22,7 +22,7 @@ from events_manifest import ManifestConfigError
 from events_manifest._jobs.folders import FolderClaimedError
 from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
-from tests.commands import in_process
+from tests.commands import in_process, told
 from tests.monitors import SentryServer, StatsdServer
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.transformer.test_command import outputs, read_lines, transformer, types
@@ -234,7 +234,7 @@ def test_one_window_is_what_the_batch_job_writes_for_one_run(
     done = transformer(
         tmp_path, "--iglu-config", "iglu.json", "--config", b64(json.dumps(batch_config)), "--manifest", "sqlite://b.db"
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     shutil.copytree(run, tmp_path / "in", dirs_exist_ok=True)
     with StreamTransformer(
         spark, stream_config(tmp_path, MODES[mode]), iglu=iglu, manifest=f"sqlite://{tmp_path}/s.db", clock=Clock()
@@ -419,7 +419,7 @@ def test_a_file_that_cannot_be_read_is_named_and_the_advice_followed_goes_on(
     (inp / name).write_bytes(whole[: len(whole) // 2] if name == "half.tsv.gz" else whole)
     flags = ("--iglu-config", "iglu.json", "--config", b64(config), "--available-now")
     stopped = in_process(main, tmp_path, *flags)
-    assert stopped.returncode == 1, stopped.stderr[-3000:]
+    assert stopped.returncode == 1, told(stopped.stderr)
     [line] = [x for x in stopped.stderr.splitlines() if x.startswith("stream transformer: error: the stream stopped: ")]
     assert re.search(advice, line) and "Traceback" not in stopped.stderr, line
     sentry.close()
@@ -450,7 +450,7 @@ def test_the_stream_s_statsd_and_stdout_metrics_count_what_its_windows_committed
         return in_process(main, tmp_path, "--iglu-config", "iglu.json", *config)
 
     done = run("out", "localhost", {"stdout": {"prefix": "acme."}})
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     sent = set(statsd.datagrams())
     statsd.close()
     for name, value in (("good", 2), ("bad", 1), ("natural_duplicates", 1), ("manifest_puts", 2)):
@@ -458,7 +458,7 @@ def test_the_stream_s_statsd_and_stdout_metrics_count_what_its_windows_committed
     assert "snowplow.transformer.lag_seconds:0|g|#app:stream" in sent, "every staged line committed"
     assert re.search(r" INFO transformer\.metrics: acme\.good = 2$", done.stdout, re.MULTILINE)
     down = run("out2", "statsd.invalid", {})
-    assert down.returncode == 0 and len(committed(tmp_path / "out2")) == 1, down.stderr[-3000:]
+    assert down.returncode == 0 and len(committed(tmp_path / "out2")) == 1, told(down.stderr)
     said_by_default = r" INFO transformer\.metrics: snowplow\.transformer\.good = 2$"  # stdout's, as the reference's
     assert re.search(said_by_default, down.stdout, re.MULTILINE), down.stdout
     [said] = [line for line in down.stderr.splitlines() if "StatsD" in line]

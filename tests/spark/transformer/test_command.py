@@ -19,7 +19,7 @@ import boto3
 import pytest
 
 from events_manifest.testing._servers import LocalServer
-from tests.commands import env, in_process
+from tests.commands import env, in_process, told
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.transformer_helpers import RESOLVER, b64, config, dynamodb_config, event, schema_errors
 
@@ -130,7 +130,7 @@ def test_runs_of_wide_rows_with_every_kind_of_bad_row_and_dedup(runs: Path, spar
         '"skipSchemas": ["iglu:com.acme/click/jsonschema/1-*-*"]'
     )
     done = run(runs, extra, "--manifest", "sqlite://m.db")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert (
         "Batch Transformer: processing file:" in done.stdout and "No incomplete folders were discovered" in done.stdout
     )
@@ -250,7 +250,7 @@ def test_the_message_goes_to_sqs_and_sns(tmp_path: Path, aws: dict[str, Any]) ->
     )
     write_run(tmp_path, "run=1", [event(A)])
     done = run(tmp_path, queue_config("sqs", "queueName", queue["QueueUrl"]))
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, told(done.stderr)
     received = sqs.receive_message(QueueUrl=queue["QueueUrl"], AttributeNames=["MessageGroupId"])["Messages"]
     assert [m["Body"] for m in received] == [(tmp_path / "out/run=1/shredding_complete.json").read_text()]
     assert received[0]["Attributes"]["MessageGroupId"] == "shredding"
@@ -266,7 +266,7 @@ def test_the_message_goes_to_sqs_and_sns(tmp_path: Path, aws: dict[str, Any]) ->
     sns.subscribe(TopicArn=topic["TopicArn"], Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
     write_run(tmp_path, "run=2", [event(B)])
     done = run(tmp_path, queue_config("sns", "topicArn", topic["TopicArn"]))
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, told(done.stderr)
     published = sqs.receive_message(QueueUrl=subscriber["QueueUrl"])["Messages"]
     assert [m["Body"] for m in published] == [(tmp_path / "out/run=2/shredding_complete.json").read_text()]
     refused = write_run(tmp_path, "run=3", [event(C)])
@@ -292,7 +292,7 @@ def test_cross_batch_dedup_on_dynamodb(tmp_path: Path, dynalite: LocalServer) ->
     write_run(tmp_path, "run=2", [event(A, "f", etl="2026-11-02 06:00:00"), event(C, "f")])
     flags = ("--duplicate-storage-config", "dedup.json", "--dynamodb-endpoint", dynalite.endpoint)
     done = run(tmp_path, "", *flags)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, told(done.stderr)
     assert sorted(r["event_id"] for r in outputs(tmp_path / "out/run=1")[0]) == sorted([A, B])
     assert [r["event_id"] for r in outputs(tmp_path / "out/run=2")[0]] == [C]
 
@@ -347,7 +347,7 @@ def test_shred_mode_writes_each_entity_under_its_partition(tmp_path: Path) -> No
     text = json.dumps({"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out"), "compression": "NONE"}})
     (tmp_path / "c.hocon").write_text(text[:-1] + ", " + shred + "}")
     done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "c.hocon")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     base = tmp_path / "out/run=1"
     good = read_tree(base / "output=good")
     atomic = good[partition_of("com.snowplowanalytics.snowplow", "atomic", "tsv")]
@@ -454,7 +454,7 @@ def test_wide_row_parquet_columns_values_and_misfits(tmp_path: Path, spark: Any)
         text[:-1] + ', "formats": {"transformationType": "widerow", "fileFormat": "parquet"}}'
     )
     done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "c.hocon")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     base = tmp_path / "out/run=1"
     table = pq.read_table(base / "output=good")
     schema = table.schema

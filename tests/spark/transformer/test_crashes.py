@@ -18,6 +18,7 @@ import pytest
 
 from events_manifest import SqliteManifest
 from events_manifest.testing import LocalServer
+from tests.commands import told
 from tests.crashes import Crashes
 from tests.spark.transformer.test_command import A, B, C, queue_config, transformer, write_run
 from tests.transformer_helpers import FIFO, RESOLVER, config, event, local_run, same
@@ -51,7 +52,7 @@ def test_a_run_killed_at_each_step_of_its_commit_is_finished_by_the_next_invocat
     flags, url = invocation("unbroken", f"sqlite:///{db}")
     with crashes.recording(STEPS):
         done = transformer(work, *flags)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     unbroken = {name: local_run(work / "out" / name) for name in ("run=1", "run=2")}
     texts = {name: (work / "out" / name / "shredding_complete.json").read_text() for name in unbroken}
     assert sent(url) == [texts["run=1"], texts["run=2"]]
@@ -66,7 +67,7 @@ def test_a_run_killed_at_each_step_of_its_commit_is_finished_by_the_next_invocat
             left = sorted(p.name for p in (work / "out/run=1").iterdir())
             assert "_claim.json" in left and any(name.startswith(".staging-") for name in left), left
             done = transformer(work, *flags)
-            assert done.returncode == 0, done.stderr[-3000:]
+            assert done.returncode == 0, told(done.stderr)
             processed = "processing file:" + str(work / "in/run=1")
             assert (processed in done.stdout) == (step != "committed"), "a committed run is done"
             assert done.stdout.index("run=2: 2 lines") > done.stdout.find("run=1: 5 lines")

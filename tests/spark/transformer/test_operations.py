@@ -22,7 +22,7 @@ from events_manifest import SqliteManifest
 from events_manifest._jobs import steps
 from events_manifest._transformer.run import queue as queues
 from events_manifest.testing._servers import LocalServer
-from tests.commands import events_manifest
+from tests.commands import events_manifest, told
 from tests.monitors import SentryServer
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.transformer.test_command import (
@@ -74,7 +74,7 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     (odd / "sub").mkdir()
     (odd / "sub" / "part-0.tsv").write_text(event(D) + "\n")
     done = run(tmp_path, '"output": {"path": "out", "compression": "NONE"}')
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     for name in ("run=1", "run=2", "run=3", "run=4", "run=5"):
         base = tmp_path / "out" / name
         good, bad, message = outputs(base)
@@ -110,7 +110,7 @@ def test_a_refused_message_is_sent_by_the_next_invocation(tmp_path: Path, aws: d
         assert not (base / "shredding_complete.json").exists()
         sqs.create_queue(QueueName=url.rsplit("/", 1)[1], Attributes=FIFO)
         done = transformer(tmp_path, *command)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, told(done.stderr)
     assert "run=1: 1 lines, 1 good" in done.stdout
     [message] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     assert message["Body"] == (base / "shredding_complete.json").read_text() == message_sealed
@@ -189,7 +189,7 @@ def test_an_interruption_after_a_commit_says_what_was_committed(
         "next invocation finishes it"
     )
     done = transformer(tmp_path, *command)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, told(done.stderr)
     assert "processing file:" + str(tmp_path / "in/run=2") not in done.stdout and "run=3: 1 lines" in done.stdout
     assert [good_ids(tmp_path / f"out/run={n}") for n in (1, 2, 3)] == [[A], [B], [C]]
     with SqliteManifest(tmp_path / "m.db") as manifest:
@@ -273,7 +273,7 @@ def test_flags_are_used_or_refused_and_a_manifest_is_never_inside_an_input(
     table = f"transformer-endpoint-{time.time_ns()}"
     url = f"dynamodb://{table}?region=us-east-1&create=true"
     done = transformer(tmp_path, *flags(tmp_path, "", "--manifest", url, "--dynamodb-endpoint", dynalite.endpoint))
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, told(done.stderr)
     made = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=dynalite.endpoint).describe_table(
         TableName=table
     )  # not list_tables: a page holds 100 of the suite's tables
@@ -533,7 +533,7 @@ def test_the_reference_s_extended_config_sends_bad_rows_to_kinesis_and_its_metri
             text = text.replace(f'"{key}"', json.dumps(value))
         (tmp_path / "extended.hocon").write_text(text)
         done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "extended.hocon")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert proxy.throttled > 0, "the stream throttled"
     base = tmp_path / "out" / name
     assert sorted(p.name for p in base.iterdir()) == ["output=good", "shredding_complete.json"]
@@ -573,7 +573,7 @@ def test_a_failed_run_s_exception_goes_to_sentry_and_the_run_fails_as_before(tmp
     configs = [b64(json.dumps(EMPTY_RESOLVER)), b64(text)]
     done = transformer(tmp_path, "--iglu-config", configs[0], "--config", configs[1])
     sentry.close()
-    assert done.returncode == 1, done.stderr[-3000:]
+    assert done.returncode == 1, told(done.stderr)
     [line] = [x for x in done.stderr.splitlines() if x.startswith("transformer: error: ")]
     assert "link_click" in line and "SECRETKEY" not in done.stdout + done.stderr
     [reported] = sentry.events
@@ -589,7 +589,7 @@ def test_the_reference_s_placeholder_sentry_dsn_is_said_once_and_the_job_goes_on
     config = {"input": "in", "output": {"path": "out"}, "formats": {"transformationType": "widerow"}}
     config["monitoring"] = {"sentry": {"dsn": "http://sentry.acme.com"}}
     done = transformer(tmp_path, "--iglu-config", b64(json.dumps(RESOLVER)), "--config", b64(json.dumps(config)))
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, told(done.stderr)
     assert done.stderr.splitlines() == [
         "transformer: warning: monitoring.sentry.dsn cannot be used (not a Sentry DSN, such as "
         "https://KEY@o1.ingest.sentry.io/1): failures go unreported"
@@ -608,7 +608,7 @@ def test_a_config_as_an_editor_saves_it_is_read_and_a_device_is_refused(tmp_path
     (tmp_path / "windows.hocon").write_bytes(b"\xef\xbb\xbf" + text.encode())
     (tmp_path / "iglu.json").write_text(json.dumps(RESOLVER))
     done = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "windows.hocon")
-    assert done.returncode == 0 and "No incomplete folders were discovered" in done.stdout, done.stderr[-3000:]
+    assert done.returncode == 0 and "No incomplete folders were discovered" in done.stdout, told(done.stderr)
     device = transformer(tmp_path, "--iglu-config", "iglu.json", "--config", "/dev/zero")
     assert device.returncode == 2 and device.stderr.splitlines() == [
         "Error reading /dev/zero file from filesystem: it holds more than 10 MiB, which no config does: give "
@@ -632,5 +632,5 @@ def test_a_claim_from_another_host_is_judged_by_the_ledger(tmp_path: Path) -> No
     assert held.returncode == 1 and "process 4242 on ip-10-0-0-9.ec2.internal" in held.stderr
     claim.write_text(json.dumps({**recent, "since": time.time() - LEASE_SECONDS - 60}))
     done = transformer(tmp_path, *command)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, told(done.stderr)
     assert good_ids(tmp_path / "out/run=1") == [A] and not claim.exists()
