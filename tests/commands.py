@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +70,22 @@ def events_manifest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def told(*printed: str) -> str:
     """What a process printed (its stdout, its stderr), for a failed assertion's message: the last
-    3,000 characters of each once the JVM's stack frames are dropped, so that the Python traceback
-    and the error they follow show."""
-    return "\n".join("\n".join(filter(_not_a_frame, text.splitlines()))[-3000:] for text in printed)
+    Python error first (a log shown in part keeps it), then the last 3,000 characters of each once
+    the JVM's stack frames are dropped, so that the traceback and the error they follow show."""
+    tails = ["\n".join(filter(_not_a_frame, text.splitlines()))[-3000:] for text in printed]
+    errors = [line for text in printed for line in _python_errors(text.splitlines())]
+    return "\n".join([f"the last Python error: {errors[-1]}" if errors else "no Python traceback", *tails])
 
 
 def _not_a_frame(line: str) -> bool:
     return not line.startswith("\tat ") and not (line.startswith("\t... ") and line.endswith(" more"))
+
+
+def _python_errors(lines: list[str]) -> Iterator[str]:
+    """The line that ends each Python traceback in `lines`: the first one not indented after it."""
+    for n, line in enumerate(lines):
+        if line.endswith("Traceback (most recent call last):"):
+            yield next((after for after in lines[n + 1 :] if after and not after[0].isspace()), "")
 
 
 def error_line(done: subprocess.CompletedProcess[str], prog: str = "shredder") -> str:
