@@ -142,9 +142,9 @@ def test_a_failing_job_says_one_line_and_no_stack_trace(tmp_path: Path) -> None:
     )
     assert "part-0.tsv.gz could not be read" in error_line(done)
     frames = [x for x in done.stderr.splitlines() if x.lstrip().startswith(("at ", "Caused by", "java.", "org."))]
-    assert frames == [], told(done.stderr)
+    assert frames == [], done.stderr[-3000:]  # the frames themselves: what the test refuses
     others = [x for x in done.stderr.splitlines() if x.strip() and not x.startswith("shredder: error:")]
-    assert others == [], told(done.stderr)  # not even Spark 4's JVM's notice of incubator modules
+    assert others == [], done.stderr[-3000:]  # not even Spark 4's JVM's notice of incubator modules
     spark_own = {"artifacts"} if pyspark.__version__ == "4.0.0" else set()  # Spark 4.0.0's, in the working folder
     left = sorted(p.name for p in tmp_path.iterdir() if p.name not in spark_own)
     assert left == ["gz", "m.db"], "no output folder left behind"
