@@ -26,8 +26,14 @@ class HadoopStorage(Storage):
         self.spark = spark
         self._jvm = jvm
         self._conf: Any = spark._jsc.hadoopConfiguration()
-        self._path: Any = jvm.org.apache.hadoop.fs.Path  # looked up once: py4j asks the JVM a name at a time
+        self._path: Any = self._class("org.apache.hadoop.fs.Path")
+        self._uri: Any = self._class("java.net.URI")
         self._local = LocalStorage()
+
+    def _class(self, name: str) -> Any:
+        """A JVM class by its full name, in one lookup: py4j resolves a dotted name a part at a time, and
+        each part that is not a class costs the JVM a search of every jar (about 0.3 ms)."""
+        return getattr(self._jvm, name)
 
     def _fs(self, path: str) -> tuple[Any, Any]:
         p = self._path(self.absolute(path))
@@ -43,7 +49,7 @@ class HadoopStorage(Storage):
 
     @functools.cached_property
     def _local_default(self) -> bool:
-        return str(self._jvm.org.apache.hadoop.fs.FileSystem.get(self._conf).getScheme()) == "file"
+        return str(self._class("org.apache.hadoop.fs.FileSystem").get(self._conf).getScheme()) == "file"
 
     def qualify(self, path: str) -> str:
         fs, p = self._fs(path)
@@ -74,7 +80,7 @@ class HadoopStorage(Storage):
         names = frame.inputFiles()
         files = []
         for name in sorted(names):
-            p = self._path(self._jvm.java.net.URI(name))  # a URI: `part%201.tsv` names `part 1.tsv`
+            p = self._path(self._uri(name))  # a URI: `part%201.tsv` names `part 1.tsv`
             fs = p.getFileSystem(self._conf)
             files.append((no_slash(str(fs.makeQualified(p).toString())), int(fs.getFileStatus(p).getLen())))
         return Listing(tuple(files))
@@ -228,7 +234,7 @@ class HadoopStorage(Storage):
         if fs.equals(target_fs):  # Hadoop's cache holds one instance per file system
             moved = fs.rename(src, dst)
         else:
-            moved = self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, src, target_fs, dst, True, self._conf)
+            moved = self._class("org.apache.hadoop.fs.FileUtil").copy(fs, src, target_fs, dst, True, self._conf)
         if not moved:
             raise OSError(f"could not move {source} to {target}")
 
@@ -256,7 +262,7 @@ class HadoopStorage(Storage):
     def read_text(self, path: str) -> str:
         fs, p = self._fs(path)
         stream = fs.open(p)
-        reader = self._jvm.java.io.BufferedReader(self._jvm.java.io.InputStreamReader(stream, "UTF-8"))
+        reader = self._class("java.io.BufferedReader")(self._class("java.io.InputStreamReader")(stream, "UTF-8"))
         try:
             return "\n".join(iter(reader.readLine, None))
         finally:
