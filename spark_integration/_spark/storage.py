@@ -76,14 +76,31 @@ class HadoopStorage(Storage):
         return self.files_of(self.spark.read.text([self.absolute(path) for path in paths]))
 
     def files_of(self, frame: DataFrame) -> Listing:
-        """The files a DataFrame read from files reads (as its reader listed them), with their sizes."""
-        names = frame.inputFiles()
-        files = []
-        for name in sorted(names):
-            p = self._path(self._uri(name))  # a URI: `part%201.tsv` names `part 1.tsv`
-            fs = p.getFileSystem(self._conf)
-            files.append((no_slash(str(fs.makeQualified(p).toString())), int(fs.getFileStatus(p).getLen())))
-        return Listing(tuple(files))
+        """The files a DataFrame read from files reads (as its reader listed them), with their sizes:
+        a folder that holds several of them listed once (on S3 a LIST request a thousand files, where
+        a file's own size is a HEAD request each), a file alone in its folder asked alone."""
+        names = sorted(frame.inputFiles())  # URIs: `part%201.tsv` names `part 1.tsv`
+        by_folder: dict[str, list[str]] = {}
+        for name in names:
+            by_folder.setdefault(name.rsplit("/", 1)[0], []).append(name)
+        found: dict[str, tuple[str, int]] = {}
+        for folder, together in by_folder.items():
+            fs = self._path(self._uri(folder)).getFileSystem(self._conf)
+            sizes = self._sizes(fs, folder) if len(together) > 1 else {}
+            for name in together:
+                p = self._path(self._uri(name))
+                qualified = no_slash(str(fs.makeQualified(p).toString()))
+                size = sizes.get(qualified)  # None: alone in its folder, or gone from it since Spark listed it
+                found[name] = (qualified, int(fs.getFileStatus(p).getLen()) if size is None else size)
+        return Listing(tuple(found[name] for name in names))
+
+    def _sizes(self, fs: Any, folder: str) -> dict[str, int]:
+        """The size of each file directly in `folder` (a URI), by its qualified path: one listing."""
+        p = fs.makeQualified(self._path(self._uri(folder)))
+        local = local_path(no_slash(str(p.toString())))
+        if local is not None:  # the OS lists a folder of thousands in a blink, py4j a file at a time
+            return {no_slash(f"file:{entry.path}"): entry.stat().st_size for entry in os.scandir(local)}
+        return {no_slash(str(status.getPath().toString())): int(status.getLen()) for status in fs.listStatus(p)}
 
     def folder_files(self, path: str) -> Listing:
         """The files directly in a folder that a text read of it takes, whatever their names

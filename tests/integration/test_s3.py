@@ -192,3 +192,24 @@ def test_parquet_and_shred_mode_on_s3(tmp_path: Path, s3: S3, spark: Any, mode: 
     assert read_tree(local / "output=bad") == read_tree(remote / "output=bad")
     message = json.loads((remote / "shredding_complete.json").read_text())
     assert message["data"]["count"] == json.loads((local / "shredding_complete.json").read_text())["data"]["count"]
+
+
+@pytest.mark.every_line
+def test_the_files_a_run_reads_on_s3_are_listed_a_folder_at_a_time(s3: S3, spark: Any) -> None:
+    """The sizes of the files a run reads (what its ledger record holds of them) from one listing of
+    their folder, not a HEAD request a file: forty files in a folder, and one alone in another."""
+    from spark_integration._spark.storage import HadoopStorage
+
+    for n in range(40):
+        s3.client.put_object(Bucket=s3.bucket, Key=f"in/part-{n:02d}", Body=b"x" * n + b"\n")
+    s3.client.put_object(Bucket=s3.bucket, Key="alone/part-0", Body=b"abc\n")
+    frame = spark.read.text([s3.url("in"), s3.url("alone/part-0")])
+    path = getattr(spark._jvm, "org.apache.hadoop.fs.Path")(s3.url())
+    statistics = path.getFileSystem(spark._jsc.hadoopConfiguration()).getStorageStatistics()
+    kinds = ("object_metadata_request", "object_list_request")
+    before = [statistics.getLong(kind) for kind in kinds]
+    listing = HadoopStorage(spark).files_of(frame)
+    heads, lists = (statistics.getLong(kind) - count for kind, count in zip(kinds, before, strict=True))
+    expected = [(s3.url("alone/part-0"), 4), *((s3.url(f"in/part-{n:02d}"), n + 1) for n in range(40))]
+    assert list(listing.files) == expected
+    assert heads <= 2 and lists <= 2, f"{heads} HEAD and {lists} LIST requests for 41 files in 2 folders"
