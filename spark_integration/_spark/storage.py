@@ -82,7 +82,7 @@ class HadoopStorage(Storage):
         names = sorted(frame.inputFiles())  # URIs: `part%201.tsv` names `part 1.tsv`
         by_folder: dict[str, list[str]] = {}
         for name in names:
-            by_folder.setdefault(name.rsplit("/", 1)[0], []).append(name)
+            by_folder.setdefault(name.rsplit("/", 1)[0] + "/", []).append(name)
         found: dict[str, tuple[str, int]] = {}
         for folder, together in by_folder.items():
             fs = self._path(self._uri(folder)).getFileSystem(self._conf)
