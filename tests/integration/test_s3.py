@@ -3,7 +3,8 @@ the manifest on DynamoDB (dynalite), the message on SQS (moto). The same rows, b
 as on local folders; a run killed (SIGKILL to the process group, under spark-submit) between the
 files of its move, where S3's rename is a copy and a delete, finished by the next invocation (every
 other step is killed in the suite's own process: `tests/spark/transformer/test_crashes.py`); two
-transformers started together on one output writing each run once."""
+transformers started together on one output writing each run once; the files a run reads sized
+from one listing of their folder, not a HEAD request a file."""
 
 from __future__ import annotations
 
