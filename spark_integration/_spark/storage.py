@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -16,6 +17,24 @@ from events_manifest._jobs.face import FILE, FOLDER, Listing, LocalStorage, Stor
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 """The schemes Hadoop's S3 connectors serve (S3A; EMRFS on EMR)."""
+
+
+_GLOB = re.compile(r"([\\\[\]{}*?])")
+
+
+def literal(path: str) -> str:
+    """A path Spark's reader takes as itself: its glob characters escaped."""
+    return _GLOB.sub(r"\\\1", path)
+
+
+def hadoop_path(uri: str) -> str:
+    """A file's URI (`DataFrame.inputFiles`: `file:///a%20b`) as Hadoop names its path (`file:/a b`)."""
+    parts = urlsplit(uri)
+    return (
+        f"{parts.scheme}://{parts.netloc}{unquote(parts.path)}"
+        if parts.netloc
+        else f"{parts.scheme}:{unquote(parts.path)}"
+    )
 
 
 class HadoopStorage(Storage):
@@ -104,16 +123,30 @@ class HadoopStorage(Storage):
 
     def folder_files(self, path: str) -> Listing:
         """The files directly in a folder that a text read of it takes, whatever their names
-        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes."""
+        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes; the folder
+        too (`Listing.folder`) when it holds no sub-folder."""
         fs, p = self._fs(path)
         if not fs.exists(p):
             return Listing(())
-        files = [
-            (no_slash(str(status.getPath().toString())), int(status.getLen()))
-            for status in fs.listStatus(p)
-            if status.isFile() and not str(status.getPath().getName()).startswith(("_", "."))
-        ]
-        return Listing(tuple(sorted(files)))
+        files, whole = [], True
+        for status in fs.listStatus(p):
+            if not status.isFile():
+                whole = False  # a sub-folder: a read of the folder would look in it
+            elif not str(status.getPath().getName()).startswith(("_", ".")):
+                files.append((no_slash(str(status.getPath().toString())), int(status.getLen())))
+        folder = no_slash(str(fs.makeQualified(p).toString())) if whole else None
+        return Listing(tuple(sorted(files)), folder=folder)
+
+    def text_of(self, listing: Listing) -> DataFrame:
+        """The lines of a listing's text files (column `value`): read as their folder where Spark's
+        listing of it takes the same files (one listing: named one by one, Spark looks for each file
+        on its own, on S3 two or three requests a file), else by their names."""
+        names = [name for name, _ in listing.files]
+        if listing.folder is not None:
+            whole = self.spark.read.text(literal(listing.folder))
+            if sorted(hadoop_path(uri) for uri in whole.inputFiles()) == names:
+                return whole
+        return self.spark.read.text([literal(name) for name in names])
 
     def modified_times(self, path: str) -> dict[str, int]:
         """Each file directly in a folder, by its qualified path: its modification time in

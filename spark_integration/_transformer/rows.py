@@ -15,7 +15,6 @@ Two plans give the same rows:
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -61,7 +60,7 @@ from spark_integration._spark import enriched
 from spark_integration._spark.api import json_metric, metric_value, observation, spark_schema
 from spark_integration._spark.conf import settings_during
 from spark_integration._spark.scan import earliest_second, etl_second, etl_time, scan_run, shared_ids
-from spark_integration._spark.storage import HadoopStorage
+from spark_integration._spark.storage import HadoopStorage, literal
 from spark_integration._transformer.job import Job
 
 PARSED_TYPE = spark_schema(PARSED)
@@ -241,22 +240,14 @@ def _lines(spark: SparkSession, storage: HadoopStorage, listing: Listing) -> Dat
     line from a listing of records, whatever it holds; None when there are none."""
     if not listing.bytes:
         return None
-    names = [_literal(name) for name, _ in listing.files]
     if listing.records:
+        names = [literal(name) for name, _ in listing.files]
         lines = spark.read.parquet(*names).select(F.col("value").cast("string").alias("line"))
     else:
-        lines = spark.read.text(names).select(F.col("value").alias("line"))
+        lines = storage.text_of(listing).select(F.col("value").alias("line"))
     if (listing.records or all(_compressed(name) for name, size in listing.files if size)) and lines.isEmpty():
         return None  # no lines: Spark's plan of compressed or Parquet files of none may have no partition at all
     return lines
-
-
-_GLOB = re.compile(r"([\\\[\]{}*?])")
-
-
-def _literal(path: str) -> str:
-    """A path Spark's reader takes as itself: its glob characters escaped."""
-    return _GLOB.sub(r"\\\1", path)
 
 
 def _compressed(name: str) -> bool:

@@ -4,7 +4,8 @@ as on local folders; a run killed (SIGKILL to the process group, under spark-sub
 files of its move, where S3's rename is a copy and a delete, finished by the next invocation (every
 other step is killed in the suite's own process: `tests/spark/transformer/test_crashes.py`); two
 transformers started together on one output writing each run once; the files a run reads sized
-from one listing of their folder, not a HEAD request a file."""
+from one listing of their folder, not a HEAD request a file, and a transformer run's read planned
+from listings of its folder, not requests a file."""
 
 from __future__ import annotations
 
@@ -214,3 +215,22 @@ def test_the_files_a_run_reads_on_s3_are_listed_a_folder_at_a_time(s3: S3, spark
     expected = [(s3.url("alone/part-0"), 4), *((s3.url(f"in/part-{n:02d}"), n + 1) for n in range(40))]
     assert list(listing.files) == expected
     assert heads <= 2 and lists <= 2, f"{heads} HEAD and {lists} LIST requests for 41 files in 2 folders"
+
+
+@pytest.mark.every_line
+def test_a_transformer_run_s_files_on_s3_are_found_from_one_listing_of_its_folder(s3: S3, spark: Any) -> None:
+    """A transformer run's files (what its ledger record holds of them, then the DataFrame that reads
+    them) from listings of the run's folder, not two or three requests a file: forty files."""
+    from spark_integration._spark.storage import HadoopStorage
+
+    for n in range(40):
+        s3.client.put_object(Bucket=s3.bucket, Key=f"run=1/part-{n:02d}.tsv", Body=f"line {n}\n".encode())
+    path = getattr(spark._jvm, "org.apache.hadoop.fs.Path")(s3.url())
+    statistics = path.getFileSystem(spark._jsc.hadoopConfiguration()).getStorageStatistics()
+    kinds = ("object_metadata_request", "object_list_request")
+    before = [statistics.getLong(kind) for kind in kinds]
+    storage = HadoopStorage(spark)
+    frame = storage.text_of(storage.folder_files(s3.url("run=1")))
+    heads, lists = (statistics.getLong(kind) - count for kind, count in zip(kinds, before, strict=True))
+    assert heads + lists < 20, f"{heads} HEAD and {lists} LIST requests for a run of 40 files"
+    assert sorted(row.value for row in frame.collect()) == sorted(f"line {n}" for n in range(40))

@@ -3,6 +3,8 @@ staged by several jobs, moved into place together (on local folders: tests/core/
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +109,45 @@ def test_a_failing_part_stops_the_other_and_its_own_error_is_raised(spark: Any, 
         for key, value in previous.items():
             spark.conf.set(key, value)
     assert len(list(batches_done.iterdir())) < 20  # 20 batches of 0.5 s: 10 s if left to finish
+
+
+def _scanned(frame: Any) -> int:
+    """How many paths Spark's file index of `frame` was given (its plan: `InMemoryFileIndex(n paths)`)."""
+    [count] = re.findall(r"InMemoryFileIndex\((\d+) paths\)", frame._jdf.queryExecution().executedPlan().toString())
+    return int(count)
+
+
+def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_takes_the_same(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A transformer run's text files (`folder_files`, then `text_of`) read as their folder, which
+    Spark lists once (named, it looks for each file on its own: on S3, tests/integration/test_s3.py),
+    where its listing of the folder takes the same files; by their names where it would not: a
+    sub-folder beside them (Spark's read of the folder looks in it), a `_metadata` file (Spark reads
+    it, Hadoop's rule hides it), a file being copied (`._COPYING_`: Spark skips it, by name too)."""
+    storage = HadoopStorage(spark)
+    run = tmp_path / "run [1]"  # glob characters, read as themselves
+    run.mkdir()
+    for n in range(40):
+        (run / f"part {n:02d} %ü.tsv").write_text(f"line {n}\n")
+    (run / "_SUCCESS").write_text("")
+    lines = sorted(f"line {n}" for n in range(40))
+
+    listing = storage.folder_files(str(run))
+    assert listing.folder == f"file:{run}" and len(listing.files) == 40
+    frame = storage.text_of(listing)
+    assert _scanned(frame) == 1 and sorted(row.value for row in frame.collect()) == lines
+
+    for beside, text in (
+        ("sub/part", "in a sub-folder\n"),
+        ("_metadata", "metadata\n"),
+        ("part.tsv._COPYING_", "half"),
+    ):
+        with_it = tmp_path / f"with {beside.replace('/', '-')}"
+        shutil.copytree(run, with_it)
+        (with_it / beside).parent.mkdir(exist_ok=True)
+        (with_it / beside).write_text(text)
+        listing = storage.folder_files(str(with_it))
+        frame = storage.text_of(listing)
+        assert _scanned(frame) == len(listing.files) >= 40, beside
+        assert sorted(row.value for row in frame.collect()) == lines, beside  # a `._COPYING_` skipped, even named
