@@ -131,7 +131,7 @@ class HadoopStorage(Storage):
         files, whole = [], True
         for status in fs.listStatus(p):
             if not status.isFile():
-                whole = False  # a sub-folder: a read of the folder would look in it
+                whole = False  # a sub-folder: Spark's read of the folder takes a `k=v` one for a partition
             elif not str(status.getPath().getName()).startswith(("_", ".")):
                 files.append((no_slash(str(status.getPath().toString())), int(status.getLen())))
         folder = no_slash(str(fs.makeQualified(p).toString())) if whole else None

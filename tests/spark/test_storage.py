@@ -1,5 +1,6 @@
-"""The shred job's staging folder on Hadoop's file systems (`HadoopStorage`, as the job runs it): lines
-staged by several jobs, moved into place together (on local folders: tests/core/jobs/test_staging.py)."""
+"""The jobs' files on Hadoop's file systems (`HadoopStorage`, as the jobs run it): the shred job's lines
+staged by several jobs, moved into place together (on local folders: tests/core/jobs/test_staging.py);
+a transformer run's files read as their folder where Spark takes the same ones."""
 
 from __future__ import annotations
 
@@ -123,8 +124,9 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
     """A transformer run's text files (`folder_files`, then `text_of`) read as their folder, which
     Spark lists once (named, it looks for each file on its own: on S3, tests/integration/test_s3.py),
     where its listing of the folder takes the same files; by their names where it would not: a
-    sub-folder beside them (Spark's read of the folder looks in it), a `_metadata` file (Spark reads
-    it, Hadoop's rule hides it), a file being copied (`._COPYING_`: Spark skips it, by name too)."""
+    sub-folder beside them (Spark's read of the folder takes a `k=v` one for a partition, or refuses
+    the mix), a `_metadata` file (Spark reads it, the run's listing hides it as Hadoop does), a file
+    being copied (`._COPYING_`: Spark skips it, by name too)."""
     storage = HadoopStorage(spark)
     run = tmp_path / "run [1]"  # glob characters, read as themselves
     run.mkdir()
