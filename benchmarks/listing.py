@@ -1,7 +1,7 @@
 """A job's listing of its input over many small files, each against what it was: the shred job's
 sizes of the files it reads (`HadoopStorage.files_of`) from their folder listed once, against each
 file's size asked alone (`getFileStatus`: on S3 a HEAD request a file); the transformer's read of a
-run's files (`HadoopStorage.text_of`, planned) as their folder, against by their names (Spark looks
+run's files (`HadoopStorage.frame_of`, planned) as their folder, against by their names (Spark looks
 for each on its own: on S3 two or three requests a file). Alternated rounds in one warm local
 session, the median of each, in seconds.
 
@@ -35,7 +35,7 @@ def file_by_file(storage: Any, frame: Any) -> list[tuple[str, int]]:
 
 
 def by_name(spark: Any, listing: Any) -> Any:
-    """`text_of` as it was: a run's files read by their names."""
+    """`frame_of` as it was: a run's files read by their names."""
     from spark_integration._spark.storage import literal
 
     return spark.read.text([literal(name) for name, _ in listing.files])
@@ -58,12 +58,12 @@ def main() -> int:
         cases: dict[str, Callable[[], object]] = {
             "files_of, a folder listed once": lambda: storage.files_of(frame),
             "each file's size asked alone, as it was": lambda: file_by_file(storage, frame),
-            "text_of, a run read as its folder": lambda: storage.text_of(listed).inputFiles(),
+            "frame_of, a run read as its folder": lambda: storage.frame_of(listed).inputFiles(),
             "a run read by its names, as it was": lambda: by_name(spark, listed).inputFiles(),
         }
         assert list(storage.files_of(frame).files) == file_by_file(storage, frame)  # warm, and alike
         assert len(file_by_file(storage, frame)) == args.files
-        assert sorted(storage.text_of(listed).inputFiles()) == sorted(by_name(spark, listed).inputFiles())
+        assert sorted(storage.frame_of(listed).inputFiles()) == sorted(by_name(spark, listed).inputFiles())
         times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.rounds):
             for name, run in cases.items():

@@ -402,12 +402,8 @@ class StreamTransformer:
     def _listing(self, name: str) -> Listing:
         """A window's records: the files of each of its batches' folders."""
         window = join(self.book.lines_root, name)
-        files = [
-            file
-            for folder in (self.storage.subfolders(window) if self.storage.exists(window) else [])
-            for file in self.storage.folder_files(join(window, folder)).files
-        ]
-        return Listing(tuple(sorted(files)), records=True)
+        batches = self.storage.subfolders(window) if self.storage.exists(window) else []
+        return attrs.evolve(self.storage.folder_files(*(join(window, batch) for batch in batches)), records=True)
 
 
 def _staged(done: Sequence[RunResult], torn: bool) -> str:

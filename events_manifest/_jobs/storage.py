@@ -64,9 +64,9 @@ class Listing:
     records: bool = False
     """Whether the files hold whole records (Parquet, a binary column `value`, a record a row), as
     the stream stages them, rather than text, a line a record."""
-    folder: str | None = None
-    """The qualified folder these files are all of, when they are its every visible file and it holds
-    no sub-folder: a reader may list the folder once rather than look for each file by its name."""
+    folders: tuple[str, ...] = ()
+    """The qualified folders these files are all of, when they are their every visible file and none
+    holds a sub-folder: a reader may list each folder once rather than look for each file by its name."""
 
     @property
     def bytes(self) -> int:

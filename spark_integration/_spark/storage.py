@@ -121,32 +121,41 @@ class HadoopStorage(Storage):
             return {no_slash(f"file:{entry.path}"): entry.stat().st_size for entry in os.scandir(local)}
         return {no_slash(str(status.getPath().toString())): int(status.getLen()) for status in fs.listStatus(p)}
 
-    def folder_files(self, path: str) -> Listing:
-        """The files directly in a folder that a text read of it takes, whatever their names
-        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes; the folder
-        too (`Listing.folder`) when it holds no sub-folder."""
-        fs, p = self._fs(path)
-        if not fs.exists(p):
-            return Listing(())
-        files, whole = [], True
-        for status in fs.listStatus(p):
-            if not status.isFile():
-                whole = False  # a sub-folder: Spark's read of the folder takes a `k=v` one for a partition
-            elif not str(status.getPath().getName()).startswith(("_", ".")):
-                files.append((no_slash(str(status.getPath().toString())), int(status.getLen())))
-        folder = no_slash(str(fs.makeQualified(p).toString())) if whole else None
-        return Listing(tuple(sorted(files)), folder=folder)
+    def folder_files(self, *paths: str) -> Listing:
+        """The files directly in these folders that a read of them takes, whatever their names
+        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes; the folders
+        too (`Listing.folders`) when none holds a sub-folder."""
+        files, folders = [], []
+        for path in paths:
+            fs, p = self._fs(path)
+            if not fs.exists(p):
+                continue
+            whole = True
+            for status in fs.listStatus(p):
+                if not status.isFile():
+                    whole = False  # a sub-folder: Spark's read of the folder takes a `k=v` one for a partition
+                elif not str(status.getPath().getName()).startswith(("_", ".")):
+                    files.append((no_slash(str(status.getPath().toString())), int(status.getLen())))
+            folders.append(no_slash(str(fs.makeQualified(p).toString())) if whole else None)
+        whole_folders = tuple(folder for folder in folders if folder is not None)
+        return Listing(tuple(sorted(files)), folders=whole_folders if len(whole_folders) == len(paths) else ())
 
-    def text_of(self, listing: Listing) -> DataFrame:
-        """The lines of a listing's text files (column `value`): read as their folder where Spark's
-        listing of it takes the same files (one listing: named one by one, Spark looks for each file
-        on its own, on S3 two or three requests a file), else by their names."""
+    def frame_of(self, listing: Listing) -> DataFrame:
+        """A DataFrame of a listing's files (column `value`: text, a line a row; or Parquet records):
+        read as their folders where Spark's listing of them takes the same files (a listing each:
+        named one by one, Spark looks for each file on its own, on S3 two or three requests a file),
+        else by their names."""
         names = [name for name, _ in listing.files]
-        if listing.folder is not None:
-            whole = self.spark.read.text(literal(listing.folder))
+
+        def read(paths: Sequence[str]) -> DataFrame:
+            literals = [literal(path) for path in paths]
+            return self.spark.read.parquet(*literals) if listing.records else self.spark.read.text(literals)
+
+        if listing.folders:
+            whole = read(listing.folders)
             if sorted(hadoop_path(uri) for uri in whole.inputFiles()) == names:
                 return whole
-        return self.spark.read.text([literal(name) for name in names])
+        return read(names)
 
     def modified_times(self, path: str) -> dict[str, int]:
         """Each file directly in a folder, by its qualified path: its modification time in

@@ -23,7 +23,7 @@ import attrs
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -60,7 +60,7 @@ from spark_integration._spark import enriched
 from spark_integration._spark.api import json_metric, metric_value, observation, spark_schema
 from spark_integration._spark.conf import settings_during
 from spark_integration._spark.scan import earliest_second, etl_second, etl_time, scan_run, shared_ids
-from spark_integration._spark.storage import HadoopStorage, literal
+from spark_integration._spark.storage import HadoopStorage
 from spark_integration._transformer.job import Job
 
 PARSED_TYPE = spark_schema(PARSED)
@@ -111,7 +111,7 @@ def write_run(job: Job, run: JobRun, listing: Listing, staging: str, now: int) -
     spark, config, handle = job.spark, job.config, job.handle
     writing = _Writing.of(job)
     parse = Parse(job.limits, config.minimum_timestamp, now, wide_rows=writing.wide_rows)
-    lines = _lines(spark, job.storage, listing)
+    lines = _lines(job.storage, listing)
     if lines is None:
         run.start(datetime.now(UTC))
         return RunCounts()
@@ -234,17 +234,14 @@ def _shuffled(parsed: DataFrame, decide: Decide) -> DataFrame:
     return grouped.mapInArrow(batches, _decided_type(decide))
 
 
-def _lines(spark: SparkSession, storage: HadoopStorage, listing: Listing) -> DataFrame | None:
+def _lines(storage: HadoopStorage, listing: Listing) -> DataFrame | None:
     """The run's lines (column `line`): every file of `listing` (the files directly in its folder,
     whatever their names), compressed ones decoded, lines ending at LF, CRLF or CR; a record a
     line from a listing of records, whatever it holds; None when there are none."""
     if not listing.bytes:
         return None
-    if listing.records:
-        names = [literal(name) for name, _ in listing.files]
-        lines = spark.read.parquet(*names).select(F.col("value").cast("string").alias("line"))
-    else:
-        lines = storage.text_of(listing).select(F.col("value").alias("line"))
+    value = F.col("value").cast("string") if listing.records else F.col("value")  # records: binary
+    lines = storage.frame_of(listing).select(value.alias("line"))
     if (listing.records or all(_compressed(name) for name, size in listing.files if size)) and lines.isEmpty():
         return None  # no lines: Spark's plan of compressed or Parquet files of none may have no partition at all
     return lines

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from events_manifest.snowplow import sample_batches
@@ -220,7 +221,8 @@ def test_the_files_a_run_reads_on_s3_are_listed_a_folder_at_a_time(s3: S3, spark
 @pytest.mark.every_line
 def test_a_transformer_run_s_files_on_s3_are_found_from_one_listing_of_its_folder(s3: S3, spark: Any) -> None:
     """A transformer run's files (what its ledger record holds of them, then the DataFrame that reads
-    them) from listings of the run's folder, not two or three requests a file: forty files."""
+    them) from listings of the run's folder, not two or three requests a file: forty files; and a
+    stream window's records from a listing of each micro-batch's folder."""
     from spark_integration._spark.storage import HadoopStorage
 
     for n in range(40):
@@ -230,7 +232,18 @@ def test_a_transformer_run_s_files_on_s3_are_found_from_one_listing_of_its_folde
     kinds = ("object_metadata_request", "object_list_request")
     before = [statistics.getLong(kind) for kind in kinds]
     storage = HadoopStorage(spark)
-    frame = storage.text_of(storage.folder_files(s3.url("run=1")))
+    frame = storage.frame_of(storage.folder_files(s3.url("run=1")))
     heads, lists = (statistics.getLong(kind) - count for kind, count in zip(kinds, before, strict=True))
     assert heads + lists < 20, f"{heads} HEAD and {lists} LIST requests for a run of 40 files"
     assert sorted(row.value for row in frame.collect()) == sorted(f"line {n}" for n in range(40))
+
+    # a stream's window: its records staged as Parquet, a folder a micro-batch
+    batches = [s3.url(f"window/batch={batch}") for batch in range(3)]
+    for batch, folder in enumerate(batches):
+        records = spark.createDataFrame([(f"record {batch} {n}".encode(),) for n in range(40)], "value binary")
+        records.repartition(8).write.parquet(folder)
+    before = [statistics.getLong(kind) for kind in kinds]
+    frame = storage.frame_of(attrs.evolve(storage.folder_files(*batches), records=True))
+    heads, lists = (statistics.getLong(kind) - count for kind, count in zip(kinds, before, strict=True))
+    assert heads + lists < 30, f"{heads} HEAD and {lists} LIST requests for a window of 3 batches, 24 files"
+    assert frame.count() == 120

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from events_manifest._jobs.staging import Staging
@@ -121,7 +122,7 @@ def _scanned(frame: Any) -> int:
 def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_takes_the_same(
     spark: Any, tmp_path: Path
 ) -> None:
-    """A transformer run's text files (`folder_files`, then `text_of`) read as their folder, which
+    """A transformer run's text files (`folder_files`, then `frame_of`) read as their folder, which
     Spark lists once (named, it looks for each file on its own: on S3, tests/integration/test_s3.py),
     where its listing of the folder takes the same files; by their names where it would not: a
     sub-folder beside them (Spark's read of the folder takes a `k=v` one for a partition, or refuses
@@ -136,8 +137,8 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
     lines = sorted(f"line {n}" for n in range(40))
 
     listing = storage.folder_files(str(run))
-    assert listing.folder == f"file:{run}" and len(listing.files) == 40
-    frame = storage.text_of(listing)
+    assert listing.folders == (f"file:{run}",) and len(listing.files) == 40
+    frame = storage.frame_of(listing)
     assert _scanned(frame) == 1 and sorted(row.value for row in frame.collect()) == lines
 
     for beside, text in (
@@ -150,6 +151,23 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
         (with_it / beside).parent.mkdir(exist_ok=True)
         (with_it / beside).write_text(text)
         listing = storage.folder_files(str(with_it))
-        frame = storage.text_of(listing)
+        frame = storage.frame_of(listing)
         assert _scanned(frame) == len(listing.files) >= 40, beside
         assert sorted(row.value for row in frame.collect()) == lines, beside  # a `._COPYING_` skipped, even named
+
+
+def test_a_window_s_records_are_read_from_one_listing_of_each_batch_s_folder(spark: Any, tmp_path: Path) -> None:
+    """The stream's staged records (Parquet, a folder a micro-batch, as `StreamTransformer._stage`
+    writes them) read as the batches' folders, a listing each, not file by file."""
+    storage = HadoopStorage(spark)
+    window = tmp_path / "window"
+    for batch in range(3):
+        records = spark.createDataFrame([(f"record {batch} {n}".encode(),) for n in range(8)], "value binary")
+        records.repartition(4).write.parquet(str(window / f"batch={batch}"))
+    listing = attrs.evolve(storage.folder_files(*(str(window / f"batch={n}") for n in range(3))), records=True)
+    assert len(listing.folders) == 3 and len(listing.files) >= 6
+    frame = storage.frame_of(listing)
+    assert _scanned(frame) == 3
+    assert sorted(bytes(row.value).decode() for row in frame.collect()) == sorted(
+        f"record {batch} {n}" for batch in range(3) for n in range(8)
+    )
