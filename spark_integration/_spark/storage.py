@@ -125,20 +125,19 @@ class HadoopStorage(Storage):
         """The files directly in these folders that a read of them takes, whatever their names
         (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes; the folders
         too (`Listing.folders`) when none holds a sub-folder."""
-        files, folders = [], []
+        files, folders, whole = [], [], True
         for path in paths:
             fs, p = self._fs(path)
             if not fs.exists(p):
+                whole = False
                 continue
-            whole = True
             for status in fs.listStatus(p):
                 if not status.isFile():
                     whole = False  # a sub-folder: Spark's read of the folder takes a `k=v` one for a partition
                 elif not str(status.getPath().getName()).startswith(("_", ".")):
                     files.append((no_slash(str(status.getPath().toString())), int(status.getLen())))
-            folders.append(no_slash(str(fs.makeQualified(p).toString())) if whole else None)
-        whole_folders = tuple(folder for folder in folders if folder is not None)
-        return Listing(tuple(sorted(files)), folders=whole_folders if len(whole_folders) == len(paths) else ())
+            folders.append(no_slash(str(fs.makeQualified(p).toString())))
+        return Listing(tuple(sorted(files)), folders=tuple(folders) if whole else ())
 
     def frame_of(self, listing: Listing) -> DataFrame:
         """A DataFrame of a listing's files (column `value`: text, a line a row; or Parquet records):
