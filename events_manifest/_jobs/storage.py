@@ -15,7 +15,6 @@ import os
 import stat
 import uuid
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 import attrs
 
@@ -37,9 +36,14 @@ def inside(path: str, folder: str) -> bool:
 
 
 def local_path(qualified: str) -> str | None:
-    """The path on this machine of a qualified `file:` path, else None."""
-    parts = urlsplit(qualified)
-    return parts.path or "/" if parts.scheme == "file" else None
+    """The path on this machine of a qualified `file:` path (`file:/a`, `file:///a`), else None. A
+    qualified path is Hadoop's, not a URI: a `#` or `?` in it is part of a name."""
+    if not qualified.startswith("file:"):
+        return None
+    path = qualified.removeprefix("file:")
+    if path.startswith("//"):  # an authority, empty in `file:///a`
+        path = path[path.find("/", 2) :] if path.find("/", 2) >= 0 else ""
+    return path or "/"
 
 
 def _os_kind(mode: int) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from events_manifest._jobs.staging import Staging
 from events_manifest._snowplow.shred_output import places, type_folder
-from spark_integration._spark.storage import HadoopStorage
+from spark_integration._spark.storage import HadoopStorage, literal
 
 pytestmark = pytest.mark.every_line
 
@@ -171,3 +171,19 @@ def test_a_window_s_records_are_read_from_one_listing_of_each_batch_s_folder(spa
     assert sorted(bytes(row.value).decode() for row in frame.collect()) == sorted(
         f"record {batch} {n}" for batch in range(3) for n in range(8)
     )
+
+
+def test_the_files_a_run_reads_are_sized_from_their_folder_whatever_its_name(spark: Any, tmp_path: Path) -> None:
+    """`files_of` over a folder whose name holds what a URI would escape or cut (`#`, `?`, `%`, a space):
+    each file's qualified name and size, and a file alone in its folder asked alone."""
+    folder, alone = tmp_path / "in #1 ?x %20", tmp_path / "alone #2"
+    folder.mkdir()
+    alone.mkdir()
+    for n, name in enumerate(["a b.tsv", "c#d", "e?f", "g%25h", "ü.tsv"]):
+        (folder / name).write_text("x\n" * (n + 1))
+    (alone / "only #").write_text("y\n")
+    frame = spark.read.text([literal(str(folder)), literal(str(alone / "only #"))])
+    expected = sorted(
+        [*((f"file:{folder}/{p.name}", p.stat().st_size) for p in folder.iterdir()), (f"file:{alone}/only #", 2)]
+    )
+    assert sorted(HadoopStorage(spark).files_of(frame).files) == expected

@@ -21,6 +21,8 @@ def test_paths_are_qualified_without_a_trailing_slash(storage: LocalStorage, tmp
     assert storage.qualify(str(tmp_path) + "/") == f"file:{tmp_path}"
     assert storage.qualify(f"file:{tmp_path}/a/../b") == f"file:{tmp_path}/b"
     assert local_path(f"file:{tmp_path}") == str(tmp_path) and local_path("s3a://bucket/key") is None
+    assert local_path(f"file:{tmp_path}/a #1?b") == f"{tmp_path}/a #1?b", "a name, not a URI's fragment or query"
+    assert storage.qualify(f"{tmp_path}/a #1?b/") == f"file:{tmp_path}/a #1?b"
     assert (join("s3a://b/x/", "y", "z"), no_slash("s3a://b/x/"), no_slash("file:/")) == (
         "s3a://b/x/y/z",
         "s3a://b/x",
