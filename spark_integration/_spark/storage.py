@@ -107,10 +107,11 @@ class HadoopStorage(Storage):
             fs = self._path(self._uri(folder)).getFileSystem(self._conf)
             sizes = self._sizes(fs, folder) if len(together) > 1 else {}
             for name in together:
-                p = self._path(self._uri(name))
-                qualified = no_slash(str(fs.makeQualified(p).toString()))
-                size = sizes.get(qualified)  # None: alone in its folder, or gone from it since Spark listed it
-                found[name] = (qualified, int(fs.getFileStatus(p).getLen()) if size is None else size)
+                qualified = hadoop_path(name)
+                size = sizes.get(qualified)
+                if size is None:  # alone in its folder, or gone from it since Spark listed it
+                    size = int(fs.getFileStatus(self._path(self._uri(name))).getLen())
+                found[name] = (qualified, size)
         return Listing(tuple(found[name] for name in names))
 
     def _sizes(self, fs: Any, folder: str) -> dict[str, int]:
@@ -152,7 +153,7 @@ class HadoopStorage(Storage):
 
         if listing.folders:
             whole = read(listing.folders)
-            if sorted(hadoop_path(uri) for uri in whole.inputFiles()) == names:
+            if sorted(hadoop_path(uri) for uri in whole.inputFiles()) == sorted(names):
                 return whole
         return read(names)
 
