@@ -6,6 +6,7 @@ import json
 
 __all__ = [
     "DeliveryError",
+    "InputNotWholeError",
     "ItemClaimedError",
     "ManifestConfigError",
     "ManifestError",
@@ -34,6 +35,11 @@ class ManifestUnavailableError(ManifestError):
 
 class ManifestThrottledError(ManifestUnavailableError):
     """The store kept throttling after every retry: raise its capacity or lower the concurrency."""
+
+
+class InputNotWholeError(ManifestError):
+    """An input file is still being copied into the input: nothing was read; run again once the
+    copy ends."""
 
 
 class DeliveryError(ManifestError):

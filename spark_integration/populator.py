@@ -85,9 +85,11 @@ def populate(
         Resolver(iglu_config).check_reachable()
     handle = ManifestHandle.of(manifest)
     storage = HadoopStorage(spark)
+    listing = storage.listing(inputs)
+    listing.check_whole()
     item = "populate " + ",".join(storage.qualify(source) for source in inputs)
     # a run of the ledger like any other; populating again is harmless (the same puts), so always allowed
-    with JobRun.begin(handle.open(), item, APPLICATION, source=storage.listing(inputs).identity(), rerun=True) as run:
+    with JobRun.begin(handle.open(), item, APPLICATION, source=listing.identity(), rerun=True) as run:
         run.start(datetime.now(UTC))
         return _populate(spark, inputs, handle, since, iglu_config, started)
 

@@ -18,8 +18,21 @@ from collections.abc import Callable
 
 import attrs
 
+from events_manifest.errors import InputNotWholeError
+
 FILE, FOLDER = "file", "folder"
 """What `Storage.kind` finds at a path; anything else is named (a FIFO, a device, a socket)."""
+
+
+COPYING = "._COPYING_"
+"""The end of a file's name while Hadoop copies it (`hadoop fs -put`, `-cp`, DistCp's
+`-direct` aside): renamed to its own name once the copy ends. Spark's readers leave it out."""
+
+
+def being_copied(path: str) -> bool:
+    """Whether a file's path names one Hadoop is still copying (`COPYING`), not hidden (`_*`, `.*`)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(COPYING) and not name.startswith(("_", "."))
 
 
 def join(folder: str, *names: str) -> str:
@@ -72,9 +85,24 @@ class Listing:
     """The qualified folders these files are all of, when they are their every visible file and none
     holds a sub-folder: a reader may list each folder once rather than look for each file by its name."""
 
+    copying: tuple[str, ...] = ()
+    """The files still being copied into these folders (`COPYING`), not read: the input is not whole."""
+
     @property
     def bytes(self) -> int:
         return sum(size for _, size in self.files)
+
+    def check_whole(self) -> None:
+        """Refuse an input that a copy is still writing into: a run now would never read the file
+        being copied, which gets its own name in the input once the run is done."""
+        if self.copying:
+            first, more = self.copying[0], len(self.copying) - 1
+            others = f" (and {more} more)" if more else ""
+            raise InputNotWholeError(
+                f"input file {first}{others} is still being copied (Hadoop names a file *{COPYING} until its copy "
+                f"ends), and a run now would never read it: run again once the copy ends; if no copy is running, "
+                f"it failed: delete {first}, or copy the file again"
+            )
 
     def identity(self) -> str:
         """What the run ledger records of an input, to tell a rerun of it from another input: the

@@ -169,6 +169,7 @@ def _check(request: ShredRequest, engine: ShredEngine[S]) -> _Checked:
     ]
     check_places(storage, [*outputs, *([Place("--report", request.report)] if request.report else [])], protected)
     listing = engine.read(request.inputs)
+    listing.check_whole()
     if request.overwrite and not listing.bytes:
         raise ManifestConfigError(_nothing_to_read(storage, request.inputs))
     if request.iglu is not None:

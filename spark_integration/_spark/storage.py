@@ -13,7 +13,17 @@ from urllib.parse import unquote, urlsplit
 
 from pyspark.sql import DataFrame, SparkSession
 
-from events_manifest._jobs.face import FILE, FOLDER, Listing, LocalStorage, Storage, join, local_path, no_slash
+from events_manifest._jobs.face import (
+    FILE,
+    FOLDER,
+    Listing,
+    LocalStorage,
+    Storage,
+    being_copied,
+    join,
+    local_path,
+    no_slash,
+)
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 """The schemes Hadoop's S3 connectors serve (S3A; EMRFS on EMR)."""
@@ -95,38 +105,47 @@ class HadoopStorage(Storage):
         return self.files_of(self.spark.read.text([self.absolute(path) for path in paths]))
 
     def files_of(self, frame: DataFrame) -> Listing:
-        """The files a DataFrame read from files reads (as its reader listed them), with their sizes:
-        a folder that holds several of them listed once (on S3 a LIST request a thousand files, where
-        a file's own size is a HEAD request each), a file alone in its folder asked alone."""
+        """The files a DataFrame read from files reads (as its reader listed them), with their sizes,
+        and the files still being copied beside them (`Listing.copying`, which the reader leaves
+        out): each folder listed once (on S3 a LIST request a thousand files)."""
         names = sorted(frame.inputFiles())  # URIs: `part%201.tsv` names `part 1.tsv`
         by_folder: dict[str, list[str]] = {}
         for name in names:
             by_folder.setdefault(name.rsplit("/", 1)[0] + "/", []).append(name)
         found: dict[str, tuple[str, int]] = {}
+        copying: list[str] = []
         for folder, together in by_folder.items():
             fs = self._path(self._uri(folder)).getFileSystem(self._conf)
-            sizes = self._sizes(fs, folder) if len(together) > 1 else {}
+            sizes = self._sizes(fs, folder)
+            copying += [name for name in sizes if being_copied(name)]
             for name in together:
                 qualified = hadoop_path(name)
                 size = sizes.get(qualified)
-                if size is None:  # alone in its folder, or gone from it since Spark listed it
+                if size is None:  # gone from its folder since Spark listed it
                     size = int(fs.getFileStatus(self._path(self._uri(name))).getLen())
                 found[name] = (qualified, size)
-        return Listing(tuple(found[name] for name in names))
+        return Listing(tuple(found[name] for name in names), copying=tuple(sorted(copying)))
 
     def _sizes(self, fs: Any, folder: str) -> dict[str, int]:
         """The size of each file directly in `folder` (a URI), by its qualified path: one listing."""
         p = fs.makeQualified(self._path(self._uri(folder)))
         local = local_path(no_slash(str(p.toString())))
         if local is not None:  # the OS lists a folder of thousands in a blink, py4j a file at a time
-            return {no_slash(f"file:{entry.path}"): entry.stat().st_size for entry in os.scandir(local)}
-        return {no_slash(str(status.getPath().toString())): int(status.getLen()) for status in fs.listStatus(p)}
+            return {
+                no_slash(f"file:{entry.path}"): entry.stat().st_size for entry in os.scandir(local) if entry.is_file()
+            }
+        return {
+            no_slash(str(status.getPath().toString())): int(status.getLen())
+            for status in fs.listStatus(p)
+            if status.isFile()
+        }
 
     def folder_files(self, *paths: str) -> Listing:
         """The files directly in these folders that a read of them takes, whatever their names
-        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes; the folders
-        too (`Listing.folders`) when none holds a sub-folder."""
-        files, folders, whole = [], [], True
+        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes; the files
+        still being copied there apart (`Listing.copying`); the folders too (`Listing.folders`) when
+        none holds a sub-folder."""
+        files, copying, folders, whole = [], [], [], True
         for path in paths:
             fs, p = self._fs(path)
             if not fs.exists(p):
@@ -135,10 +154,12 @@ class HadoopStorage(Storage):
             for status in fs.listStatus(p):
                 if not status.isFile():
                     whole = False  # a sub-folder: Spark's read of the folder takes a `k=v` one for a partition
+                elif being_copied(name := no_slash(str(status.getPath().toString()))):
+                    copying.append(name)
                 elif not str(status.getPath().getName()).startswith(("_", ".")):
-                    files.append((no_slash(str(status.getPath().toString())), int(status.getLen())))
+                    files.append((name, int(status.getLen())))
             folders.append(no_slash(str(fs.makeQualified(p).toString())))
-        return Listing(tuple(sorted(files)), folders=tuple(folders) if whole else ())
+        return Listing(tuple(sorted(files)), folders=tuple(folders) if whole else (), copying=tuple(sorted(copying)))
 
     def frame_of(self, listing: Listing) -> DataFrame:
         """A DataFrame of a listing's files (column `value`: text, a line a row; or Parquet records):

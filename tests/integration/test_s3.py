@@ -200,7 +200,8 @@ def test_parquet_and_shred_mode_on_s3(tmp_path: Path, s3: S3, spark: Any, mode: 
 @pytest.mark.every_line
 def test_the_files_a_run_reads_on_s3_are_listed_a_folder_at_a_time(s3: S3, spark: Any) -> None:
     """The sizes of the files a run reads (what its ledger record holds of them) from one listing of
-    their folder, not a HEAD request a file: forty files in a folder, and one alone in another."""
+    their folder, not a HEAD request a file: forty files in a folder, and one alone in another (its
+    folder listed too, for a file still being copied beside it)."""
     from spark_integration._spark.storage import HadoopStorage
 
     for n in range(40):

@@ -14,6 +14,7 @@ import pytest
 
 from events_manifest._jobs.staging import Staging
 from events_manifest._snowplow.shred_output import places, type_folder
+from events_manifest.errors import InputNotWholeError
 from spark_integration._spark.storage import HadoopStorage, literal
 
 pytestmark = pytest.mark.every_line
@@ -126,8 +127,9 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
     Spark lists once (named, it looks for each file on its own: on S3, tests/integration/test_s3.py),
     where its listing of the folder takes the same files; by their names where it would not: a
     sub-folder beside them (Spark's read of the folder takes a `k=v` one for a partition, or refuses
-    the mix), a `_metadata` file (Spark reads it, the run's listing hides it as Hadoop does), a file
-    being copied (`._COPYING_`: Spark skips it, by name too)."""
+    the mix), a `_metadata` file (Spark reads it, the run's listing hides it as Hadoop does). A file
+    still being copied (`NAME._COPYING_`, which Spark skips, even named) is kept apart in the listing,
+    and in `files_of`'s, which the jobs refuse (`Listing.check_whole`)."""
     storage = HadoopStorage(spark)
     run = tmp_path / "run [1]"  # glob characters, read as themselves
     run.mkdir()
@@ -144,7 +146,6 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
     for beside, text in (
         ("sub/part", "in a sub-folder\n"),
         ("_metadata", "metadata\n"),
-        ("part.tsv._COPYING_", "half"),
     ):
         with_it = tmp_path / f"with {beside.replace('/', '-')}"
         shutil.copytree(run, with_it)
@@ -153,7 +154,14 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
         listing = storage.folder_files(str(with_it))
         frame = storage.frame_of(listing)
         assert _scanned(frame) == len(listing.files) >= 40, beside
-        assert sorted(row.value for row in frame.collect()) == lines, beside  # a `._COPYING_` skipped, even named
+        assert sorted(row.value for row in frame.collect()) == lines, beside
+
+    copying = run / "part 40.tsv._COPYING_"
+    copying.write_text("half a li")
+    for listing in (storage.folder_files(str(run)), storage.files_of(spark.read.text(literal(str(run))))):
+        assert listing.copying == (f"file:{copying}",) and len(listing.files) == 40
+        with pytest.raises(InputNotWholeError, match=r"part 40\.tsv\._COPYING_ is still being copied"):
+            listing.check_whole()
 
 
 def test_a_window_s_records_are_read_from_one_listing_of_each_batch_s_folder(spark: Any, tmp_path: Path) -> None:
@@ -175,7 +183,7 @@ def test_a_window_s_records_are_read_from_one_listing_of_each_batch_s_folder(spa
 
 def test_the_files_a_run_reads_are_sized_from_their_folder_whatever_its_name(spark: Any, tmp_path: Path) -> None:
     """`files_of` over a folder whose name holds what a URI would escape or cut (`#`, `?`, `%`, a space):
-    each file's qualified name and size, and a file alone in its folder asked alone."""
+    each file's qualified name and size, a file alone in its folder too."""
     folder, alone = tmp_path / "in #1 ?x %20", tmp_path / "alone #2"
     folder.mkdir()
     alone.mkdir()

@@ -214,6 +214,7 @@ def _transform(job: J, name: str, progress: Progress, write: Write[J]) -> RunRes
     storage, config = job.storage, job.config
     base = storage.qualify(join(config.output, name))
     listing = job.listing(name)
+    listing.check_whole()
     now = time.time_ns()
     try:
         with _begin(job, name, source=listing.identity(), rerun=job.rerun) as run:

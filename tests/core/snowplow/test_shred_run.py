@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime
@@ -23,13 +24,13 @@ from events_manifest import SqliteManifest
 from events_manifest._iglu.resolver import ResolverConfig
 from events_manifest._jobs.folders import InputMissingError
 from events_manifest._jobs.staging import Staging
-from events_manifest._jobs.storage import Listing, LocalStorage, join
+from events_manifest._jobs.storage import Listing, LocalStorage, being_copied, join
 from events_manifest._snowplow import shred_output
 from events_manifest._snowplow.batch import Shred
 from events_manifest._snowplow.dedup import KEPT
 from events_manifest._snowplow.shred_run import ShredRequest, Staged, run
 from events_manifest._snowplow.summary import ShredSummary
-from events_manifest.errors import ManifestConfigError, from_record
+from events_manifest.errors import InputNotWholeError, ManifestConfigError, from_record
 from tests.crashes import Crashes
 from tests.shred_helpers import generated_batch, the_unbroken_output, written
 
@@ -60,15 +61,17 @@ class LocalShred:
         return str(Path(path).absolute())
 
     def read(self, inputs: Sequence[str]) -> Listing:
-        files = sorted(
+        found = sorted(
             file
             for source in map(Path, inputs)
             for file in (source.iterdir() if source.is_dir() else [source])
             if not file.name.startswith(("_", "."))
         )
+        files = [file for file in found if not being_copied(str(file))]
         texts = (gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes() for f in files)
         self.lines = [line for text in texts for line in re.split(r"\r\n|\r|\n", text.decode().removesuffix("\n"))]
-        return Listing(tuple((self.storage.qualify(str(file)), file.stat().st_size) for file in files))
+        copying = tuple(self.storage.qualify(str(file)) for file in found if being_copied(str(file)))
+        return Listing(tuple((self.storage.qualify(str(file)), file.stat().st_size) for file in files), copying=copying)
 
     def scan(self, iglu: ResolverConfig | None) -> Scan:
         return Scan(len(self.lines), ETL)
@@ -128,6 +131,9 @@ def test_every_check_comes_before_the_first_write(tmp_path: Path) -> None:
     source = generated_batch(tmp_path / "batch", events=20)
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty/_SUCCESS").write_text("")
+    copying = tmp_path / "copying"
+    shutil.copytree(source, copying)
+    (copying / "part-9.tsv._COPYING_").write_text("half a li")  # `hadoop fs -put`'s name until its copy ends
     db = tmp_path / "m.db"
     url = f"sqlite:///{db}"
     refusals: list[tuple[type[Exception], str, str, str, dict[str, object]]] = [
@@ -135,6 +141,7 @@ def test_every_check_comes_before_the_first_write(tmp_path: Path) -> None:
         (InputMissingError, "does not exist", str(tmp_path / "missing"), "out", {"manifest": url}),
         (ManifestConfigError, "is inside the input", source, str(Path(source) / "out"), {"manifest": url}),
         (ManifestConfigError, "no data for the job to read", str(tmp_path / "empty"), "out", {"overwrite": True}),
+        (InputNotWholeError, "part-9.tsv._COPYING_ is still being copied", str(copying), "out", {"manifest": url}),
     ]
     for error, message, given, output, options in refusals:
         with pytest.raises(error, match=message):

@@ -13,6 +13,7 @@ import pytest
 from events_manifest import RunConflictError, SqliteManifest
 from events_manifest._dedup.arrow import OUTCOME, REASON
 from events_manifest._dedup.engine import REPEATED, SEEN, Deduplicator, Expiry, Outcome
+from events_manifest.errors import InputNotWholeError
 from spark_integration import deduplicate, populate, shred
 from tests.dedup_helpers import STREAM_SCHEMA, dedup_stream, stream_ids, write_json
 from tests.shred_helpers import line, write_input
@@ -95,6 +96,14 @@ def test_the_populator_skips_what_the_shred_job_makes_bad_rows(spark: Any, tmp_p
     with SqliteManifest(tmp_path / "m.db") as store:
         assert store.lookup(good, "FP1") is not None
         assert store.lookup(bad_json, "FP2") is None, "a line with invalid JSON was a bad row, never stored"
+
+    # an archive a copy still writes into: refused before any put (its file would never be read)
+    late = "9a1b2c3d-b53a-4b13-a233-0088f79dcbcb"
+    (tmp_path / "archive/part-9._COPYING_").write_text(line(late, "FP9") + "\n")
+    with pytest.raises(InputNotWholeError, match=r"part-9\._COPYING_ is still being copied"):
+        populate(spark, str(tmp_path / "archive"), f"sqlite:///{tmp_path}/late.db")
+    with SqliteManifest(tmp_path / "late.db") as store:
+        assert store.lookup(good, "FP1") is None and list(store.runs()) == [], "nothing put, no run begun"
 
 
 def test_populated_manifest_warms_the_first_shred(spark: Any, tmp_path: Path) -> None:

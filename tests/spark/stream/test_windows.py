@@ -130,16 +130,19 @@ def test_stopping_commits_the_open_window_and_releases_the_claims(stream: Any, t
     assert not [p for p in (tmp_path / "out/_checkpoint").iterdir() if p.name.startswith(("_claim", "_alive"))]
 
 
-def test_a_file_arriving_with_an_old_modification_time_is_read(stream: Any, tmp_path: Path) -> None:
+def test_a_file_copied_in_with_an_old_modification_time_is_read_once_its_copy_ends(stream: Any, tmp_path: Path) -> None:
     query = stream.start()
     write(tmp_path / "in", "new.tsv.gz", [event(A)])
     query.processAllAvailable()
-    write(tmp_path / "in", "archived.tsv.gz", [event(B)])
+    write(tmp_path / "in", "archived.tsv.gz._COPYING_", [event(B)])  # `hadoop fs -put -p`'s name until it ends
+    query.processAllAvailable()
     month_ago = time.time() - 30 * 86400
-    os.utime(tmp_path / "in/archived.tsv.gz", (month_ago, month_ago))  # copied with its times kept
+    os.utime(tmp_path / "in/archived.tsv.gz._COPYING_", (month_ago, month_ago))  # copied with its times kept
+    (tmp_path / "in/archived.tsv.gz._COPYING_").rename(tmp_path / "in/archived.tsv.gz")
     query.processAllAvailable()
     [window] = stream.stop()
     assert window.good == 2, "Spark's file source alone would ignore a file a week older than the newest"
+    assert window.counts.lines == 2, "the file being copied not read until its copy ended"
 
 
 def test_a_window_whose_commit_fails_stops_the_stream_and_the_next_start_commits_it(

@@ -256,6 +256,19 @@ def test_every_refusal_s_advice_followed_works(tmp_path: Path, monkeypatch: pyte
     clean = _advised_command(transformer(copy, *command).stderr)
     assert events_manifest(copy, *clean).returncode == 0
     assert transformer(copy, *command).returncode == 0 and good_ids(copy / "out/run=3") == [D]
+    # a run a copy still writes into (`hadoop fs -put` names a file NAME._COPYING_ until it ends): run again
+    # once the copy ends, and the file is read
+    copying = write_run(tmp_path, "run=4", [event(A, "a4")]) / "part-1.tsv._COPYING_"
+    copying.write_text(event(B, "b4") + "\n")
+    waiting = transformer(tmp_path, *command)
+    assert waiting.returncode == 1 and not (tmp_path / "out/run=4").exists(), waiting.stderr
+    assert waiting.stderr.strip().splitlines()[-1] == (
+        f"transformer: error: input file file:{copying} is still being copied (Hadoop names a file *._COPYING_ "
+        "until its copy ends), and a run now would never read it: run again once the copy ends; if no copy is "
+        f"running, it failed: delete file:{copying}, or copy the file again"
+    )
+    copying.rename(copying.with_name("part-1.tsv"))
+    assert transformer(tmp_path, *command).returncode == 0 and good_ids(tmp_path / "out/run=4") == sorted([A, B])
 
 
 def _advised_command(stderr: str) -> list[str]:

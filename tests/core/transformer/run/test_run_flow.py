@@ -16,7 +16,7 @@ import pytest
 
 from events_manifest import SqliteManifest
 from events_manifest._jobs.run import JobRun
-from events_manifest._jobs.storage import Listing, LocalStorage, join
+from events_manifest._jobs.storage import Listing, LocalStorage, being_copied, join
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._manifest.ledger import COMMAND_LINE
 from events_manifest._transformer.config import TransformerConfig
@@ -24,6 +24,7 @@ from events_manifest._transformer.run.commit import COMPLETE, RunCounts, State, 
 from events_manifest._transformer.run.job import TransformerJob
 from events_manifest._transformer.run.metrics import Reporter
 from events_manifest._transformer.run.run_flow import Progress, RunResult, run, run_all
+from events_manifest.errors import InputNotWholeError
 from tests.crashes import Crashes
 
 STEPS = ["staged", "sealed", "moving", "moved", "messaged", "committed"]
@@ -42,8 +43,13 @@ class Job(TransformerJob[LocalStorage]):
     @classmethod
     def of(cls, config: TransformerConfig, manifest: DuplicateStorage) -> Job:
         def listing(name: str) -> Listing:
+            """The run folder's files, and those still being copied apart, as the glue's listing."""
             folder = Path(config.input) / name
-            return Listing(tuple((LocalStorage().qualify(str(p)), p.stat().st_size) for p in sorted(folder.iterdir())))
+            found = [(LocalStorage().qualify(str(p)), p.stat().st_size) for p in sorted(folder.iterdir())]
+            return Listing(
+                tuple(file for file in found if not being_copied(file[0])),
+                copying=tuple(name for name, _ in found if being_copied(name)),
+            )
 
         return cls.create(LocalStorage(), config, None, manifest, lister=listing, advice=COMMAND_LINE)
 
@@ -144,4 +150,34 @@ def test_every_run_goes_in_order_what_a_stopped_invocation_left_first(tmp_path: 
     assert [line for line in said if "was not successfully shredded" in line] == [
         f"file:{tmp_path}/in/run=4/ was not successfully shredded"
     ]
+    assert all((tmp_path / "out" / name / COMPLETE).exists() for name in ("run=1", "run=2", "run=3"))
+
+
+def test_a_run_a_copy_still_writes_into_waits_with_the_runs_after_it(tmp_path: Path) -> None:
+    """A run folder holding a file still being copied (`NAME._COPYING_`, which Spark's read leaves
+    out) is not transformed: committed now, its file would land in a done run, never read. The runs
+    before it are committed, it and those after it left: nothing of them written, no ledger record;
+    once the copy ends, the next invocation transforms them."""
+    for name in ("run=1", "run=2", "run=3"):
+        (tmp_path / "in" / name).mkdir(parents=True)
+        (tmp_path / "in" / name / "part-0.tsv").write_text("lines\n")
+    copying = tmp_path / "in/run=2/part-1.tsv._COPYING_"
+    copying.write_text("half a li")
+    document = {"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out")}}
+    config = TransformerConfig.parse(json.dumps({**document, "formats": {"transformationType": "widerow"}}))
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        job, progress = Job.of(config, manifest), Progress()
+        with pytest.raises(InputNotWholeError) as refused:
+            run_all(job, write, Reporter(config.monitoring), progress, print, print)
+        said = str(refused.value)
+        assert said.startswith(f"input file file:{copying} is still being copied")
+        assert said.endswith(f"if no copy is running, it failed: delete file:{copying}, or copy the file again")
+        assert progress.failed() == (
+            "1 run committed before (run=1); run=2: nothing of it was committed, and the next invocation finishes it"
+        )
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run=1"]
+        assert [record.item for record in manifest.runs()] == [job.item("run=1")]
+        copying.rename(tmp_path / "in/run=2/part-1.tsv")  # the copy ended
+        results = run_all(job, write, Reporter(config.monitoring), Progress(), print, print)
+    assert [result.name for result in results] == ["run=2", "run=3"]
     assert all((tmp_path / "out" / name / COMPLETE).exists() for name in ("run=1", "run=2", "run=3"))
