@@ -99,7 +99,7 @@ class _SparkShred:
 
     def read(self, inputs: Sequence[str]) -> Listing:
         self.lines = enriched.load_enriched(self.spark, list(inputs))  # listed once: every read reads these files
-        return self.storage.files_of(self.lines)
+        return self.storage.files_of(self.lines, roots=inputs)
 
     def scan(self, iglu: ResolverConfig | None) -> BatchScan:
         return scan_batch(self._lines, iglu)

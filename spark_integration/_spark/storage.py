@@ -20,6 +20,7 @@ from events_manifest._jobs.face import (
     LocalStorage,
     Storage,
     being_copied,
+    inside,
     join,
     local_path,
     no_slash,
@@ -102,12 +103,14 @@ class HadoopStorage(Storage):
     def listing(self, paths: Sequence[str]) -> Listing:
         """The files Spark's text reader takes from these paths (its own rules for hidden files,
         subfolders and globs), with their sizes."""
-        return self.files_of(self.spark.read.text([self.absolute(path) for path in paths]))
+        return self.files_of(self.spark.read.text([self.absolute(path) for path in paths]), roots=paths)
 
-    def files_of(self, frame: DataFrame) -> Listing:
+    def files_of(self, frame: DataFrame, roots: Sequence[str] = ()) -> Listing:
         """The files a DataFrame read from files reads (as its reader listed them), with their sizes,
         and the files still being copied beside them (`Listing.copying`, which the reader leaves
-        out): each folder listed once (on S3 a LIST request a thousand files)."""
+        out): each folder listed once (on S3 a LIST request a thousand files); and in those of the
+        folders it was read from (`roots`) where it read no file, the files being copied (the first
+        file of a copy that has just begun)."""
         names = sorted(frame.inputFiles())  # URIs: `part%201.tsv` names `part 1.tsv`
         by_folder: dict[str, list[str]] = {}
         for name in names:
@@ -124,6 +127,9 @@ class HadoopStorage(Storage):
                 if size is None:  # gone from its folder since Spark listed it
                     size = int(fs.getFileStatus(self._path(self._uri(name))).getLen())
                 found[name] = (qualified, size)
+        for root in map(self.qualify, roots):
+            if not any(inside(name, root) for name, _ in found.values()):
+                copying += [name for name in self.modified_times(root) if being_copied(name)]
         return Listing(tuple(found[name] for name in names), copying=tuple(sorted(copying)))
 
     def _sizes(self, fs: Any, folder: str) -> dict[str, int]:

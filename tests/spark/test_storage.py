@@ -162,6 +162,11 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
         assert listing.copying == (f"file:{copying}",) and len(listing.files) == 40
         with pytest.raises(InputNotWholeError, match=r"part 40\.tsv\._COPYING_ is still being copied"):
             listing.check_whole()
+    begun = tmp_path / "a copy begun"  # its first file not there yet: Spark reads nothing from the folder
+    begun.mkdir()
+    (begun / "part 0.tsv._COPYING_").write_text("half a li")
+    listing = storage.files_of(spark.read.text(literal(str(begun))), roots=[str(begun)])
+    assert listing.files == () and listing.copying == (f"file:{begun}/part 0.tsv._COPYING_",)
 
 
 def test_a_window_s_records_are_read_from_one_listing_of_each_batch_s_folder(spark: Any, tmp_path: Path) -> None:
