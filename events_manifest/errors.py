@@ -38,8 +38,8 @@ class ManifestThrottledError(ManifestUnavailableError):
 
 
 class InputNotWholeError(ManifestError):
-    """An input file is still being copied into the input: nothing was read; run again once the
-    copy ends."""
+    """Part of an input would not be read (a file a copy still writes, a sub-folder): nothing was
+    read or written; the message says what to do."""
 
 
 class DeliveryError(ManifestError):

@@ -26,10 +26,12 @@ from events_manifest._jobs.storage import (
     LocalStorage,
     Storage,
     being_copied,
+    hidden,
     inside,
     join,
     local_path,
     no_slash,
+    unread,
 )
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "check_places",
     "claim",
     "default_region",
+    "hidden",
     "inside",
     "join",
     "local_path",
@@ -62,4 +65,5 @@ __all__ = [
     "quiet",
     "redact",
     "silent_for",
+    "unread",
 ]

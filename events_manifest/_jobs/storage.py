@@ -14,7 +14,7 @@ import hashlib
 import os
 import stat
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -29,10 +29,29 @@ COPYING = "._COPYING_"
 `-direct` aside): renamed to its own name once the copy ends. Spark's readers leave it out."""
 
 
+def hidden(path: str) -> bool:
+    """Whether Hadoop's readers leave a file or folder out by its name (`_*`, `.*`)."""
+    return path.rsplit("/", 1)[-1].startswith(("_", "."))
+
+
 def being_copied(path: str) -> bool:
-    """Whether a file's path names one Hadoop is still copying (`COPYING`), not hidden (`_*`, `.*`)."""
-    name = path.rsplit("/", 1)[-1]
-    return name.endswith(COPYING) and not name.startswith(("_", "."))
+    """Whether a file's path names one Hadoop is still copying (`COPYING`), not hidden."""
+    return path.endswith(COPYING) and not hidden(path)
+
+
+def unread(entries: Mapping[str, int | None], read: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a read of folders leaves out that may hold events, from what the folders hold (`entries`,
+    by qualified path: a file's size, None for a sub-folder) and the files it reads: the files still
+    being copied, and the visible sub-folders none of whose files it reads (`Listing.copying`,
+    `Listing.nested`)."""
+    taken = list(read)
+    copying = sorted(name for name, size in entries.items() if size is not None and being_copied(name))
+    nested = sorted(
+        name
+        for name, size in entries.items()
+        if size is None and not hidden(name) and not any(inside(file, name) for file in taken)
+    )
+    return tuple(copying), tuple(nested)
 
 
 def join(folder: str, *names: str) -> str:
@@ -87,21 +106,29 @@ class Listing:
 
     copying: tuple[str, ...] = ()
     """The files still being copied into these folders (`COPYING`), not read: the input is not whole."""
+    nested: tuple[str, ...] = ()
+    """The visible sub-folders of these folders whose files are not read (`unread`)."""
 
     @property
     def bytes(self) -> int:
         return sum(size for _, size in self.files)
 
     def check_whole(self) -> None:
-        """Refuse an input that a copy is still writing into: a run now would never read the file
-        being copied, which gets its own name in the input once the run is done."""
+        """Refuse an input part of which a run would never read: a file a copy is still writing
+        (it gets its own name once the run is done), a sub-folder whose files the read leaves out."""
         if self.copying:
-            first, more = self.copying[0], len(self.copying) - 1
-            others = f" (and {more} more)" if more else ""
+            first, others = _first(self.copying)
             raise InputNotWholeError(
                 f"input file {first}{others} is still being copied (Hadoop names a file *{COPYING} until its copy "
                 f"ends), and a run now would never read it: run again once the copy ends; if no copy is running, "
                 f"it failed: delete {first}, or copy the file again"
+            )
+        if self.nested:
+            first, others = _first(self.nested)
+            raise InputNotWholeError(
+                f"input folder {first}{others} is inside a folder the run reads, which reads the files directly in "
+                f"it, not those of its sub-folders: its files would never be read. Move them up into "
+                f"{first.rsplit('/', 1)[0]}, or the folder out of the input, then run again"
             )
 
     def identity(self) -> str:
@@ -111,6 +138,11 @@ class Listing:
         named = sorted((name.rsplit("/", 1)[-1], size) for name, size in self.files)
         digest = hashlib.sha256("".join(f"{name}\t{size}\n" for name, size in named).encode())
         return f"{len(self.files)} files, {self.bytes} bytes, sha256 {digest.hexdigest()[:16]}"
+
+
+def _first(names: tuple[str, ...]) -> tuple[str, str]:
+    """The first of `names`, and how many more there are, said."""
+    return names[0], f" (and {len(names) - 1} more)" if len(names) > 1 else ""
 
 
 class Storage(abc.ABC):

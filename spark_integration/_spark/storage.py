@@ -20,10 +20,11 @@ from events_manifest._jobs.face import (
     LocalStorage,
     Storage,
     being_copied,
-    inside,
+    hidden,
     join,
     local_path,
     no_slash,
+    unread,
 )
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
@@ -107,65 +108,71 @@ class HadoopStorage(Storage):
 
     def files_of(self, frame: DataFrame, roots: Sequence[str] = ()) -> Listing:
         """The files a DataFrame read from files reads (as its reader listed them), with their sizes,
-        and the files still being copied beside them (`Listing.copying`, which the reader leaves
-        out): each folder listed once (on S3 a LIST request a thousand files); and in those of the
-        folders it was read from (`roots`) where it read no file, the files being copied (the first
-        file of a copy that has just begun)."""
+        and what their folders hold that the reader leaves out (`unread`: files still being
+        copied, sub-folders): each folder listed once (on S3 a LIST request a thousand files); and
+        so the folders it was read from (`roots`) where it read no file directly (a copy whose first
+        file is not there yet, files only in sub-folders)."""
         names = sorted(frame.inputFiles())  # URIs: `part%201.tsv` names `part 1.tsv`
         by_folder: dict[str, list[str]] = {}
         for name in names:
             by_folder.setdefault(name.rsplit("/", 1)[0] + "/", []).append(name)
         found: dict[str, tuple[str, int]] = {}
-        copying: list[str] = []
+        entries: dict[str, int | None] = {}
         for folder, together in by_folder.items():
             fs = self._path(self._uri(folder)).getFileSystem(self._conf)
-            sizes = self._sizes(fs, folder)
-            copying += [name for name in sizes if being_copied(name)]
+            listed = self._entries(fs, fs.makeQualified(self._path(self._uri(folder))))
+            entries.update(listed)
             for name in together:
                 qualified = hadoop_path(name)
-                size = sizes.get(qualified)
+                size = listed.get(qualified)
                 if size is None:  # gone from its folder since Spark listed it
                     size = int(fs.getFileStatus(self._path(self._uri(name))).getLen())
                 found[name] = (qualified, size)
+        folders = {name.rsplit("/", 1)[0] for name in entries}
         for root in map(self.qualify, roots):
-            if not any(inside(name, root) for name, _ in found.values()):
-                copying += [name for name in self.modified_times(root) if being_copied(name)]
-        return Listing(tuple(found[name] for name in names), copying=tuple(sorted(copying)))
+            fs, p = self._fs(root)
+            if root not in folders and fs.isDirectory(p):
+                entries.update(self._entries(fs, p))
+        copying, nested = unread(entries, (name for name, _ in found.values()))
+        return Listing(tuple(found[name] for name in names), copying=copying, nested=nested)
 
-    def _sizes(self, fs: Any, folder: str) -> dict[str, int]:
-        """The size of each file directly in `folder` (a URI), by its qualified path: one listing."""
-        p = fs.makeQualified(self._path(self._uri(folder)))
+    def _entries(self, fs: Any, p: Any) -> dict[str, int | None]:
+        """What is directly in the folder `p` (qualified), by qualified path: each file's size, None
+        for a sub-folder; one listing."""
         local = local_path(no_slash(str(p.toString())))
         if local is not None:  # the OS lists a folder of thousands in a blink, py4j a file at a time
             return {
-                no_slash(f"file:{entry.path}"): entry.stat().st_size for entry in os.scandir(local) if entry.is_file()
+                no_slash(f"file:{entry.path}"): entry.stat().st_size if entry.is_file() else None
+                for entry in os.scandir(local)
+                if entry.is_file() or entry.is_dir()
             }
         return {
-            no_slash(str(status.getPath().toString())): int(status.getLen())
+            no_slash(str(status.getPath().toString())): int(status.getLen()) if status.isFile() else None
             for status in fs.listStatus(p)
-            if status.isFile()
         }
 
     def folder_files(self, *paths: str) -> Listing:
         """The files directly in these folders that a read of them takes, whatever their names
-        (Hadoop's hidden `_*` and `.*` left out, sub-folders ignored), with their sizes; the files
-        still being copied there apart (`Listing.copying`); the folders too (`Listing.folders`) when
-        none holds a sub-folder."""
-        files, copying, folders, whole = [], [], [], True
+        (Hadoop's hidden `_*` and `.*` left out), with their sizes; what they hold apart (`unread`:
+        files still being copied, sub-folders); the folders too (`Listing.folders`) when none holds a
+        sub-folder."""
+        files, folders, whole = [], [], True
+        entries: dict[str, int | None] = {}
         for path in paths:
             fs, p = self._fs(path)
             if not fs.exists(p):
                 whole = False
                 continue
             for status in fs.listStatus(p):
+                name = no_slash(str(status.getPath().toString()))
+                entries[name] = int(status.getLen()) if status.isFile() else None
                 if not status.isFile():
                     whole = False  # a sub-folder: Spark's read of the folder takes a `k=v` one for a partition
-                elif being_copied(name := no_slash(str(status.getPath().toString()))):
-                    copying.append(name)
-                elif not str(status.getPath().getName()).startswith(("_", ".")):
+                elif not hidden(name) and not being_copied(name):
                     files.append((name, int(status.getLen())))
             folders.append(no_slash(str(fs.makeQualified(p).toString())))
-        return Listing(tuple(sorted(files)), folders=tuple(folders) if whole else (), copying=tuple(sorted(copying)))
+        copying, nested = unread(entries, (name for name, _ in files))
+        return Listing(tuple(sorted(files)), folders=tuple(folders) if whole else (), copying=copying, nested=nested)
 
     def frame_of(self, listing: Listing) -> DataFrame:
         """A DataFrame of a listing's files (column `value`: text, a line a row; or Parquet records):

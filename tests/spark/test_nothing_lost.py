@@ -78,7 +78,7 @@ def test_overwrite_refuses_an_input_with_nothing_to_read(shred_batch: Path) -> N
     found = {
         "empty": "input [empty]: nothing at all: no data for the job to read",
         "hidden": "input [hidden]: hidden files (.part-0.tsv, _SUCCESS): no data",
-        "nested": "input [nested]: subfolders (sub/): no data",
+        "nested": "nested/sub is inside a folder the run reads, which reads the files directly in it",
     }
     for source, message in found.items():
         done = shredder(cwd, *_shred_flags("out", "bad", source), "--overwrite", "--item-id", source)

@@ -152,6 +152,7 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
         (with_it / beside).parent.mkdir(exist_ok=True)
         (with_it / beside).write_text(text)
         listing = storage.folder_files(str(with_it))
+        assert listing.nested == ((f"file:{with_it}/sub",) if "/" in beside else ()), beside
         frame = storage.frame_of(listing)
         assert _scanned(frame) == len(listing.files) >= 40, beside
         assert sorted(row.value for row in frame.collect()) == lines, beside

@@ -9,7 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from events_manifest._jobs.storage import FILE, FOLDER, LocalStorage, inside, join, literal_root, local_path, no_slash
+from events_manifest._jobs.storage import (
+    FILE,
+    FOLDER,
+    Listing,
+    LocalStorage,
+    inside,
+    join,
+    literal_root,
+    local_path,
+    no_slash,
+    unread,
+)
+from events_manifest.errors import InputNotWholeError
 
 
 @pytest.fixture
@@ -96,3 +108,33 @@ def test_merge_and_delete(storage: LocalStorage, tmp_path: Path) -> None:
     storage.delete(str(tmp_path / "b"))
     storage.delete(str(tmp_path / "b"))  # nothing when absent
     assert not (tmp_path / "b").exists()
+
+
+def test_what_a_read_of_folders_leaves_out_that_may_hold_events() -> None:
+    """Files still being copied, and visible sub-folders none of whose files are read (a `k=v` one
+    Spark reads as a partition is not); hidden names are Hadoop's to leave out. An input with either
+    is refused in one line that names it and what to do."""
+    entries: dict[str, int | None] = {
+        "s3a://b/run=1/part-0.tsv": 10,
+        "s3a://b/run=1/part-1.tsv._COPYING_": 4,
+        "s3a://b/run=1/_part-2.tsv._COPYING_": 4,
+        "s3a://b/run=1/.part-3.tsv._COPYING_": 4,
+        "s3a://b/run=1/sub": None,
+        "s3a://b/run=1/date=2026-11-01": None,
+        "s3a://b/run=1/_temporary": None,
+        "s3a://b/run=1/.staging": None,
+    }
+    read = ["s3a://b/run=1/part-0.tsv", "s3a://b/run=1/date=2026-11-01/part-0.tsv"]
+    copying, nested = unread(entries, read)
+    assert (copying, nested) == (("s3a://b/run=1/part-1.tsv._COPYING_",), ("s3a://b/run=1/sub",))
+    Listing(((read[0], 10),)).check_whole()  # whole: no refusal
+    with pytest.raises(InputNotWholeError) as refused:
+        Listing(((read[0], 10),), copying=copying, nested=nested).check_whole()
+    assert str(refused.value).startswith("input file s3a://b/run=1/part-1.tsv._COPYING_ is still being copied")
+    with pytest.raises(InputNotWholeError) as refused:
+        Listing(((read[0], 10),), nested=(*nested, "s3a://b/run=1/other")).check_whole()
+    assert str(refused.value) == (
+        "input folder s3a://b/run=1/sub (and 1 more) is inside a folder the run reads, which reads the files "
+        "directly in it, not those of its sub-folders: its files would never be read. Move them up into "
+        "s3a://b/run=1, or the folder out of the input, then run again"
+    )

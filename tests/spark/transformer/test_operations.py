@@ -58,7 +58,9 @@ def good_ids(base: Path) -> list[str]:
 
 def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     """Empty runs of every kind are committed as runs of 0 lines and the runs after them go on;
-    files are read whatever their names, sub-folders left out."""
+    files are read whatever their names. A run folder holding a sub-folder, whose files a run does
+    not read (the reference's read fails on it), stops the job at that run in one line; its advice
+    followed (the files moved up, or the folder out of the input), the next invocation reads them."""
     write_run(tmp_path, "run=1")
     hidden = write_run(tmp_path, "run=2")
     (hidden / "_SUCCESS").touch()
@@ -73,21 +75,38 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     (odd / "part 2%20.tsv.gz").write_bytes(gzip.compress((event(C) + "\n").encode()))
     (odd / "sub").mkdir()
     (odd / "sub" / "part-0.tsv").write_text(event(D) + "\n")
-    done = run(tmp_path, '"output": {"path": "out", "compression": "NONE"}')
-    assert done.returncode == 0, told(done.stderr)
-    for name in ("run=1", "run=2", "run=3", "run=4", "run=5"):
+    stopped = run(tmp_path, '"output": {"path": "out", "compression": "NONE"}')
+    assert stopped.returncode == 1 and sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "run=1",
+        "run=2",
+        "run=3",
+        "run=4",
+    ]
+    assert stopped.stderr.strip().splitlines()[-1] == (
+        f"transformer: error: input folder file:{nested} is inside a folder the run reads, which reads the files "
+        "directly in it, not those of its sub-folders: its files would never be read. Move them up into "
+        f"file:{nested.parent}, or the folder out of the input, then run again; 4 runs committed before (run=2, "
+        "run=3, run=4); run=5: nothing of it was committed, and the next invocation finishes it"
+    )
+    for name in ("run=1", "run=2", "run=3", "run=4"):
         base = tmp_path / "out" / name
         good, bad, message = outputs(base)
         assert (good, bad) == ([], []) and message["data"]["count"] == EMPTY_MESSAGE_COUNT
         assert message["data"]["timestamps"]["min"] is None and message["data"]["timestamps"]["max"] is None
         assert (base / "output=good/_SUCCESS").exists() and (base / "output=bad/_SUCCESS").exists()
-        assert f"{name}: 0 lines, 0 good, 0 bad" in done.stdout
+        assert f"{name}: 0 lines, 0 good, 0 bad" in stopped.stdout
+    (nested / "part-0.tsv").rename(nested.parent / "part-0.tsv")  # the advice followed: moved up,
+    nested.rmdir()
+    (odd / "sub").rename(tmp_path / "elsewhere")  # or out of the input
+    done = run(tmp_path, '"output": {"path": "out", "compression": "NONE"}')
+    assert done.returncode == 0, told(done.stderr)
+    assert [json.loads(text)["event_id"] for text in read_lines(tmp_path / "out/run=5/output=good")] == [A]
     odd_out = tmp_path / "out/run=6 copy"
     kept_ids = sorted(json.loads(text)["event_id"] for text in read_lines(odd_out / "output=good"))
-    assert kept_ids == sorted([B, C]), "every file of the run, none of its sub-folder"
+    assert kept_ids == sorted([B, C]), "every file of the run"
     message = json.loads((odd_out / "shredding_complete.json").read_text())
     assert message["data"]["base"] == f"file:{odd_out}/", "named as it is, for the loader to find its files"
-    assert done.stdout.index("run=5: 0 lines") < done.stdout.index("processing file:" + str(tmp_path / "in/run=6"))
+    assert done.stdout.index("run=5: 1 lines") < done.stdout.index("processing file:" + str(tmp_path / "in/run=6"))
 
 
 def test_a_refused_message_is_sent_by_the_next_invocation(tmp_path: Path, aws: dict[str, Any]) -> None:
