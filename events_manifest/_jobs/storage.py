@@ -116,20 +116,11 @@ class Listing:
     def check_whole(self) -> None:
         """Refuse an input part of which a run would never read: a file a copy is still writing
         (it gets its own name once the run is done), a sub-folder whose files the read leaves out."""
-        if self.copying:
-            first, others = _first(self.copying)
-            raise InputNotWholeError(
-                f"input file {first}{others} is still being copied (Hadoop names a file *{COPYING} until its copy "
-                f"ends), and a run now would never read it: run again once the copy ends; if no copy is running, "
-                f"it failed: delete {first}, or copy the file again"
-            )
-        if self.nested:
-            first, others = _first(self.nested)
-            raise InputNotWholeError(
-                f"input folder {first}{others} is inside a folder the run reads, which reads the files directly in "
-                f"it, not those of its sub-folders: its files would never be read. Move them up into "
-                f"{first.rsplit('/', 1)[0]}, or the folder out of the input, then run again"
-            )
+        for names, said in ((self.copying, _COPYING_SAID), (self.nested, _NESTED_SAID)):
+            if names:
+                first, more = names[0], len(names) - 1
+                others = f" (and {more} more)" if more else ""
+                raise InputNotWholeError(said.format(first=first, others=others, folder=first.rsplit("/", 1)[0]))
 
     def identity(self) -> str:
         """What the run ledger records of an input, to tell a rerun of it from another input: the
@@ -140,9 +131,16 @@ class Listing:
         return f"{len(self.files)} files, {self.bytes} bytes, sha256 {digest.hexdigest()[:16]}"
 
 
-def _first(names: tuple[str, ...]) -> tuple[str, str]:
-    """The first of `names`, and how many more there are, said."""
-    return names[0], f" (and {len(names) - 1} more)" if len(names) > 1 else ""
+_COPYING_SAID = (
+    "input file {first}{others} is still being copied (Hadoop names a file *" + COPYING + " until its copy ends), "
+    "and a run now would never read it: run again once the copy ends; if no copy is running, it failed: delete "
+    "{first}, or copy the file again"
+)
+_NESTED_SAID = (
+    "input folder {first}{others} is inside a folder the run reads, which reads the files directly in it, not "
+    "those of its sub-folders: its files would never be read. Move them up into {folder}, or the folder out of "
+    "the input, then run again"
+)
 
 
 class Storage(abc.ABC):
