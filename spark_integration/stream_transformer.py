@@ -296,8 +296,9 @@ class StreamTransformer:
 
     def watch_files(self, *, now: bool = False) -> None:
         """Warn, a line a file, of every input file that changed after the file source read it (one
-        still being written, or replaced under its name): the file source does not read it again.
-        Every `WATCH_SECONDS` (each listing costs a listing of the input), or `now`."""
+        still being written, or replaced under its name): the file source does not read it again;
+        and of every sub-folder of the input, whose files it does not read. Every `WATCH_SECONDS`
+        (each listing costs a listing of the input), or `now`."""
         if self.config.source.type != "file" or (not now and time.monotonic() - self._last_watch < WATCH_SECONDS):
             return
         self._last_watch = time.monotonic()
@@ -312,6 +313,8 @@ class StreamTransformer:
         for folder in sorted(self._read_files.folders()):
             for line in self._read_files.changed(self.storage.modified_times(folder)):
                 self.warn(line)
+        for line in self._read_files.nested(self.storage.entries(self.config.source.path)):
+            self.warn(line)
 
     def commit_due(self) -> list[RunResult]:
         """Commit every window whose time is over (and the windows an earlier start left)."""

@@ -136,6 +136,11 @@ class HadoopStorage(Storage):
         copying, nested = unread(entries, (name for name, _ in found.values()))
         return Listing(tuple(found[name] for name in names), copying=copying, nested=nested)
 
+    def entries(self, path: str) -> dict[str, int | None]:
+        """What is directly in a folder (`_entries`), nothing if it is not one."""
+        fs, p = self._fs(path)
+        return self._entries(fs, fs.makeQualified(p)) if fs.isDirectory(p) else {}
+
     def _entries(self, fs: Any, p: Any) -> dict[str, int | None]:
         """What is directly in the folder `p` (qualified), by qualified path: each file's size, None
         for a sub-folder; one listing."""

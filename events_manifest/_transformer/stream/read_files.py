@@ -1,5 +1,5 @@
-"""The files the stream's file source has read, and the ones that changed after it read them
-(docs/stream-transformer.md, "Guarantees").
+"""The files the stream's file source has read, the ones that changed after it read them, and the
+sub-folders of its input whose files it does not read (docs/stream-transformer.md, "Guarantees").
 
 Spark's file source takes a file once, by its name, as it was when listed: a file that grows after
 that (still being written) or is replaced under the same name is not read again. Which files it
@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
-from events_manifest._jobs.storage import Storage
+from events_manifest._jobs.storage import Storage, unread
 
 LOG_VERSION = "v1"
 _LOG_FILE = re.compile(r"^(\d+)(\.compact)?$")
@@ -31,6 +31,15 @@ def changed_message(path: str, read_ms: int, now_ms: int) -> str:
         f"input file [{path}] changed after it was read (modified {_time(read_ms)} when read, now {_time(now_ms)}): "
         "a file is read once, as it was when listed, so what changed is not read. To read it, put what was not "
         "read into input.dir under a new name; put files there whole (write them elsewhere, then move them in)"
+    )
+
+
+def nested_message(folder: str) -> str:
+    """The line that names a sub-folder of the input whose files the file source does not read."""
+    return (
+        f"input folder [{folder}] is inside input.dir, whose files the file source reads, not those of its "
+        "sub-folders: its files are not read. To read them, move them up into input.dir (under new names if "
+        "they clash)"
     )
 
 
@@ -58,6 +67,7 @@ class ReadFiles:
     _next: int = attrs.field(default=0, init=False)
     """The first batch of the log not read yet."""
     _said: set[tuple[str, int]] = attrs.field(factory=set, init=False)
+    _said_nested: set[str] = attrs.field(factory=set, init=False)
 
     def update(self) -> None:
         """Read the batches the log gained since the last update (from its newest compaction
@@ -94,6 +104,15 @@ class ReadFiles:
             if read is not None and read != modified and (path, modified) not in self._said:
                 self._said.add((path, modified))
                 lines.append(changed_message(path, read, modified))
+        return lines
+
+    def nested(self, entries: Mapping[str, int | None]) -> list[str]:
+        """The lines naming each sub-folder among what the input folder holds (`entries`: a file's
+        size, None for a sub-folder) none of whose files was read (`unread`), each said once; but a
+        `column=value` one, which the file source reads as a partition (maybe in a batch to come)."""
+        nested = [name for name in unread(entries, self._read)[1] if "=" not in name.rsplit("/", 1)[-1]]
+        lines = [nested_message(folder) for folder in nested if folder not in self._said_nested]
+        self._said_nested.update(nested)
         return lines
 
     def folders(self) -> set[str]:

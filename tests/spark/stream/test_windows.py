@@ -32,6 +32,7 @@ A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
 C = "0f4a8c9e-1b2d-4e3f-8a5b-6c7d8e9f0a1b"
 D = "5b0c7a3e-9d8f-4a1b-b2c3-d4e5f6a7b8c9"
+E = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"
 CLICK = sdj(
     "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1", '{"targetUrl":"https://x/","elementId":"b"}'
 )
@@ -350,7 +351,8 @@ def test_a_file_changed_after_it_was_read_is_named_once_and_again_at_the_next_st
     spark: Any, tmp_path: Path, iglu: ResolverConfig
 ) -> None:
     """A file still being written (grown after it was read) and one replaced under its name are not
-    read again by the file source: each is named in one warning line, never skipped silently."""
+    read again by the file source, nor the files of a sub-folder of the input: each is named in one
+    warning line, never skipped silently; the advice followed, they are read."""
     from spark_integration.stream_transformer import StreamTransformer
 
     inp, warned = tmp_path / "in", list[str]()
@@ -373,18 +375,25 @@ def test_a_file_changed_after_it_was_read_is_named_once_and_again_at_the_next_st
     assert "what changed is not read. To read it, put what was not read into input.dir under a new name" in grown
     write(inp, "part-00000.tsv.gz", [event(D)])  # another file under the same name
     os.utime(inp / "part-00000.tsv.gz", (later + 5, later + 5))
+    write(inp / "copied", "part-00000.tsv.gz", [event(E)])  # a copy into the input that made a folder
     warned.clear()
     with StreamTransformer(spark, stream_config(tmp_path), iglu=iglu, warn=warned.append) as again:
         again.start(available_now=True).awaitTermination()
     assert sorted(line.split("]")[0] for line in warned) == [
         f"input file [file:{inp}/part-00000.tsv.gz",
         f"input file [file:{inp}/slow.tsv",
+        f"input folder [file:{inp}/copied",
     ], warned
+    assert (
+        f"input folder [file:{inp}/copied] is inside input.dir, whose files the file source reads, not those of its "
+        "sub-folders: its files are not read. To read them, move them up into input.dir" in "\n".join(warned)
+    )
     (inp / "slow.tsv.rest").write_text(event(C) + "\n")  # the advice: what was not read, under a new name
     (inp / "part-00000-again.tsv.gz").write_bytes((inp / "part-00000.tsv.gz").read_bytes())
+    (inp / "copied/part-00000.tsv.gz").rename(inp / "copied.tsv.gz")  # moved up
     with StreamTransformer(spark, stream_config(tmp_path), iglu=iglu, warn=warned.append) as third:
         third.start(available_now=True).awaitTermination()
-    assert committed_ids(tmp_path / "out") == sorted([A, B, C, D])
+    assert committed_ids(tmp_path / "out") == sorted([A, B, C, D, E])
 
 
 @pytest.mark.parametrize(

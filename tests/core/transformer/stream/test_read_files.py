@@ -38,6 +38,25 @@ def test_a_file_changed_since_it_was_read_is_named_once(tmp_path: Path) -> None:
     assert len(files.changed({"file:/in/a.tsv": 90_000})) == 1, "a change after that is another"
 
 
+def test_a_sub_folder_none_of_whose_files_was_read_is_named_once(tmp_path: Path) -> None:
+    """The file source reads the files directly in its folder, and a `column=value` sub-folder as a
+    partition (maybe in a batch to come): any other visible sub-folder's files are never read."""
+    sources = tmp_path / "sources"
+    log(sources, "0", ("file:///in/a.tsv", 1_000, 0), ("file:///in/day=1/b.tsv", 2_000, 0))
+    files = ReadFiles(LocalStorage(), str(sources))
+    files.update()
+    entries: dict[str, int | None] = {
+        "file:/in/a.tsv": 10,
+        "file:/in/day=1": None,
+        "file:/in/day=2": None,
+        "file:/in/copied": None,
+        "file:/in/_temporary": None,
+    }
+    [line] = files.nested(entries)
+    assert line.startswith("input folder [file:/in/copied] is inside input.dir, whose files the file source reads")
+    assert files.nested(entries) == [], "said once"
+
+
 def test_the_log_is_read_as_it_grows_and_from_its_compaction(tmp_path: Path) -> None:
     """Spark compacts every few batches into `<batch>.compact` and deletes the batches before it."""
     sources = tmp_path / "sources"
