@@ -19,7 +19,7 @@ from events_manifest._jobs import steps
 from events_manifest._jobs.folders import FolderClaimedError, Judge, claim
 from events_manifest._jobs.run import NOTHING_WRITTEN, JobRun
 from events_manifest._jobs.staging import Staging
-from events_manifest._jobs.storage import Listing, Storage, join
+from events_manifest._jobs.storage import Listing, Storage, hidden, join
 from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._manifest.ledger import Advice
 from events_manifest._transformer.config import TransformerConfig
@@ -269,9 +269,13 @@ def run_all(
     alone and reported (`report`, `metrics`) as it is; the first failure stops there (the runs
     before it are committed). Runs a killed or failed invocation left (a folder it began, a run
     the ledger holds as stopped) are finished first; the ledger is first brought to the output
-    (`TransformerJob.reconcile`). A run folder done but not this transformer's is said (`warn`)."""
+    (`TransformerJob.reconcile`). A run folder done but not this transformer's is said (`warn`), and
+    files directly in the input, which no run reads (`outside_runs`)."""
     storage, config = job.storage, job.config
     inputs = storage.subfolders(config.input)
+    loose = [name for name in storage.children(config.input) if name not in inputs and not hidden(name)]
+    if loose:
+        warn(outside_runs(folder_uri(storage.qualify(config.input)), loose))
     outputs = storage.children(config.output) if storage.exists(config.output) else []
     found = discover(inputs, outputs, config.run_interval, datetime.now(UTC))
     folders = {name: inspect(storage, join(config.output, name)) for name in found.done}
@@ -299,6 +303,15 @@ def run_all(
     if not incomplete:
         report("No incomplete folders were discovered")
     return results
+
+
+def outside_runs(input_uri: str, names: list[str]) -> str:
+    """The line that names the files directly in the input (`input_uri`), which no run reads."""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"{input_uri} holds files outside any run folder ({shown}): a run is a folder in input, and these are not "
+        "read; if input is a run's folder, give input the folder that holds it"
+    )
 
 
 _TO_FINISH = (State.SEALED, State.UNFINISHED, State.ABSENT)

@@ -58,9 +58,10 @@ def good_ids(base: Path) -> list[str]:
 
 def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     """Empty runs of every kind are committed as runs of 0 lines and the runs after them go on;
-    files are read whatever their names. A run folder holding a sub-folder, whose files a run does
-    not read (the reference's read fails on it), stops the job at that run in one line; its advice
-    followed (the files moved up, or the folder out of the input), the next invocation reads them."""
+    files are read whatever their names, and a file beside the runs is said not read. A run folder
+    holding a sub-folder, whose files a run does not read (the reference's read fails on it), stops
+    the job at that run in one line; its advice followed (the files moved up, or the folder out of
+    the input), the next invocation reads them."""
     write_run(tmp_path, "run=1")
     hidden = write_run(tmp_path, "run=2")
     (hidden / "_SUCCESS").touch()
@@ -75,6 +76,7 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     (odd / "part 2%20.tsv.gz").write_bytes(gzip.compress((event(C) + "\n").encode()))
     (odd / "sub").mkdir()
     (odd / "sub" / "part-0.tsv").write_text(event(D) + "\n")
+    (tmp_path / "in/part-0.tsv").write_text(event(D) + "\n")  # beside the runs: in none of them
     stopped = run(tmp_path, '"output": {"path": "out", "compression": "NONE"}')
     assert stopped.returncode == 1 and sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "run=1",
@@ -100,6 +102,7 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     (odd / "sub").rename(tmp_path / "elsewhere")  # or out of the input
     done = run(tmp_path, '"output": {"path": "out", "compression": "NONE"}')
     assert done.returncode == 0, told(done.stderr)
+    assert f"file:{tmp_path}/in/ holds files outside any run folder (part-0.tsv): a run is a folder" in done.stderr
     assert [json.loads(text)["event_id"] for text in read_lines(tmp_path / "out/run=5/output=good")] == [A]
     odd_out = tmp_path / "out/run=6 copy"
     kept_ids = sorted(json.loads(text)["event_id"] for text in read_lines(odd_out / "output=good"))

@@ -181,3 +181,23 @@ def test_a_run_a_copy_still_writes_into_waits_with_the_runs_after_it(tmp_path: P
         results = run_all(job, write, Reporter(config.monitoring), Progress(), print, print)
     assert [result.name for result in results] == ["run=2", "run=3"]
     assert all((tmp_path / "out" / name / COMPLETE).exists() for name in ("run=1", "run=2", "run=3"))
+
+
+def test_files_directly_in_the_input_are_said_not_read(tmp_path: Path) -> None:
+    """A file in the input, not in a run folder, is read by no run: said in one line, each time,
+    the runs going on (an input given a run's own folder transforms nothing, and says why)."""
+    (tmp_path / "in/run=1").mkdir(parents=True)
+    (tmp_path / "in/run=1/part-0.tsv").write_text("lines\n")
+    for name in ("part-0.tsv", "part-1.tsv", "part-2.tsv", "part-3.tsv", "_SUCCESS", ".part-0.tsv.crc"):
+        (tmp_path / "in" / name).write_text("lines\n")
+    document = {"input": str(tmp_path / "in"), "output": {"path": str(tmp_path / "out")}}
+    config = TransformerConfig.parse(json.dumps({**document, "formats": {"transformationType": "widerow"}}))
+    said: list[str] = []
+    with SqliteManifest(tmp_path / "m.db") as manifest:
+        results = run_all(Job.of(config, manifest), write, Reporter(config.monitoring), Progress(), print, said.append)
+    assert [result.name for result in results] == ["run=1"]
+    assert said == [
+        f"file:{tmp_path}/in/ holds files outside any run folder (part-0.tsv, part-1.tsv, part-2.tsv and 1 more): "
+        "a run is a folder in input, and these are not read; if input is a run's folder, give input the folder that "
+        "holds it"
+    ]
