@@ -110,8 +110,8 @@ class HadoopStorage(Storage):
         """The files a DataFrame read from files reads (as its reader listed them), with their sizes,
         and what their folders hold that the reader leaves out (`unread`: files still being
         copied, sub-folders): each folder listed once (on S3 a LIST request a thousand files); and
-        so the folders it was read from (`roots`) where it read no file directly (a copy whose first
-        file is not there yet, files only in sub-folders)."""
+        so the folders it was read from (`roots`, or those a glob of them matches) where it read no
+        file directly (a copy whose first file is not there yet, files only in sub-folders)."""
         names = sorted(frame.inputFiles())  # URIs: `part%201.tsv` names `part 1.tsv`
         by_folder: dict[str, list[str]] = {}
         for name in names:
@@ -131,8 +131,10 @@ class HadoopStorage(Storage):
         folders = {name.rsplit("/", 1)[0] for name in entries}
         for root in map(self.qualify, roots):
             fs, p = self._fs(root)
-            if root not in folders and fs.isDirectory(p):
-                entries.update(self._entries(fs, p))
+            matched = [] if root in folders else fs.globStatus(p) or []  # a plain path matches itself
+            for status in matched:
+                if status.isDirectory() and no_slash(str(status.getPath().toString())) not in folders:
+                    entries.update(self._entries(fs, status.getPath()))
         copying, nested = unread(entries, (name for name, _ in found.values()))
         return Listing(tuple(found[name] for name in names), copying=copying, nested=nested)
 

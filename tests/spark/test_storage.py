@@ -168,6 +168,14 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
     (begun / "part 0.tsv._COPYING_").write_text("half a li")
     listing = storage.files_of(spark.read.text(literal(str(begun))), roots=[str(begun)])
     assert listing.files == () and listing.copying == (f"file:{begun}/part 0.tsv._COPYING_",)
+    runs = tmp_path / "runs"  # the same folder among others a glob matches
+    shutil.copytree(run, runs / "run=1")
+    shutil.copytree(begun, runs / "run=2")
+    listing = storage.files_of(spark.read.text(f"{runs}/run=*"), roots=[f"{runs}/run=*"])
+    assert len(listing.files) == 40 and listing.copying == (
+        f"file:{runs}/run=1/part 40.tsv._COPYING_",
+        f"file:{runs}/run=2/part 0.tsv._COPYING_",  # where Spark read nothing
+    )
 
 
 def test_a_window_s_records_are_read_from_one_listing_of_each_batch_s_folder(spark: Any, tmp_path: Path) -> None:
