@@ -119,8 +119,9 @@ class HadoopStorage(Storage):
         found: dict[str, tuple[str, int]] = {}
         entries: dict[str, int | None] = {}
         for folder, together in by_folder.items():
-            fs = self._path(self._uri(folder)).getFileSystem(self._conf)
-            listed = self._entries(fs, fs.makeQualified(self._path(self._uri(folder))))
+            at = self._path(self._uri(folder))
+            fs = at.getFileSystem(self._conf)
+            listed = self._entries(fs, fs.makeQualified(at))
             entries.update(listed)
             for name in together:
                 qualified = hadoop_path(name)
@@ -153,6 +154,11 @@ class HadoopStorage(Storage):
                 for entry in os.scandir(local)
                 if entry.is_file() or entry.is_dir()
             }
+        return self._listed(fs, p)
+
+    def _listed(self, fs: Any, p: Any) -> dict[str, int | None]:
+        """`_entries` as Hadoop's listing of the folder gives them, locally too (it refuses a name
+        its paths cannot hold, which `_spark.failures` names)."""
         return {
             no_slash(str(status.getPath().toString())): int(status.getLen()) if status.isFile() else None
             for status in fs.listStatus(p)
@@ -163,23 +169,22 @@ class HadoopStorage(Storage):
         (Hadoop's hidden `_*` and `.*` left out), with their sizes; what they hold apart (`unread`:
         files still being copied, sub-folders); the folders too (`Listing.folders`) when none holds a
         sub-folder."""
-        files, folders, whole = [], [], True
         entries: dict[str, int | None] = {}
+        folders: list[str] = []
         for path in paths:
             fs, p = self._fs(path)
-            if not fs.exists(p):
-                whole = False
-                continue
-            for status in fs.listStatus(p):
-                name = no_slash(str(status.getPath().toString()))
-                entries[name] = int(status.getLen()) if status.isFile() else None
-                if not status.isFile():
-                    whole = False  # a sub-folder: Spark's read of the folder takes a `k=v` one for a partition
-                elif not hidden(name) and not being_copied(name):
-                    files.append((name, int(status.getLen())))
-            folders.append(no_slash(str(fs.makeQualified(p).toString())))
+            if fs.exists(p):
+                entries.update(self._listed(fs, p))
+                folders.append(no_slash(str(fs.makeQualified(p).toString())))
+        files = sorted(
+            (name, size)
+            for name, size in entries.items()
+            if size is not None and not hidden(name) and not being_copied(name)
+        )
+        # a sub-folder: Spark's read of the folder takes a `k=v` one for a partition
+        whole = len(folders) == len(paths) and None not in entries.values()
         copying, nested = unread(entries, (name for name, _ in files))
-        return Listing(tuple(sorted(files)), folders=tuple(folders) if whole else (), copying=copying, nested=nested)
+        return Listing(tuple(files), folders=tuple(folders) if whole else (), copying=copying, nested=nested)
 
     def frame_of(self, listing: Listing) -> DataFrame:
         """A DataFrame of a listing's files (column `value`: text, a line a row; or Parquet records):
