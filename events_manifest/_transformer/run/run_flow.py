@@ -117,8 +117,9 @@ class Progress:
     """Whether a run began: a refusal before that read and wrote nothing."""
 
     def _committed(self) -> str:
-        count = len(self.committed)
-        return f"{count} run{'' if count == 1 else 's'} committed before ({', '.join(self.committed[-3:])})"
+        count, last = len(self.committed), ", ".join(self.committed[-3:])
+        shown = f"the last three: {last}" if count > 3 else last
+        return f"{count} run{'' if count == 1 else 's'} committed before ({shown})"
 
     def _state(self) -> str:
         """The current run's state, and who finishes it."""

@@ -87,8 +87,8 @@ def test_the_runs_an_archive_really_holds(tmp_path: Path, spark: Any) -> None:
     assert stopped.stderr.strip().splitlines()[-1] == (
         f"transformer: error: input folder file:{nested} is inside a folder the run reads, which reads the files "
         "directly in it, not those of its sub-folders: its files would never be read. Move them up into "
-        f"file:{nested.parent}, or the folder out of the input, then run again; 4 runs committed before (run=2, "
-        "run=3, run=4); run=5: nothing of it was committed, and the next invocation finishes it"
+        f"file:{nested.parent}, or the folder out of the input, then run again; 4 runs committed before (the last "
+        "three: run=2, run=3, run=4); run=5: nothing of it was committed, and the next invocation finishes it"
     )
     for name in ("run=1", "run=2", "run=3", "run=4"):
         base = tmp_path / "out" / name

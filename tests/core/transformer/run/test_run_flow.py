@@ -201,3 +201,17 @@ def test_files_directly_in_the_input_are_said_not_read(tmp_path: Path) -> None:
         "a run is a folder in input, and these are not read; if input is a run's folder, give input the folder that "
         "holds it"
     ]
+
+
+def test_what_a_failure_says_of_the_runs_committed_before_it() -> None:
+    """The count of the runs committed before, the last three named: which they are is the order's."""
+    progress = Progress(committed=["run=1"], current="run=2", started=True)
+    assert progress.failed() == (
+        "1 run committed before (run=1); run=2: nothing of it was committed, and the next invocation finishes it"
+    )
+    progress.committed += ["run=2", "run=3", "run=4"]
+    progress.current, progress.sealed = "run=5", True
+    assert progress.interrupted() == (
+        "interrupted during run=5: 4 runs committed before (the last three: run=2, run=3, run=4); its rows are "
+        "sealed, and the next invocation finishes it"
+    )
