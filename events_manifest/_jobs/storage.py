@@ -39,19 +39,29 @@ def being_copied(path: str) -> bool:
     return path.endswith(COPYING) and not hidden(path)
 
 
-def unread(entries: Mapping[str, int | None], read: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def unread(
+    entries: Mapping[str, int | None], read: Iterable[str], named: Iterable[str] | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What a read of folders leaves out that may hold events, from what the folders hold (`entries`,
     by qualified path: a file's size, None for a sub-folder) and the files it reads: the files still
     being copied, and the visible sub-folders none of whose files it reads (`Listing.copying`,
-    `Listing.nested`)."""
-    taken = list(read)
-    copying = sorted(name for name, size in entries.items() if size is not None and being_copied(name))
-    nested = sorted(
-        name
-        for name, size in entries.items()
-        if size is None and not hidden(name) and not any(inside(file, name) for file in taken)
-    )
-    return tuple(copying), tuple(nested)
+    `Listing.nested`). Given the folders and files an input names, only what lies in them: a file
+    named alone says nothing of the others beside it."""
+    holding: set[str] = set()  # every folder that holds a file read, at any depth
+    for folder in {file.rsplit("/", 1)[0] for file in read}:
+        while folder not in holding and "/" in folder:
+            holding.add(folder)
+            folder = folder.rsplit("/", 1)[0]
+    roots = None if named is None else set(named)
+
+    def left_out(name: str, size: int | None) -> bool:
+        return being_copied(name) if size is not None else not hidden(name) and name not in holding
+
+    found = [name for name, size in entries.items() if left_out(name, size)]
+    if roots is not None:
+        found = [name for name in found if any(inside(name, root) for root in roots)]
+    copying = sorted(name for name in found if entries[name] is not None)
+    return tuple(copying), tuple(sorted(name for name in found if entries[name] is None))
 
 
 def join(folder: str, *names: str) -> str:

@@ -130,13 +130,22 @@ class HadoopStorage(Storage):
                     size = int(fs.getFileStatus(self._path(self._uri(name))).getLen())
                 found[name] = (qualified, size)
         folders = {name.rsplit("/", 1)[0] for name in entries}
+        named: list[str] = []
         for root in map(self.qualify, roots):
+            if root in folders:
+                named.append(root)
+                continue
             fs, p = self._fs(root)
-            matched = [] if root in folders else fs.globStatus(p) or []  # a plain path matches itself
-            for status in matched:
-                if status.isDirectory() and no_slash(str(status.getPath().toString())) not in folders:
-                    entries.update(self._entries(fs, status.getPath()))
-        copying, nested = unread(entries, (name for name, _ in found.values()))
+            for status in fs.globStatus(p) or []:  # a plain path matches itself
+                path = no_slash(str(status.getPath().toString()))
+                if status.isDirectory():
+                    named.append(path)
+                    if path not in folders:
+                        entries.update(self._entries(fs, status.getPath()))
+                else:  # a file named takes itself; a glob's, its folder (a copy's file may match it once done)
+                    named.append(path if path == root else path.rsplit("/", 1)[0])
+        read = (name for name, _ in found.values())
+        copying, nested = unread(entries, read, named if roots else None)
         return Listing(tuple(found[name] for name in names), copying=copying, nested=nested)
 
     def entries(self, path: str) -> dict[str, int | None]:

@@ -176,6 +176,16 @@ def test_a_run_s_files_are_read_from_one_listing_of_their_folder_where_spark_tak
         f"file:{runs}/run=1/part 40.tsv._COPYING_",
         f"file:{runs}/run=2/part 0.tsv._COPYING_",  # where Spark read nothing
     )
+    (runs / "run=1/sub").mkdir()
+    (runs / "run=1/sub/part-0.tsv").write_text("in a sub-folder\n")
+    alone = f"{runs}/run=1/part 07 %ü.tsv"  # named alone, it takes only itself: not the copy beside it
+    listing = storage.listing([alone])
+    assert listing.files == ((f"file:{alone}", len("line 7\n")),) and (listing.copying, listing.nested) == ((), ())
+    listing = storage.listing([f"{runs}/run=1/part 0*"])  # a glob: the folder where it matches files
+    assert len(listing.files) == 10 and (listing.copying, listing.nested) == (
+        (f"file:{runs}/run=1/part 40.tsv._COPYING_",),
+        (f"file:{runs}/run=1/sub",),
+    )
 
 
 def test_a_window_s_records_are_read_from_one_listing_of_each_batch_s_folder(spark: Any, tmp_path: Path) -> None:

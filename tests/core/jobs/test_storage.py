@@ -127,6 +127,11 @@ def test_what_a_read_of_folders_leaves_out_that_may_hold_events() -> None:
     read = ["s3a://b/run=1/part-0.tsv", "s3a://b/run=1/date=2026-11-01/part-0.tsv"]
     copying, nested = unread(entries, read)
     assert (copying, nested) == (("s3a://b/run=1/part-1.tsv._COPYING_",), ("s3a://b/run=1/sub",))
+    assert unread(entries, read, named=["s3a://b/run=1"]) == (copying, nested), "the folder named"
+    assert unread(entries, read[:1], named=read[:1]) == ((), ()), "a file named alone: not the others beside it"
+    assert unread(entries, read, named=["s3a://b"]) == (copying, nested), "a folder above"
+    deeper = {**entries, "s3a://b/run=1/y=2026": None}
+    assert unread(deeper, [*read, "s3a://b/run=1/y=2026/m=11/part-0.tsv"]) == (copying, nested), "read two below"
     Listing(((read[0], 10),)).check_whole()  # whole: no refusal
     with pytest.raises(InputNotWholeError) as refused:
         Listing(((read[0], 10),), copying=copying, nested=nested).check_whole()
