@@ -6,6 +6,7 @@ stream and a range its shard no longer leads to in one line each."""
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -80,6 +81,7 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
         put(client, source, group)
         time.sleep(2.2)  # Kinesis takes a time to the second: a cut falls between groups this far apart
     put(client, source, groups[2])
+    put_end = time.time()
     with FaultProxy(moto_server.endpoint, throttle_rate=0.0, operations=frozenset({"GetRecords"})) as proxy:
         through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=7)
         spans = ShardReader(through, span_ms=1200)
@@ -88,10 +90,13 @@ def test_a_busy_shard_is_cut_at_a_recent_record_without_the_driver_reading_the_b
         assert proxy.counts["GetRecords"] == 2 * 2, "a shard: its first record, and one at the cut"
     assert all(state["from"] and not state["after"] for state in cut["shards"].values()), cut
     assert sorted(spans.between(start, cut)) == sorted(line.encode() for line in groups[0]), "one span"
-    recent = ShardReader(source, margin_ms=1000)
+    recent = ShardReader(source, margin_ms=1000, pace_ms=0)  # its clock set below, the pace tested above
     middle = recent.latest(cut)
     assert sorted(recent.between(cut, middle)) == sorted(line.encode() for line in groups[1])
-    a_pace_on(recent)
+    # a trigger whose margin ends at the second after the last record's (Kinesis cuts to the second): all
+    # arrived before it, within two seconds of it, so read to the last (at a trigger sooner, those of the
+    # last record's second would wait for the next)
+    recent.clock = lambda: math.floor(put_end) + 1 + recent.margin_ms / 1000
     assert sorted(recent.read(middle)[0]) == sorted(line.encode() for line in groups[2]), "the rest: read to the end"
     with FaultProxy(moto_server.endpoint, throttle_rate=0.0, operations=frozenset({"GetRecords"})) as proxy:
         through = KinesisInput(source.stream, source.region, proxy.endpoint, position="TRIM_HORIZON", max_records=7)
