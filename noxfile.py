@@ -50,7 +50,11 @@ def _npm(session: nox.Session) -> None:
 PARALLEL = ["-q", "-n", "2", "--dist", "worksteal", "--durations=10"]
 """Two test processes on two cores (each with its own Spark session and servers), and the ten
 slowest tests printed at every run, so that a slow test is seen the day it lands."""
-SUITE = [*PARALLEL, "--ignore=tests/integration"]
+SUITE = ["-q", "-n", "3", "--dist", "load", "--durations=10", "--ignore=tests/integration"]
+"""The suite's tests run in three processes on two cores: a test that waits (on a server, a stream's
+margin, a Spark job's tail) leaves its core to another, where two processes left a sixth of the
+machine idle (docs/development.md). Given one at a time, the longest first (`tests/conftest.py`),
+so that no long test is left to run alone at the end."""
 EVERY_LINE = ["-m", "every_line"]
 """The tests an older Spark line runs (docs/development.md, the test pyramid): what differs between
 lines is behind `spark_integration._spark.api`, so the seam's tests, the reference's byte-exact

@@ -17,9 +17,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BASE = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+BASE = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=512m -XX:-UseCodeCacheFlushing"
 """On small data a JVM's start-up, not its throughput, is the cost: the quick JIT alone and one GC
-thread save a third of it on two cores."""
+thread save a third of it on two cores. A code cache that keeps what the JIT compiled: the suite's
+Spark session runs every test's queries, and the JDK's sweeper otherwise spends seconds flushing
+code the next test compiles again (a tenth of the session's CPU, docs/development.md)."""
 QUIET = "-Xlog:disable"
 """An archive the JVM cannot map (a JDK updated since) is skipped without a word on its stdout."""
 

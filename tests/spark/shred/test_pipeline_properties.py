@@ -36,6 +36,7 @@ SLOW = settings(
 EVENT_ID = 6
 
 
+@pytest.mark.long
 @SLOW
 @given(data=enriched_batches(batches=2))
 def test_every_line_is_accounted_for_and_every_event_is_kept_once(

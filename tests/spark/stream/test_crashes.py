@@ -97,6 +97,7 @@ def crashed_and_continued(
     return crashes, unbroken
 
 
+@pytest.mark.long
 def test_a_stream_on_a_folder_killed_at_each_step_restarts_with_nothing_lost_or_doubled(
     spark: Any, tmp_path: Path, batch_runs: list[dict[str, Any]], subtests: pytest.Subtests
 ) -> None:
@@ -110,6 +111,7 @@ def test_a_stream_on_a_folder_killed_at_each_step_restarts_with_nothing_lost_or_
     crashed_and_continued(spark, tmp_path, batch_runs, {"type": "file", "dir": str(inp)}, arrive, STEPS, subtests)
 
 
+@pytest.mark.long
 def test_a_stream_on_kinesis_killed_once_its_batch_is_written_replays_it_with_nothing_lost_or_doubled(
     spark: Any, tmp_path: Path, batch_runs: list[dict[str, Any]], moto_server: LocalServer, subtests: pytest.Subtests
 ) -> None:
@@ -226,6 +228,7 @@ def _failed(run: Callable[[], int], failures: list[BaseException]) -> None:
         failures.append(e)
 
 
+@pytest.mark.long
 def test_an_available_now_run_reads_to_the_stream_s_end_through_a_throttling_storm_each_record_one_event(
     spark: Any, tmp_path: Path, moto_server: LocalServer
 ) -> None:

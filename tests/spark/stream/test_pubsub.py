@@ -73,6 +73,7 @@ def _staged(stream: Any, seen: Counter[bytes], lines: list[bytes]) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.long
 def test_a_subscription_fed_while_the_stream_runs_gives_the_batch_job_s_windows(
     spark: Any,
     tmp_path: Path,
@@ -192,6 +193,7 @@ REFERENCE = """
 """The reference's `transformer.pubsub.config.reference.hocon`, its names pointed at the emulator's."""
 
 
+@pytest.mark.long
 def test_the_reference_s_gcp_config_runs_from_the_command_line(
     spark: Any, tmp_path: Path, batch_runs: list[dict[str, Any]], topic: tuple[Any, str, str]
 ) -> None:

@@ -28,6 +28,7 @@ SEALED = STEPS[1:]
 """The steps after which the next invocation delivers the run as sealed, with the same message."""
 
 
+@pytest.mark.long
 def test_a_run_killed_at_each_step_of_its_commit_is_finished_by_the_next_invocation(
     tmp_path: Path, moto_server: LocalServer, monkeypatch: pytest.MonkeyPatch, subtests: pytest.Subtests
 ) -> None:

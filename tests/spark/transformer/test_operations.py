@@ -218,6 +218,7 @@ def test_an_interruption_after_a_commit_says_what_was_committed(
         assert [record.state for record in manifest.runs()] == ["finished"] * 3
 
 
+@pytest.mark.long
 def test_every_refusal_s_advice_followed_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each refusal a transformer user meets, and its advice followed to a committed run."""
     write_run(tmp_path, "run=1", [event(A)])
