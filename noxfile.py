@@ -54,7 +54,8 @@ SUITE = ["-q", "-n", "3", "--dist", "load", "--durations=10", "--ignore=tests/in
 """The suite's tests run in three processes on two cores: a test that waits (on a server, a stream's
 margin, a Spark job's tail) leaves its core to another, where two processes left a sixth of the
 machine idle (docs/development.md). Given one at a time, the longest first (`tests/conftest.py`),
-so that no long test is left to run alone at the end."""
+so that no long test is left to run alone at the end. An older line's few Spark tests (`spark`) keep
+two processes: a third Spark session's start costs them more than it fills."""
 EVERY_LINE = ["-m", "every_line"]
 """The tests an older Spark line runs (docs/development.md, the test pyramid): what differs between
 lines is behind `spark_integration._spark.api`, so the seam's tests, the reference's byte-exact
@@ -87,7 +88,7 @@ def spark(session: nox.Session, line: str) -> None:
     session.run(
         "python", "-c", f"import pyspark; assert pyspark.__version__ == {OLDER_LINES[line]!r}, pyspark.__version__"
     )
-    session.run("pytest", *(session.posargs or [*SUITE, *EVERY_LINE, "tests/spark"]))
+    session.run("pytest", *(session.posargs or [*PARALLEL, *EVERY_LINE, "tests/spark"]))
 
 
 S3A_SOURCE = "sagemaker_pyspark==1.4.5"
