@@ -47,10 +47,11 @@ def _npm(session: nox.Session) -> None:
     session.run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error", external=True)
 
 
-PARALLEL = ["-q", "-n", "2", "--dist", "worksteal", "--durations=10"]
-"""Two test processes on two cores (each with its own Spark session and servers), and the ten
-slowest tests printed at every run, so that a slow test is seen the day it lands."""
-SUITE = ["-q", "-n", "3", "--dist", "load", "--durations=10", "--ignore=tests/integration"]
+SLOWEST = ["-q", "--durations=10"]
+"""The ten slowest tests printed at every run, so that a slow test is seen the day it lands."""
+PARALLEL = [*SLOWEST, "-n", "2", "--dist", "worksteal"]
+"""Two test processes on two cores, each with its own Spark session and servers."""
+SUITE = [*SLOWEST, "-n", "3", "--dist", "load", "--ignore=tests/integration"]
 """The suite's tests run in three processes on two cores: a test that waits (on a server, a stream's
 margin, a Spark job's tail) leaves its core to another, where two processes left a sixth of the
 machine idle (docs/development.md). Given one at a time, the longest first (`tests/conftest.py`),

@@ -42,10 +42,10 @@ settings.load_profile("suite")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests first (those marked `long`, then those that start a job as a process, each
-    in their order): the workers, given tests one at a time (`--dist load`), share the rest and end
-    together, where a long test left to the end would run alone."""
-    items.sort(key=lambda item: (item.get_closest_marker("long") is None, item.get_closest_marker("process") is None))
+    """The tests marked `long` first (in their order): the workers, given tests one at a time
+    (`--dist load`), share the rest and end together, where a long test left to the end would run
+    alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture(scope="session")

@@ -173,7 +173,6 @@ def test_runs_of_wide_rows_with_every_kind_of_bad_row_and_dedup(runs: Path, spar
     assert f"{runs}/in/run=2026-11-02-00-00-00/ was not successfully shredded" in incomplete.stderr
 
 
-@pytest.mark.process
 def test_config_errors_exit_2_and_write_nothing(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     output = json.dumps({"path": str(tmp_path / "out"), "compression": "zip"})
