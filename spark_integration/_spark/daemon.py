@@ -1,10 +1,12 @@
 """Spark's Python daemon for a local session: the same daemon, importing pyspark from the
 installed package rather than from the copy of its sources Spark zips inside it, and with the
-jobs' engines imported once, before it forks its workers."""
+jobs' engines imported once and frozen out of the garbage collector's walks, before it forks its
+workers."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import sys
@@ -45,6 +47,16 @@ def preload(modules: Iterable[str]) -> None:
             importlib.import_module(module)
 
 
+def freeze() -> None:
+    """Move every object the daemon holds (pyspark, the engines and what they import) out of the
+    garbage collector's sight, once the imports' garbage is collected. A worker Spark's daemon
+    forks collects in full after each task, which walked those objects every time; frozen, the
+    workers inherit them unwalked: a warm transformer run's workers 0.25 CPU seconds instead of
+    0.42, a shred run's 0.05 instead of 0.11 (docs/development.md)."""
+    gc.collect()
+    gc.freeze()
+
+
 def _zipped_in_installed_pyspark(entry: str) -> bool:
     """Whether a `sys.path` entry is one of the zips of a pip-installed pyspark
     (`.../pyspark/python/lib/*.zip`), whose package holds the same sources, compiled once."""
@@ -61,4 +73,5 @@ if __name__ == "__main__":
     preload(PRELOADED)
     from pyspark.daemon import manager
 
+    freeze()
     manager()
