@@ -51,8 +51,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection made frozen out of the garbage collector's walks, and its collections rarer
-    (Python makes one every 700 objects more): `tests/core` in one process spent 7.4 of its 52.8 CPU
-    seconds collecting garbage, 2.9 after (docs/development.md)."""
+    than Python's every 700 objects: a seventh of `tests/core`'s CPU went to them (docs/development.md)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 50, 100)

@@ -49,10 +49,8 @@ def preload(modules: Iterable[str]) -> None:
 
 def freeze() -> None:
     """Move every object the daemon holds (pyspark, the engines and what they import) out of the
-    garbage collector's sight, once the imports' garbage is collected. A worker Spark's daemon
-    forks collects in full after each task, which walked those objects every time; frozen, the
-    workers inherit them unwalked: a warm transformer run's workers 0.25 CPU seconds instead of
-    0.42, a shred run's 0.05 instead of 0.11 (docs/development.md)."""
+    garbage collector's sight, once the imports' garbage is collected: a worker Spark's daemon
+    forks collects in full after each task, and walked them every time (docs/development.md)."""
     gc.collect()
     gc.freeze()
 
