@@ -54,12 +54,9 @@ PARALLEL = [*SLOWEST, "-n", "2", "--dist", "worksteal"]
 SUITE = [*SLOWEST, "-n", "3", "--dist", "load", "--ignore=tests/integration"]
 """The suite's tests run in three processes on two cores: a test that waits (on a server, a stream's
 margin, a Spark job's tail) leaves its core to another, where two processes left a sixth of the
-machine idle (docs/development.md). `--dist load` gives each process a first run of consecutive
-tests (a quarter of its share), then more as it ends them: the tests marked `long`, first in the
-order (`tests/conftest.py`), are all in the first process's first run, one after another while the
-other two begin with the core's tests, and none is left to run alone at the end. An older line's
-few Spark tests (`spark`) keep two processes: a third Spark session's start costs them more than it
-fills."""
+machine idle. The tests marked `long` come first (`tests/conftest.py`), so that none is left to run
+alone at the end; how `--dist load` then places them: docs/development.md. An older line's few Spark
+tests (`spark`) keep two processes: a third Spark session's start costs them more than it fills."""
 EVERY_LINE = ["-m", "every_line"]
 """The tests an older Spark line runs (docs/development.md, the test pyramid): what differs between
 lines is behind `spark_integration._spark.api`, so the seam's tests, the reference's byte-exact

@@ -43,9 +43,8 @@ settings.load_profile("suite")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked `long` first (in their order): `--dist load` gives them to the first worker
-    in its first run of tests, the others begin with the rest and the workers end together, where a
-    long test left to the end would run alone."""
+    """The tests marked `long` first (in their order), so that the workers end together where a long
+    test left to the end would run alone (how `--dist load` places them: docs/development.md)."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
