@@ -46,6 +46,12 @@ class SentryServer:
         self._server.server_close()
 
 
+UNREACHABLE = "255.255.255.255"
+"""A StatsD host that no datagram reaches, refused by the sender's own kernel (a broadcast address
+on a socket without `SO_BROADCAST`): the same on every machine, with or without a name server,
+where a name that does not resolve can take a resolver's timeout to fail."""
+
+
 class StatsdServer:
     """A UDP socket on a free loopback port: `datagrams()` what it received so far."""
 

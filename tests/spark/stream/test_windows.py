@@ -23,7 +23,7 @@ from events_manifest._jobs.folders import FolderClaimedError
 from events_manifest._transformer.stream.stream_config import StreamConfig
 from events_manifest.iglu import ResolverConfig
 from tests.commands import in_process, told
-from tests.monitors import SentryServer, StatsdServer
+from tests.monitors import UNREACHABLE, SentryServer, StatsdServer
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.transformer.test_command import outputs, read_lines, transformer, types
 from tests.transformer_helpers import RESOLVER, Clock, b64, event
@@ -447,7 +447,7 @@ def test_a_file_that_cannot_be_read_is_named_and_the_advice_followed_goes_on(
 
 def test_the_stream_s_statsd_and_stdout_metrics_count_what_its_windows_committed(tmp_path: Path, spark: Any) -> None:
     """The reference's `monitoring.metrics` (StatsD on a loopback UDP socket, stdout): the counters
-    are the committed windows' counts, with ours beside them; a StatsD whose name does not resolve
+    are the committed windows' counts, with ours beside them; a StatsD that cannot be reached
     costs one line, and the window is committed as before; stdout's are on unless configured."""
     from spark_integration.stream_transformer import main
 
@@ -469,12 +469,12 @@ def test_the_stream_s_statsd_and_stdout_metrics_count_what_its_windows_committed
         assert f"snowplow.transformer.{name}:{value}|c|#app:stream" in sent, sent
     assert "snowplow.transformer.lag_seconds:0|g|#app:stream" in sent, "every staged line committed"
     assert re.search(r" INFO transformer\.metrics: acme\.good = 2$", done.stdout, re.MULTILINE)
-    down = run("out2", "statsd.invalid", {})
+    down = run("out2", UNREACHABLE, {})
     assert down.returncode == 0 and len(committed(tmp_path / "out2")) == 1, told(down.stderr)
     said_by_default = r" INFO transformer\.metrics: snowplow\.transformer\.good = 2$"  # stdout's, as the reference's
     assert re.search(said_by_default, down.stdout, re.MULTILINE), down.stdout
     [said] = [line for line in down.stderr.splitlines() if "StatsD" in line]
-    assert said.startswith("stream transformer: warning: Couldn't send metrics to StatsD at statsd.invalid:")
+    assert said.startswith(f"stream transformer: warning: Couldn't send metrics to StatsD at {UNREACHABLE}:")
 
 
 @pytest.mark.every_line

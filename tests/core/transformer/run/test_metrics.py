@@ -15,7 +15,7 @@ from events_manifest._transformer.monitoring import CloudWatch, Monitoring, Peri
 from events_manifest._transformer.run.commit import RunCounts
 from events_manifest._transformer.run.metrics import Reporter, statsd_datagrams, stdout_lines
 from events_manifest.testing import LocalServer
-from tests.monitors import StatsdServer
+from tests.monitors import UNREACHABLE, StatsdServer
 
 COUNTS = RunCounts(lines=10, good=6, bad=1, natural=2, cross_batch=1, synthetic=2, puts=7)
 
@@ -68,10 +68,10 @@ def test_statsd_and_stdout_get_the_counters_of_each_period(
 
 def test_a_statsd_that_cannot_be_reached_costs_a_line_and_no_run() -> None:
     errors: list[str] = []
-    monitoring = Monitoring(statsd=Periodic(60, hostname="statsd.invalid", port=8125))
+    monitoring = Monitoring(statsd=Periodic(60, hostname=UNREACHABLE, port=8125))
     with Reporter(monitoring, err=errors.append) as reporter:
         reporter.committed(COUNTS, 5)
-    assert len(errors) == 1 and errors[0].startswith("Couldn't send metrics to StatsD at statsd.invalid:8125. Error: ")
+    assert len(errors) == 1 and errors[0].startswith(f"Couldn't send metrics to StatsD at {UNREACHABLE}:8125. Error: ")
 
 
 def test_cloudwatch_gets_the_duration_datum_and_the_dedup_figures(
