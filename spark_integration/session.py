@@ -30,11 +30,16 @@ JOB_SETTINGS = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
     "spark.python.worker.reuse": "true",
     "spark.sql.maxConcurrentOutputFileWriters": "64",
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 """What the jobs need wherever they run, unless the user set it: timestamps read and written in
 UTC, Arrow batches of the size the engine is tuned for, and a file open per output folder while
 a task writes (up to 64, then Spark sorts the rest), where Spark would sort every row of a
-partitioned write by its folder first: the shred job's outputs go to a dozen folders."""
+partitioned write by its folder first: the shred job's outputs go to a dozen folders. And no
+Python call site captured for each column function (Spark 4's DataFrame query context): the
+jobs' columns are built by this library, so the site would name its code, never the user's, and
+each capture costs about nine calls to the JVM (a fifth of a warm shred run's CPU). A session
+the user started (a notebook's) keeps its own settings."""
 LOCAL_SETTINGS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",

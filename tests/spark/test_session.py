@@ -25,6 +25,16 @@ def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_i
     assert spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect() == [pyspark.__file__]
 
 
+def test_a_local_session_captures_no_python_call_site_for_each_column_function(spark: Any) -> None:
+    """The jobs build their own columns: Spark 4's capture of the Python caller around each column
+    function (nine calls to the JVM each) is off (`JOB_SETTINGS`); Spark 3.5 has none to turn off."""
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    if not spark.version.startswith("3."):
+        from pyspark.errors.utils import is_debugging_enabled
+
+        assert not is_debugging_enabled()
+
+
 def test_a_local_session_s_jvm_keeps_the_collector_its_user_chose(spark: Any) -> None:
     """The suite chooses the serial collector (`SPARK_SUBMIT_OPTS`, tests/jvm_archive.py): the session
     starts (the JVM refuses two collectors) and runs that one, not `LOCAL_JAVA_OPTIONS`'."""
