@@ -27,7 +27,7 @@ def test_a_local_session_s_workers_import_the_installed_pyspark_not_the_zip_of_i
 
 def test_a_local_session_captures_no_python_call_site_for_each_column_function(spark: Any) -> None:
     """The jobs build their own columns: Spark 4's capture of the Python caller around each column
-    function (nine calls to the JVM each) is off (`JOB_SETTINGS`); Spark 3.5 has none to turn off."""
+    function (calls to the JVM each time) is off (`JOB_SETTINGS`); Spark 3.5 has none to turn off."""
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
     if not spark.version.startswith("3."):
         from pyspark.errors.utils import is_debugging_enabled
