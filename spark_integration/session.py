@@ -38,8 +38,8 @@ a task writes (up to 64, then Spark sorts the rest), where Spark would sort ever
 partitioned write by its folder first: the shred job's outputs go to a dozen folders. And no
 Python call site captured for each column function (Spark 4's DataFrame query context): the
 jobs' columns are built by this library, so the site would name its code, never the user's, and
-the captures cost a sixth of a warm shred run's CPU in calls to the JVM (docs/development.md).
-A session the user started (a notebook's) keeps its own settings."""
+the captures cost a warm small run's driver a sixth of its CPU in calls to the JVM
+(docs/development.md). A session the user started (a notebook's) keeps its own settings."""
 LOCAL_SETTINGS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
