@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tarfile
 import time
@@ -17,6 +18,13 @@ nox.options.error_on_external_run = True
 nox.options.default_venv_backend = "uv|virtualenv"
 """uv makes an environment from its cache in seconds where pip takes a minute or two (pyspark is a
 third of a gigabyte); without uv installed (`pip install "nox[uv]"`), virtualenv and pip."""
+os.environ["UV_COMPILE_BYTECODE"] = "1"
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+"""Every session's Python reads compiled bytecode: uv compiles what it installs (it does not by
+default), and the project's own modules are cached at their first import, whatever the shell says.
+The suite starts about a hundred Python processes (test workers, Spark's Python daemons, data
+sources' runners, the commands it runs): compiling botocore, pyspark and the project again in each
+cost a tenth of the README's suite (docs/development.md)."""
 
 
 NEWEST = "4.3"
