@@ -31,6 +31,9 @@ S3_SCHEMES = ("s3a", "s3", "s3n")
 """The schemes Hadoop's S3 connectors serve (S3A; EMRFS on EMR)."""
 
 
+QUALIFIED_KEPT = 4096
+"""How many paths a storage keeps qualified (`HadoopStorage.qualify`) before it starts again."""
+
 _GLOB = re.compile(r"([\\\[\]{}*?])")
 
 
@@ -60,6 +63,8 @@ class HadoopStorage(Storage):
         self._path: Any = self._class("org.apache.hadoop.fs.Path")
         self._uri: Any = self._class("java.net.URI")
         self._local = LocalStorage()
+        self._systems: dict[str, Any] = {}
+        self._qualified: dict[str, str] = {}
 
     def _class(self, name: str) -> Any:
         """A JVM class by its full name, in one lookup: py4j resolves a dotted name a part at a time, and
@@ -67,8 +72,17 @@ class HadoopStorage(Storage):
         return getattr(self._jvm, name)
 
     def _fs(self, path: str) -> tuple[Any, Any]:
-        p = self._path(self.absolute(path))
-        return p.getFileSystem(self._conf), p
+        """The file system of a path, and the path as Hadoop's. Each file system is taken once, by its
+        scheme and authority (Hadoop caches them so: the same object), not asked for again at each call
+        through py4j: a run's checks and moves make hundreds of calls."""
+        absolute = self.absolute(path)
+        parts = urlsplit(absolute)
+        p = self._path(absolute)
+        key = f"{parts.scheme}://{parts.netloc}" if parts.scheme else ""
+        fs = self._systems.get(key)
+        if fs is None:
+            fs = self._systems[key] = p.getFileSystem(self._conf)
+        return fs, p
 
     def absolute(self, path: str) -> str:
         """A relative path made absolute against this process's current folder when the default file
@@ -83,8 +97,15 @@ class HadoopStorage(Storage):
         return str(self._class("org.apache.hadoop.fs.FileSystem").get(self._conf).getScheme()) == "file"
 
     def qualify(self, path: str) -> str:
-        fs, p = self._fs(path)
-        return no_slash(str(fs.makeQualified(p).toString()))
+        """The path as its file system names it in full, worked out once a path (it reads no file)."""
+        absolute = self.absolute(path)
+        qualified = self._qualified.get(absolute)
+        if qualified is None:
+            if len(self._qualified) >= QUALIFIED_KEPT:  # a stream's storage lives for days
+                self._qualified.clear()
+            fs, p = self._fs(absolute)
+            qualified = self._qualified[absolute] = no_slash(str(fs.makeQualified(p).toString()))
+        return qualified
 
     def kind(self, path: str) -> str | None:
         qualified = self.qualify(path)

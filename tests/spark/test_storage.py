@@ -33,6 +33,24 @@ def test_type_folders_are_laid_out_as_vendor_name_format_version() -> None:
     )
 
 
+def test_a_path_is_named_as_its_file_system_names_it_whatever_folder_the_process_is_in(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The storage keeps what Hadoop answered (each file system, each path's full name): a relative
+    path is still this process's folder's at each call, and one file system serves each way of
+    naming the same place."""
+    storage = HadoopStorage(spark)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        assert storage.qualify("out") == storage.qualify("out") == f"file:{tmp_path / folder / 'out'}"
+        storage.write_text("x/note.txt", folder)
+        assert (tmp_path / folder / "x/note.txt").read_text() == folder
+    named = [str(tmp_path / "a/x"), f"file:{tmp_path / 'a/x'}", f"file://{tmp_path / 'a/x'}"]
+    assert {storage.qualify(path) for path in named} == {f"file:{tmp_path / 'a/x'}"}
+    assert [storage.children(path) for path in named] == [["note.txt"]] * 3
+
+
 def test_lines_staged_by_two_jobs_merge_into_one_layout(spark: Any, tmp_path: Path) -> None:
     out, bad = tmp_path / "out", tmp_path / "bad"
     bad.mkdir()
