@@ -73,8 +73,8 @@ class HadoopStorage(Storage):
 
     def _fs(self, path: str) -> tuple[Any, Any]:
         """The file system of a path, and the path as Hadoop's. Each file system is taken once, by its
-        scheme and authority (Hadoop caches them so: the same object), not asked for again at each call
-        through py4j: a run's checks and moves make hundreds of calls."""
+        scheme and authority, as Hadoop's own cache keeps them (one object a storage, also where that
+        cache is turned off), not asked for again through py4j at each of a run's hundreds of calls."""
         absolute = self.absolute(path)
         parts = urlsplit(absolute)
         p = self._path(absolute)
