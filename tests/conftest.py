@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, settings
 
 from events_manifest.aio import async_manifest_from_url
 from events_manifest.testing import LocalServer, start_dynalite, start_moto, start_pubsub_emulator
-from tests import jvm_archive
+from tests import jvm_archive, local_fs
 from tests.backends import ASYNC_BACKENDS, BACKENDS, Backend, aioboto3_manifest, backend_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,11 +103,12 @@ def sdk_pauses_cut(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """The one local Spark session of the suite (its Python workers can import `tests`)."""
+    """The one local Spark session of the suite (its Python workers can import `tests`), on the
+    local file system of `tests.local_fs`."""
     pytest.importorskip("pyspark")
     from spark_integration.session import local_session
 
-    settings: dict[str, Any] = {"spark.sql.shuffle.partitions": "2"}
+    settings: dict[str, Any] = {"spark.sql.shuffle.partitions": "2", **local_fs.settings()}
     session = local_session("local[2]", "events-manifest-tests", **settings)
     yield session
     session.stop()

@@ -1,0 +1,62 @@
+"""The suite's Spark session's local file system: Hadoop's, with two of its steps done in the JVM
+(`local_fs/InProcessChmodFileSystem.java`) rather than by a process each: a file's or folder's
+permissions set (a `chmod` for each file and folder a write makes, where Hadoop's native library,
+which pip's pyspark does not ship, would call chmod itself) and whether a path is a link (a
+`readlink` at each rename of a streaming checkpoint's files): about a twentieth of the README's
+suite (docs/development.md). Compiled once per environment and source
+(`.cache/jvm/`); the commands the tests start as processes, and the integration tests' sessions,
+keep Hadoop's own, as users run them. Without a Java compiler, Hadoop's own everywhere."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = Path(__file__).resolve().parent / "local_fs" / "InProcessChmodFileSystem.java"
+CLASS = "events_manifest_tests.InProcessChmodFileSystem"
+
+
+def settings() -> dict[str, str]:
+    """The Spark settings of a local session that uses it (none without `javac`)."""
+    classes = _compiled()
+    if classes is None:
+        return {}
+    return {
+        "spark.driver.extraClassPath": str(classes),
+        "spark.hadoop.fs.file.impl": CLASS,
+        "spark.hadoop.fs.AbstractFileSystem.file.impl": f"{CLASS}$Context",
+    }
+
+
+def _compiled() -> Path | None:
+    """The folder of the compiled classes, made unless there: against this environment's Hadoop,
+    written beside and renamed into place (the suite's processes may compile it at once)."""
+    import pyspark
+
+    home = os.environ.get("JAVA_HOME")
+    javac = shutil.which("javac", path=os.pathsep.join(filter(None, [home and f"{home}/bin", os.environ.get("PATH")])))
+    if javac is None:
+        return None
+    jars = Path(pyspark.__file__).parent / "jars"
+    made_over = "\0".join([SOURCE.read_text(), str(jars), *sorted(p.name for p in jars.glob("hadoop-*.jar"))])
+    target = ROOT / ".cache" / "jvm" / f"local-fs-{hashlib.sha256(made_over.encode()).hexdigest()[:12]}"
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        built = Path(scratch, "classes")
+        command = [javac, "-nowarn", "-cp", f"{jars}/*", "-d", str(built), str(SOURCE)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{SOURCE.name} does not compile against {jars}:\n{done.stderr}")
+        try:
+            built.rename(target)
+        except OSError:  # another process's, renamed first
+            if not target.is_dir():
+                raise
+    return target
