@@ -38,7 +38,7 @@ def _compiled() -> Path | None:
     written beside and renamed into place (the suite's processes may compile it at once)."""
     import pyspark
 
-    home = os.environ.get("JAVA_HOME")
+    home = os.environ.get("JAVA_HOME")  # where Spark's launcher takes its `java` from, else the PATH
     javac = shutil.which("javac", path=os.pathsep.join(filter(None, [home and f"{home}/bin", os.environ.get("PATH")])))
     if javac is None:
         return None
