@@ -67,6 +67,7 @@ def test_it_leaves_and_answers_what_hadoop_s_own_does_through_either_api(spark: 
         ]
         with pytest.raises(Exception, match="FileNotFoundException"):
             context.getFileLinkStatus(at("missing"))
+    systems["hadoop"].close()  # a new instance, not the session's cached one
     assert answers["ours"] == answers["hadoop"]
     assert _left(tmp_path / "ours") == _left(tmp_path / "hadoop")
     assert _left(tmp_path / "ours")["a"][0] == 0o750
