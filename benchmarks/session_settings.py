@@ -2,6 +2,9 @@
 
     python benchmarks/session_settings.py --set spark.python.sql.dataFrameDebugging.enabled=true
 
+`--set` again for each more setting the other side changes (`python -m tests.local_fs` prints the
+suite's local file system's as such flags).
+
 Each side is a process of its own (some settings, such as this one, are read once a process):
 a local session, two warm-up runs, then `--runs` runs of the job on the bundled sample batches
 (the shred job on the first, or `--job transformer` on both, as a micro-batch or a small run
@@ -76,7 +79,9 @@ def side(job: str, runs: int, settings: dict[str, str]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", required=True, metavar="KEY=VALUE", help="the setting the other side changes")
+    parser.add_argument(
+        "--set", required=True, action="append", metavar="KEY=VALUE", help="a setting the other side changes (repeat)"
+    )
     parser.add_argument("--job", choices=("shred", "transformer"), default="shred")
     parser.add_argument("--runs", type=int, default=6, help="warm runs a side's process measures")
     parser.add_argument("--rounds", type=int, default=2, help="processes of each side, alternated")
@@ -86,10 +91,10 @@ def main() -> None:
     if args.side is not None:
         print(json.dumps(side(args.job, args.runs, json.loads(args.side))))
         return
-    key, _, value = args.set.partition("=")
-    sides: dict[str, dict[str, str]] = {"the jobs'": {}, args.set: {key: value}}
+    changed = dict(setting.partition("=")[::2] for setting in args.set)
+    sides: dict[str, dict[str, str]] = {"the jobs'": {}, " ".join(args.set): changed}
     results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
-    common = [sys.executable, __file__, "--set", args.set, "--job", args.job, "--runs", str(args.runs)]
+    common = [sys.executable, __file__, "--set", "-", "--job", args.job, "--runs", str(args.runs)]
     for n in range(args.rounds):
         for name in list(sides) if n % 2 == 0 else list(sides)[::-1]:
             command = [*common, "--side", json.dumps(sides[name])]

@@ -32,17 +32,24 @@ def archive() -> Path:
     and the JDK it was made with, unchanged since)."""
     import pyspark
 
-    home = os.environ.get("JAVA_HOME")
-    jdk = Path(home, "bin", "java") if home else Path(shutil.which("java") or "java").resolve()
+    jdk = Path(jdk_tool("java") or "java").resolve()
     installed = Path(pyspark.__file__).parent
     made_over = json.dumps([pyspark.__version__, _mtime(installed / "jars"), str(jdk), _mtime(jdk), BASE])
-    return FOLDER / f"spark-{_digest(str(installed))}-{_digest(made_over)}.jsa"
+    return FOLDER / f"spark-{digest(str(installed))}-{digest(made_over)}.jsa"
 
 
 FOLDER = ROOT / ".cache" / "jvm"
+"""What the suite makes for its JVMs: this archive, and the local file system's classes (`tests.local_fs`)."""
 
 
-def _digest(text: str) -> str:
+def jdk_tool(name: str) -> str | None:
+    """A tool of the JDK whose `java` Spark's launcher runs: `JAVA_HOME`'s, else the `PATH`'s."""
+    home = os.environ.get("JAVA_HOME")
+    return shutil.which(name, path=os.pathsep.join(filter(None, [home and f"{home}/bin", os.environ.get("PATH")])))
+
+
+def digest(text: str) -> str:
+    """A short name for what an artefact was made over."""
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

@@ -9,14 +9,12 @@ keep Hadoop's own, as users run them. Without a Java compiler, Hadoop's own ever
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.jvm_archive import FOLDER, digest, jdk_tool
+
 SOURCE = Path(__file__).resolve().parent / "local_fs" / "InProcessChmodFileSystem.java"
 CLASS = "events_manifest_tests.InProcessChmodFileSystem"
 
@@ -38,13 +36,12 @@ def _compiled() -> Path | None:
     written beside and renamed into place (the suite's processes may compile it at once)."""
     import pyspark
 
-    home = os.environ.get("JAVA_HOME")  # where Spark's launcher takes its `java` from, else the PATH
-    javac = shutil.which("javac", path=os.pathsep.join(filter(None, [home and f"{home}/bin", os.environ.get("PATH")])))
+    javac = jdk_tool("javac")
     if javac is None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     made_over = "\0".join([SOURCE.read_text(), str(jars), *sorted(p.name for p in jars.glob("hadoop-*.jar"))])
-    target = ROOT / ".cache" / "jvm" / f"local-fs-{hashlib.sha256(made_over.encode()).hexdigest()[:12]}"
+    target = FOLDER / f"local-fs-{digest(made_over)}"
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -60,3 +57,7 @@ def _compiled() -> Path | None:
             if not target.is_dir():
                 raise
     return target
+
+
+if __name__ == "__main__":  # the settings as `benchmarks/session_settings.py`'s flags
+    print(" ".join(f"--set {key}={value}" for key, value in settings().items()))
