@@ -40,11 +40,14 @@ def without_threads(environ: MutableMapping[str, str]) -> None:
 
 
 def preload(modules: Iterable[str]) -> None:
-    """Import each of `modules` that this interpreter has: workers on an interpreter of the
-    user's choosing without them get Spark's daemon as it is."""
-    for module in modules:
+    """Import each of `modules` that this interpreter has, and each name it offers (a face imports
+    a name's module at its first use): workers on an interpreter of the user's choosing without
+    them get Spark's daemon as it is."""
+    for name in modules:
         with contextlib.suppress(ImportError):
-            importlib.import_module(module)
+            module = importlib.import_module(name)
+            for offered in getattr(module, "__all__", ()):
+                getattr(module, offered)
 
 
 def freeze() -> None:

@@ -149,6 +149,33 @@ def test_the_glue_takes_the_core_through_its_public_modules_and_the_faces_alone(
         assert took == offered, f"{face}: offered, never taken: {offered - took}; taken, not offered: {took - offered}"
 
 
+LAZY = ("events_manifest._transformer.face", "spark_integration")
+"""The modules that import each name's module at its first use (`_EXPORTS`, read by a module
+`__getattr__`), so that a process that takes a few names imports only theirs: the type checker
+reads the same names in an `if TYPE_CHECKING:` block."""
+
+
+def test_a_lazy_module_offers_the_names_it_imports_for_the_type_checker_from_where_they_are() -> None:
+    """Its three lists agree (what the type checker sees, what `__getattr__` imports, `__all__`),
+    each name resolves, and to the object its module defines."""
+    for name in LAZY:
+        module = importlib.import_module(name)
+        tree = ast.parse(_modules()[name].read_text())
+        [block] = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+        typed = {
+            alias.name: f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in _modules() else node.module
+            for node in block.body
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        exports = module._EXPORTS
+        assert typed == exports and sorted(exports) == sorted(module.__all__), name
+        for offered, source in exports.items():
+            defined = importlib.import_module(source)
+            expected = defined if source.endswith(f".{offered}") else getattr(defined, offered)
+            assert getattr(module, offered) is expected, f"{name}.{offered}"
+
+
 TRANSFORMER_ROOMS = {"decode": 0, "output": 1, "": 2, "run": 3, "stream": 3, "face": 4}
 """The transformer's rooms (`events_manifest._transformer`), lowest first: decoding, then what a run
 writes, then the area's root (the config, the columnar parse, the steps on Arrow batches), then a
