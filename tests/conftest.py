@@ -101,6 +101,12 @@ def sdk_pauses_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: delay(self, context) / 100)
 
 
+SMALL_DATA = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
+"""The suite's session holds small data: two shuffle partitions, and Spark's own default heap of
+1 GB rather than a local session's 4 (`spark_integration.session`): the JVM's collector grows and
+touches less memory, and the machine spends less on it (docs/development.md)."""
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """The one local Spark session of the suite (its Python workers can import `tests`), on the
@@ -108,7 +114,7 @@ def spark() -> Iterator[Any]:
     pytest.importorskip("pyspark")
     from spark_integration.session import local_session
 
-    settings: dict[str, Any] = {"spark.sql.shuffle.partitions": "2", **local_fs.settings()}
+    settings: dict[str, Any] = {**SMALL_DATA, **local_fs.settings()}
     session = local_session("local[2]", "events-manifest-tests", **settings)
     yield session
     session.stop()
