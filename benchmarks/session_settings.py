@@ -80,7 +80,7 @@ def side(job: str, runs: int, settings: dict[str, str]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--set", required=True, action="append", metavar="KEY=VALUE", help="a setting the other side changes (repeat)"
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a setting the other side changes (repeat)"
     )
     parser.add_argument("--job", choices=("shred", "transformer"), default="shred")
     parser.add_argument("--runs", type=int, default=6, help="warm runs a side's process measures")
@@ -91,10 +91,12 @@ def main() -> None:
     if args.side is not None:
         print(json.dumps(side(args.job, args.runs, json.loads(args.side))))
         return
+    if not args.set:
+        parser.error("the other side's settings: --set KEY=VALUE, once for each")
     changed = dict(setting.partition("=")[::2] for setting in args.set)
     sides: dict[str, dict[str, str]] = {"the jobs'": {}, " ".join(args.set): changed}
     results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
-    common = [sys.executable, __file__, "--set", "-", "--job", args.job, "--runs", str(args.runs)]
+    common = [sys.executable, __file__, "--job", args.job, "--runs", str(args.runs)]
     for n in range(args.rounds):
         for name in list(sides) if n % 2 == 0 else list(sides)[::-1]:
             command = [*common, "--side", json.dumps(sides[name])]
