@@ -26,7 +26,7 @@ def run(command: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str]
     output: tuple[str, str] = ("", "")
     while True:
         if measured:
-            for pid in _tree(process.pid):
+            for pid in tree(process.pid):
                 sample = _sample(pid)
                 if sample is not None:
                     seen[pid] = sample
@@ -54,13 +54,14 @@ def text(totals: dict[str, float]) -> str:
     )
 
 
-def _tree(root: int) -> list[int]:
+def tree(root: int) -> list[int]:
+    """A process and every process under it, from /proc."""
     children: dict[int, list[int]] = {}
     for entry in PROC.iterdir():
         if entry.name.isdigit():
-            stat = _stat(entry / "stat")
-            if stat is not None:
-                children.setdefault(int(stat[1]), []).append(int(entry.name))
+            fields = stat(entry / "stat")
+            if fields is not None:
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -69,7 +70,7 @@ def _tree(root: int) -> list[int]:
     return found
 
 
-def _stat(path: Path) -> list[str] | None:
+def stat(path: Path) -> list[str] | None:
     """The fields of a /proc stat file after the command name (state first), or None once gone."""
     try:
         return path.read_text().rsplit(")", 1)[1].split()
@@ -77,14 +78,15 @@ def _stat(path: Path) -> list[str] | None:
         return None
 
 
-def _seconds(stat: list[str]) -> float:
-    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+def seconds(fields: list[str]) -> float:
+    """The CPU seconds of a `stat`."""
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def _sample(pid: int) -> tuple[str, float] | None:
     """A process's kind and CPU seconds, or None once it is gone."""
-    stat = _stat(PROC / str(pid) / "stat")
-    if stat is None:
+    fields = stat(PROC / str(pid) / "stat")
+    if fields is None:
         return None
     try:
         name = (PROC / str(pid) / "comm").read_text().strip()
@@ -92,18 +94,40 @@ def _sample(pid: int) -> tuple[str, float] | None:
     except OSError:
         return None
     worker = any(daemon in command for daemon in DAEMONS)
-    return "jvm" if name == "java" else "python workers" if worker else "other", _seconds(stat)
+    return "jvm" if name == "java" else "python workers" if worker else "other", seconds(fields)
 
 
 def _compiler_threads(pid: int) -> dict[tuple[int, str], float]:
     """The CPU seconds of each of a JVM's JIT compiler threads."""
-    found: dict[tuple[int, str], float] = {}
+    return {key: cpu for key, (role, cpu) in jvm_threads(pid).items() if role == "JIT"}
+
+
+THREAD_ROLES = (
+    ("py4j calls", ("Thread-",)),
+    ("tasks", ("Executor task",)),
+    ("JIT", ("C1 CompilerThre", "C2 CompilerThre")),
+    ("GC", ("VM Thread", "GC Thread", "G1 ")),
+    (
+        "scheduling",
+        ("dag-scheduler", "ResultQueryStag", "shuffle-exchang", "broadcast-excha", "spark-listener", "task-result-get"),
+    ),
+    ("streams", ("stream executio",)),
+)
+"""What a Spark JVM's threads do, by the start of their names (Linux keeps 15 characters): the
+driver's answers to Python's calls through py4j (`Thread-N`), the executors' tasks, the JIT
+compilers, the garbage collector, the scheduling of jobs and stages, the streaming queries."""
+
+
+def jvm_threads(pid: int) -> dict[tuple[int, str], tuple[str, float]]:
+    """Each thread of a JVM: its role (`THREAD_ROLES`, else `other`) and CPU seconds."""
+    found: dict[tuple[int, str], tuple[str, float]] = {}
     for thread in (PROC / str(pid) / "task").glob("*"):
         try:
-            compiler = (thread / "comm").read_text().startswith(("C1 CompilerThre", "C2 CompilerThre"))
+            name = (thread / "comm").read_text()
         except OSError:
             continue
-        stat = _stat(thread / "stat") if compiler else None
-        if stat is not None:
-            found[(pid, thread.name)] = _seconds(stat)
+        fields = stat(thread / "stat")
+        if fields is not None:
+            role = next((role for role, starts in THREAD_ROLES if name.startswith(starts)), "other")
+            found[(pid, thread.name)] = role, seconds(fields)
     return found
