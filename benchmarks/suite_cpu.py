@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
-
-import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -56,46 +52,6 @@ def machine() -> tuple[float, float]:
     return (sum(ticks[:8]) - idle) / per_second, idle / per_second
 
 
-@attrs.frozen
-class Measured:
-    """A run's output lines and CPU: each process's kind and seconds, each Spark JVM thread's role
-    and seconds, and the machine's busy and idle seconds over its `wall` seconds."""
-
-    said: list[str]
-    returncode: int
-    processes: dict[int, tuple[str, float]]
-    threads: dict[tuple[int, str], tuple[str, float]]
-    wall: float
-    busy: float
-    idle: float
-
-
-def measure(command: list[str], environment: dict[str, str]) -> Measured:
-    """Run `command` in the project, sampling its process tree every half second."""
-    processes: dict[int, tuple[str, float]] = {}
-    threads: dict[tuple[int, str], tuple[str, float]] = {}
-    busy0, idle0 = machine()
-    began = time.monotonic()
-    with tempfile.TemporaryFile("w+") as output:  # not a pipe: a suite's failures fill one and stop it
-        process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=output, text=True)
-        while process.poll() is None:
-            for pid in process_cpu.tree(process.pid):
-                fields = process_cpu.stat(process_cpu.PROC / str(pid) / "stat")
-                try:
-                    started = (process_cpu.PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                except OSError:
-                    continue
-                if fields is not None:
-                    processes[pid] = kind(started), process_cpu.seconds(fields)
-                    if processes[pid][0] == KINDS[0][0]:
-                        threads.update(process_cpu.jvm_threads(pid))
-            time.sleep(0.5)
-        output.seek(0)
-        said = output.read().strip().splitlines()
-    busy, idle = machine()
-    return Measured(said, process.returncode, processes, threads, time.monotonic() - began, busy - busy0, idle - idle0)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pytest", nargs="*", help="pytest's arguments (default: the README's suite)")
@@ -105,23 +61,30 @@ def main() -> None:
         sys.exit(f"no {pytest}: run `python -m nox -s tests` once first")
     environment = {**os.environ, "VIRTUAL_ENV": str(pytest.parent.parent)}  # as nox runs it: its commands first
     environment["PATH"] = os.pathsep.join([str(pytest.parent), environment.get("PATH", "")])
-    run = measure([str(pytest), *(args.pytest or SUITE)], environment)
-    print(*(line for line in run.said if line.startswith(("FAILED", "ERROR"))), run.said[-1], sep="\n")
+    busy, idle = machine()
+    began = time.monotonic()
+    run = process_cpu.sampled([str(pytest), *(args.pytest or SUITE)], ROOT, environment, every=0.5)
+    wall = time.monotonic() - began
+    busy, idle = (now - before for now, before in zip(machine(), (busy, idle), strict=True))
+    said = run.done.stdout.strip().splitlines()
+    print(*(line for line in said if line.startswith(("FAILED", "ERROR"))), said[-1], sep="\n")
     by_kind: defaultdict[str, float] = defaultdict(float)
     by_role: defaultdict[str, float] = defaultdict(float)
-    for name, cpu in run.processes.values():
-        by_kind[name] += cpu
-    for role, cpu in run.threads.values():
-        by_role[role] += cpu
+    for found in run.processes.values():
+        by_kind[kind(found.command)] += found.cpu
+    spark = {pid for pid, found in run.processes.items() if kind(found.command) == KINDS[0][0]}
+    for (pid, _), (role, cpu) in run.threads.items():
+        if pid in spark:
+            by_role[role] += cpu
     inside = sum(by_kind.values())
-    print(f"machine: {run.busy:.0f} CPU s busy, {run.idle:.0f} idle, in {run.wall:.0f} s")
-    print(f"the run's processes: {inside:.0f} CPU s; outside them (kernel threads, the rest): {run.busy - inside:.0f}")
+    print(f"machine: {busy:.0f} CPU s busy, {idle:.0f} idle, in {wall:.0f} s")
+    print(f"the run's processes: {inside:.0f} CPU s; outside them (kernel threads, the rest): {busy - inside:.0f}")
     for name, cpu in sorted(by_kind.items(), key=lambda item: -item[1]):
         print(f"  {cpu:6.0f}  {name}")
     print("the Spark sessions' JVMs, by thread:")
     for role, cpu in sorted(by_role.items(), key=lambda item: -item[1]):
         print(f"  {cpu:6.0f}  {role}")
-    sys.exit(run.returncode)
+    sys.exit(run.done.returncode)
 
 
 if __name__ == "__main__":
