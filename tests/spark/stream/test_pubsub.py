@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -46,29 +47,46 @@ def _publish(publisher: Any, topic: str, lines: list[bytes]) -> None:
         future.result(timeout=60)
 
 
-@pytest.fixture
-def staged_lines(monkeypatch: pytest.MonkeyPatch) -> Counter[bytes]:
+class StagedLines:
     """Every message the stream's puller stages, counted as it is written (a redelivered message
-    counts again: a wait on counts alone could end with one of them missing)."""
+    counts again: a wait on counts alone could end with one of them missing). The puller's threads
+    write while the test reads, so both hold the lock."""
+
+    def __init__(self) -> None:
+        self._seen: Counter[bytes] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, lines: list[bytes]) -> None:
+        with self._lock:
+            self._seen.update(lines)
+
+    def missing(self, wanted: Counter[bytes]) -> Counter[bytes]:
+        with self._lock:
+            return wanted - self._seen
+
+
+@pytest.fixture
+def staged_lines(monkeypatch: pytest.MonkeyPatch) -> StagedLines:
+    """The messages the stream's puller stages, recorded as `HadoopStorage` writes them."""
     from spark_integration._spark.storage import HadoopStorage
 
-    seen: Counter[bytes] = Counter()
+    seen = StagedLines()
     original = HadoopStorage.write_text
 
     def recording(self: HadoopStorage, path: str, text: str) -> None:
         original(self, path, text)
         if f"/{STAGED}/" in path:
-            seen.update(data_of(line) for line in text.splitlines())
+            seen.add([data_of(line) for line in text.splitlines()])
 
     monkeypatch.setattr(HadoopStorage, "write_text", recording)
     return seen
 
 
-def _staged(stream: Any, seen: Counter[bytes], lines: list[bytes]) -> None:
+def _staged(stream: Any, seen: StagedLines, lines: list[bytes]) -> None:
     """Wait until the stream's puller has staged each of `lines` (as often as it is there)."""
     wanted, deadline = Counter(lines), time.monotonic() + 120
-    while wanted - seen:
-        assert time.monotonic() < deadline, f"{(wanted - seen).total()} of {len(lines)} messages not staged"
+    while missing := seen.missing(wanted):
+        assert time.monotonic() < deadline, f"{missing.total()} of {len(lines)} messages not staged"
         stream._stager.check()
         time.sleep(0.1)
 
@@ -79,7 +97,7 @@ def test_a_subscription_fed_while_the_stream_runs_gives_the_batch_job_s_windows(
     tmp_path: Path,
     batch_runs: list[dict[str, Any]],
     topic: tuple[Any, str, str],
-    staged_lines: Counter[bytes],
+    staged_lines: StagedLines,
 ) -> None:
     """Before the start, a killed start had pulled the first 40 messages and not acknowledged them,
     and had staged the first 20 of them: the 40 come back once their deadline passed (moved to now
