@@ -115,6 +115,14 @@ def tree(root: int) -> list[int]:
     return found
 
 
+def tree_seconds(root: int) -> float:
+    """The CPU seconds so far of a process and every process under it: those running, and those
+    that ended and were waited for (their parent's children's time, /proc's `cutime` and `cstime`)."""
+    per_second = os.sysconf("SC_CLK_TCK")
+    found = (_stat(PROC / str(pid) / "stat") for pid in tree(root))
+    return sum(sum(int(x) for x in fields[11:15]) / per_second for fields in found if fields is not None)
+
+
 def _stat(path: Path) -> list[str] | None:
     """The fields of a /proc stat file after the command name (state first), or None once gone."""
     try:

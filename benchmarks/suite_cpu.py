@@ -2,6 +2,7 @@
 
     python benchmarks/suite_cpu.py                      # the README's suite (.nox/tests must exist)
     python benchmarks/suite_cpu.py -- tests/spark/shred # any pytest arguments instead
+    python benchmarks/suite_cpu.py --tests 30           # and the 30 tests and files that cost most
 
 Samples /proc every half second while pytest runs (Linux only): each process of its tree by kind
 (the Spark sessions' JVMs, the other JVMs, Spark's Python workers, the local servers, the test
@@ -10,15 +11,18 @@ py4j calls, the tasks, the JIT, the collector, the scheduling), and the machine'
 seconds from /proc/stat, whose difference with the tree is what ran outside it (kernel threads).
 A process that ends between two samples counts up to its last one. The suite on two cores is
 CPU-bound: its time is its CPU over two, and this says whose CPU it is (docs/development.md).
+With `--tests`, each test's CPU too, that of its process's tree while it ran (`per_test_cpu.py`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,15 +59,23 @@ def machine() -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pytest", nargs="*", help="pytest's arguments (default: the README's suite)")
+    parser.add_argument("--tests", type=int, default=0, metavar="N", help="print the N tests and files that cost most")
     args = parser.parse_args()
     pytest = ROOT / ".nox" / "tests" / "bin" / "pytest"
     if not pytest.exists():
         sys.exit(f"no {pytest}: run `python -m nox -s tests` once first")
     environment = {**os.environ, "VIRTUAL_ENV": str(pytest.parent.parent)}  # as nox runs it: its commands first
     environment["PATH"] = os.pathsep.join([str(pytest.parent), environment.get("PATH", "")])
+    command = [str(pytest), *(args.pytest or SUITE)]
+    per_test = tempfile.TemporaryDirectory()
+    if args.tests:
+        here = str(Path(__file__).resolve().parent)
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [here, environment.get("PYTHONPATH")]))
+        environment["PER_TEST_CPU"] = per_test.name
+        command += ["-p", "per_test_cpu"]
     busy, idle = machine()
     began = time.monotonic()
-    run = process_cpu.sampled([str(pytest), *(args.pytest or SUITE)], ROOT, environment, every=0.5)
+    run = process_cpu.sampled(command, ROOT, environment, every=0.5)
     wall = time.monotonic() - began
     busy, idle = (now - before for now, before in zip(machine(), (busy, idle), strict=True))
     said = run.done.stdout.strip().splitlines()
@@ -84,7 +96,28 @@ def main() -> None:
     print("the Spark sessions' JVMs, by thread:")
     for role, cpu in sorted(by_role.items(), key=lambda item: -item[1]):
         print(f"  {cpu:6.0f}  {role}")
+    if args.tests:
+        print_tests(Path(per_test.name), args.tests)
+    per_test.cleanup()
     sys.exit(run.done.returncode)
+
+
+def print_tests(folder: Path, count: int) -> None:
+    """The `count` tests, and files of tests, whose process trees spent the most CPU while they ran."""
+    tests: Counter[str] = Counter()
+    for path in folder.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            found = json.loads(line)
+            tests[found["test"]] += found["cpu"]
+    files: Counter[str] = Counter()
+    for test, cpu in tests.items():
+        files[test.split("::")[0]] += cpu
+    print(f"the tests' process trees while each ran: {sum(tests.values()):.0f} CPU s, by file:")
+    for name, cpu in files.most_common(count):
+        print(f"  {cpu:6.1f}  {name}")
+    print("by test:")
+    for name, cpu in tests.most_common(count):
+        print(f"  {cpu:6.1f}  {name}")
 
 
 if __name__ == "__main__":

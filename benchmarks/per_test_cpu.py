@@ -1,0 +1,29 @@
+"""A pytest plugin (`-p per_test_cpu`, with `benchmarks/` on `PYTHONPATH`) that writes each test's
+CPU seconds to `$PER_TEST_CPU/<pid>.jsonl`: those of its test process and of every process under it
+(its Spark session's JVM and Python workers, its local servers, the commands it starts), read
+from /proc before and after the test. A test process's servers and JVM serve whichever test runs,
+so a test carries what they do meanwhile: the first Spark test of a process its session's start
+and the JIT's warm-up, a test after a stream the stream's last moments. `suite_cpu.py --tests`
+sums them."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import process_cpu
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, None]:
+    """The test's setup, call and teardown, with the tree's CPU seconds before and after."""
+    before, began = process_cpu.tree_seconds(os.getpid()), time.monotonic()
+    yield
+    cpu, wall = process_cpu.tree_seconds(os.getpid()) - before, time.monotonic() - began
+    with (Path(os.environ["PER_TEST_CPU"]) / f"{os.getpid()}.jsonl").open("a") as out:
+        out.write(json.dumps({"test": item.nodeid, "cpu": round(cpu, 2), "wall": round(wall, 2)}) + "\n")
