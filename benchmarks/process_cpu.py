@@ -118,9 +118,8 @@ def tree(root: int) -> list[int]:
 def tree_seconds(root: int) -> float:
     """The CPU seconds so far of a process and every process under it: those running, and those
     that ended and were waited for (their parent's children's time, /proc's `cutime` and `cstime`)."""
-    per_second = os.sysconf("SC_CLK_TCK")
     found = (_stat(PROC / str(pid) / "stat") for pid in tree(root))
-    return sum(sum(int(x) for x in fields[11:15]) / per_second for fields in found if fields is not None)
+    return sum(_seconds(fields, waited=True) for fields in found if fields is not None)
 
 
 def _stat(path: Path) -> list[str] | None:
@@ -131,8 +130,9 @@ def _stat(path: Path) -> list[str] | None:
         return None
 
 
-def _seconds(fields: list[str]) -> float:
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+def _seconds(fields: list[str], *, waited: bool = False) -> float:
+    """utime + stime; with `waited`, cutime + cstime too (the children it waited for)."""
+    return sum(int(x) for x in fields[11 : 15 if waited else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def _process(pid: int) -> Process | None:

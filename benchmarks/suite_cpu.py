@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import process_cpu
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(process_cpu.__file__).resolve().parent
+"""benchmarks/: put on the tests' path for `per_test_cpu.py`."""
+ROOT = HERE.parent
 SUITE = ["-q", "-n", "3", "--dist", "load", "--ignore=tests/integration"]
 """The README's suite as `noxfile.SUITE` runs it, less its list of the slowest tests."""
 KINDS = (
@@ -67,16 +69,16 @@ def main() -> None:
     environment = {**os.environ, "VIRTUAL_ENV": str(pytest.parent.parent)}  # as nox runs it: its commands first
     environment["PATH"] = os.pathsep.join([str(pytest.parent), environment.get("PATH", "")])
     command = [str(pytest), *(args.pytest or SUITE)]
-    per_test = tempfile.TemporaryDirectory()
-    if args.tests:
-        here = str(Path(__file__).resolve().parent)
-        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [here, environment.get("PYTHONPATH")]))
-        environment["PER_TEST_CPU"] = per_test.name
-        command += ["-p", "per_test_cpu"]
-    busy, idle = machine()
-    began = time.monotonic()
-    run = process_cpu.sampled(command, ROOT, environment, every=0.5)
-    wall = time.monotonic() - began
+    with tempfile.TemporaryDirectory() as per_test:
+        if args.tests:
+            environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), environment.get("PYTHONPATH")]))
+            environment["PER_TEST_CPU"] = per_test
+            command += ["-p", "per_test_cpu"]
+        busy, idle = machine()
+        began = time.monotonic()
+        run = process_cpu.sampled(command, ROOT, environment, every=0.5)
+        wall = time.monotonic() - began
+        tests = per_test_seconds(Path(per_test))
     busy, idle = (now - before for now, before in zip(machine(), (busy, idle), strict=True))
     said = run.done.stdout.strip().splitlines()
     print(*(line for line in said if line.startswith(("FAILED", "ERROR"))), said[-1], sep="\n")
@@ -97,18 +99,22 @@ def main() -> None:
     for role, cpu in sorted(by_role.items(), key=lambda item: -item[1]):
         print(f"  {cpu:6.0f}  {role}")
     if args.tests:
-        print_tests(Path(per_test.name), args.tests)
-    per_test.cleanup()
+        print_tests(tests, args.tests)
     sys.exit(run.done.returncode)
 
 
-def print_tests(folder: Path, count: int) -> None:
-    """The `count` tests, and files of tests, whose process trees spent the most CPU while they ran."""
+def per_test_seconds(folder: Path) -> Counter[str]:
+    """Each test's CPU seconds, as `per_test_cpu.py` wrote them in `folder` (none without `--tests`)."""
     tests: Counter[str] = Counter()
     for path in folder.glob("*.jsonl"):
         for line in path.read_text().splitlines():
             found = json.loads(line)
             tests[found["test"]] += found["cpu"]
+    return tests
+
+
+def print_tests(tests: Counter[str], count: int) -> None:
+    """The `count` tests, and files of tests, whose process trees spent the most CPU while they ran."""
     files: Counter[str] = Counter()
     for test, cpu in tests.items():
         files[test.split("::")[0]] += cpu
