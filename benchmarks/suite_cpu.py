@@ -41,13 +41,15 @@ KINDS = (
     ("data sources' Python processes", ("-m pyspark.sql.",)),
     ("moto's servers", ("testing._moto_server",)),
     ("dynalite", ("dynalite",)),
+    ("test processes (pytest and its workers)", ("bin/pytest", "exec(eval(sys.stdin.readline()))")),
+    ("the project's commands run as processes", ("-m events_manifest", "-m spark_integration", "events-manifest")),
 )
-"""A process's kind by its command line, else `test processes and the rest`."""
+"""A process's kind by its command line, else `the rest`."""
 
 
 def kind(command: str) -> str:
     found = (name for name, marks in KINDS if any(mark in command for mark in marks))
-    return next(found, "test processes and the rest")
+    return next(found, "the rest")
 
 
 def machine() -> tuple[float, float]:

@@ -124,15 +124,15 @@ def test_invalid_input_is_rejected_with_the_value(backend: Backend) -> None:
 
 def test_threads_racing_on_the_same_pairs_accept_each_once(backend: Backend) -> None:
     m = backend.make()
-    pairs = [(str(uuid.uuid4()), f"fp-{i}") for i in range(60)]
-    workers = 8
+    pairs = [(str(uuid.uuid4()), f"fp-{i}") for i in range(24)]
+    workers = 4
     results: dict[int, list[bool]] = {}
     start = threading.Barrier(workers)
 
     def work(n: int) -> None:
         etl = ETL + timedelta(seconds=n)
         start.wait()
-        results[n] = [m.put(*pair, etl) for pair in pairs[:20]] + m.put_many((*p, etl) for p in pairs[20:])
+        results[n] = [m.put(*pair, etl) for pair in pairs[:8]] + m.put_many((*p, etl) for p in pairs[8:])
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(workers)]
     for t in threads:
@@ -149,8 +149,15 @@ spawned process imports it again, a second each): none inherits the suite's thre
 RACERS.set_forkserver_preload([__name__])
 
 
-def _put_from_process(url: str, pairs: list[tuple[str, str]], seconds: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _put_from_process(
+    url: str,
+    pairs: list[tuple[str, str]],
+    seconds: int,
+    start: threading.Barrier,
+    out: multiprocessing.Queue,  # type: ignore[type-arg]
+) -> None:
     with manifest_from_url(url) as m:
+        start.wait(timeout=60)  # opened: the processes put at once, however long each took to start
         out.put((seconds, m.put_many((*p, ETL + timedelta(seconds=seconds)) for p in pairs)))
 
 
@@ -159,9 +166,9 @@ def test_processes_racing_on_the_same_pairs_accept_each_once(backend: Backend) -
         pytest.skip(f"{backend.name} lives in one process")
     url = backend.url(timedelta(days=180))
     backend.make().close()  # create the file or table once, before the race
-    pairs = [(str(uuid.uuid4()), f"fp-{i}") for i in range(80)]
-    out = RACERS.Queue()
-    processes = [RACERS.Process(target=_put_from_process, args=(url, pairs, n, out)) for n in range(3)]
+    pairs = [(str(uuid.uuid4()), f"fp-{i}") for i in range(40)]
+    out, start = RACERS.Queue(), RACERS.Barrier(3)
+    processes = [RACERS.Process(target=_put_from_process, args=(url, pairs, n, start, out)) for n in range(3)]
     for p in processes:
         p.start()
     answers = [out.get(timeout=120) for _ in processes]
