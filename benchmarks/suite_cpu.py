@@ -25,12 +25,12 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+"""benchmarks/: where `process_cpu` is, and put on the tests' path for `per_test_cpu.py`."""
+sys.path.insert(0, str(HERE))
 
-import process_cpu
+import process_cpu  # noqa: E402
 
-HERE = Path(process_cpu.__file__).resolve().parent
-"""benchmarks/: put on the tests' path for `per_test_cpu.py`."""
 ROOT = HERE.parent
 SUITE = ["-q", "-n", "3", "--dist", "load", "--ignore=tests/integration"]
 """The README's suite as `noxfile.SUITE` runs it, less its list of the slowest tests."""
