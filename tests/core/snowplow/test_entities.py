@@ -27,10 +27,13 @@ raw_tokens = st.sampled_from(
 )  # fmt: skip
 
 
+json_objects = st.dictionaries(st.text(max_size=5), json_values, max_size=3)
+
+
 @st.composite
 def data_texts(draw: st.DrawFn) -> str:
     """An object's text: compact or spaced JSON of a random value, or hand-made tokens in one."""
-    value = draw(st.dictionaries(st.text(max_size=5), json_values, max_size=3))
+    value = draw(json_objects)
     separators = (",", ":") if draw(st.booleans()) else (", ", ": ")
     text = json.dumps(value, separators=separators, ensure_ascii=draw(st.booleans()))
     if draw(st.integers(0, 3)) == 0:
@@ -42,16 +45,22 @@ ESCAPED = "iglu:com.acme\\/x/jsonschema/1-0-0"
 schemas = st.sampled_from([WEB_PAGE, LINK, "iglu:com.acme/x/jsonschema/1-0-0"] * 3 + ["not iglu", ESCAPED])
 
 
+entities = st.builds(sdj, schemas, data_texts())
+column_kinds = {
+    "": st.just(""),
+    "listed": st.lists(entities, max_size=3).map(lambda e: contexts(*e)),
+    "wrapped": entities.map(unstruct),
+}
+context_column = st.sampled_from(["", "listed", "listed", "listed", "wrapped"])
+unstruct_column = st.sampled_from(["", "wrapped", "wrapped", "wrapped", "listed"])
+"""What a row's columns are drawn from: made once, not at each draw (Hypothesis checks and labels
+a strategy where it is first drawn from: most of this file's time, when made in `columns`)."""
+
+
 @st.composite
 def columns(draw: st.DrawFn) -> tuple[str, str, str]:
     """The three JSON columns of a row, mostly enrichment's compact form, then perhaps damaged."""
-    entities = st.builds(sdj, schemas, data_texts())
-    listed = st.lists(entities, max_size=3).map(lambda e: contexts(*e))
-    wrapped = entities.map(unstruct)
-    context_column = st.sampled_from(["", "listed", "listed", "listed", "wrapped"])
-    unstruct_column = st.sampled_from(["", "wrapped", "wrapped", "wrapped", "listed"])
-    kinds = {"": st.just(""), "listed": listed, "wrapped": wrapped}
-    row = [draw(kinds[draw(kind)]) for kind in (context_column, unstruct_column, context_column)]
+    row = [draw(column_kinds[draw(kind)]) for kind in (context_column, unstruct_column, context_column)]
     for i in draw(st.lists(st.integers(0, 5), max_size=1)):
         if i > 2:
             continue

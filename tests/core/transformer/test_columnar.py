@@ -112,22 +112,34 @@ COMMON = {
 }  # fmt: skip
 
 
+def field(kind: str, other: int) -> st.SearchStrategy[str]:
+    """A field of `kind` in one draw: in another shape one time in `other + 1` (never with `other`
+    0), else in a shape enrichers write one time in four, else common; each shape as likely as the
+    others of its kind."""
+    others, written = OTHER[kind] if other else [], WRITTEN[kind]
+    rest = 4 * len(written)  # the draws that are not in another shape: written, or common
+
+    def shape(n: int) -> str:
+        if n < len(others) * rest:
+            return others[n % len(others)]
+        n %= rest
+        return written[n] if n < len(written) else COMMON[kind]
+
+    return st.integers(0, (len(others) * (other + 1) if other else 1) * rest - 1).map(shape)
+
+
+FIELDS = {other: st.tuples(*(field(FIELD_KINDS[name], other) for name in FIELD_NAMES)) for other in (0, 200, 30)}
+"""A line's fields, a draw each, for each chance of other shapes (`field`): made once, not at each
+line (Hypothesis checks and labels a strategy where it is first drawn from)."""
+WIDTHS = st.sampled_from([len(FIELD_NAMES)] * 12 + [1, 130, 132])
+
+
 @st.composite
 def lines(draw: st.DrawFn) -> str:
     """An enriched line: each field empty or common, or in a shape enrichers write; on some lines
     (drawn) a few in other shapes, or a width other than 131 fields."""
-    other = draw(st.sampled_from([0, 0, 0, 200, 30]))
-    fields = []
-    for name in FIELD_NAMES:
-        kind = FIELD_KINDS[name]
-        if other and draw(st.integers(0, other)) == 0:
-            fields.append(draw(st.sampled_from(OTHER[kind])))
-        elif draw(st.integers(0, 3)) == 0:
-            fields.append(draw(st.sampled_from(WRITTEN[kind])))
-        else:
-            fields.append(COMMON[kind])
-    width = draw(st.sampled_from([len(fields)] * 12 + [1, 130, 132]))
-    return "\t".join([*fields, "extra"][:width])
+    fields = draw(FIELDS[draw(st.sampled_from([0, 0, 0, 200, 30]))])
+    return "\t".join([*fields, "extra"][: draw(WIDTHS)])
 
 
 @settings(max_examples=examples(30), deadline=None)
