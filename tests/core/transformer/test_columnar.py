@@ -125,7 +125,7 @@ def field(kind: str, other: int) -> st.SearchStrategy[str]:
         n %= rest
         return written[n] if n < len(written) else COMMON[kind]
 
-    return st.integers(0, (len(others) * (other + 1) if other else 1) * rest - 1).map(shape)
+    return st.integers(0, rest * max(1, len(others) * (other + 1)) - 1).map(shape)
 
 
 FIELDS = {other: st.tuples(*(field(FIELD_KINDS[name], other) for name in FIELD_NAMES)) for other in (0, 200, 30)}
