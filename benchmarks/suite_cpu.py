@@ -11,7 +11,8 @@ py4j calls, the tasks, the JIT, the collector, the scheduling), and the machine'
 seconds from /proc/stat, whose difference with the tree is what ran outside it (kernel threads).
 A process that ends between two samples counts up to its last one. The suite on two cores is
 CPU-bound: its time is its CPU over two, and this says whose CPU it is (docs/development.md).
-With `--tests`, each test's CPU too, that of its process's tree while it ran (`per_test_cpu.py`).
+With `--tests`, each test's CPU too, that of its process's tree while it ran, and the Spark jobs it
+started (`per_test_cpu.py`).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def main() -> None:
         began = time.monotonic()
         run = process_cpu.sampled(command, ROOT, environment, every=0.5)
         wall = time.monotonic() - began
-        tests = per_test_seconds(Path(per_test))
+        tests, jobs = per_test_seconds(Path(per_test))
     busy, idle = (now - before for now, before in zip(machine(), (busy, idle), strict=True))
     said = run.done.stdout.strip().splitlines()
     print(*(line for line in said if line.startswith(("FAILED", "ERROR"))), said[-1], sep="\n")
@@ -101,31 +102,40 @@ def main() -> None:
     for role, cpu in sorted(by_role.items(), key=lambda item: -item[1]):
         print(f"  {cpu:6.0f}  {role}")
     if args.tests:
-        print_tests(tests, args.tests)
+        print_tests(tests, jobs, args.tests)
     sys.exit(run.done.returncode)
 
 
-def per_test_seconds(folder: Path) -> Counter[str]:
-    """Each test's CPU seconds, as `per_test_cpu.py` wrote them in `folder` (none without `--tests`)."""
+def per_test_seconds(folder: Path) -> tuple[Counter[str], Counter[str]]:
+    """Each test's CPU seconds and Spark jobs, as `per_test_cpu.py` wrote them in `folder` (none
+    without `--tests`)."""
     tests: Counter[str] = Counter()
+    jobs: Counter[str] = Counter()
     for path in folder.glob("*.jsonl"):
         for line in path.read_text().splitlines():
             found = json.loads(line)
             tests[found["test"]] += found["cpu"]
-    return tests
+            jobs[found["test"]] += found["jobs"]
+    return tests, jobs
 
 
-def print_tests(tests: Counter[str], count: int) -> None:
-    """The `count` tests, and files of tests, whose process trees spent the most CPU while they ran."""
+def print_tests(tests: Counter[str], jobs: Counter[str], count: int) -> None:
+    """The `count` tests, and files of tests, whose process trees spent the most CPU while they ran,
+    with the Spark jobs each started."""
     files: Counter[str] = Counter()
+    file_jobs: Counter[str] = Counter()
     for test, cpu in tests.items():
         files[test.split("::")[0]] += cpu
-    print(f"the tests' process trees while each ran: {sum(tests.values()):.0f} CPU s, by file:")
+        file_jobs[test.split("::")[0]] += jobs[test]
+    print(
+        f"the tests' process trees while each ran: {sum(tests.values()):.0f} CPU s, "
+        f"{sum(jobs.values())} Spark jobs; by file (CPU s, jobs):"
+    )
     for name, cpu in files.most_common(count):
-        print(f"  {cpu:6.1f}  {name}")
+        print(f"  {cpu:6.1f}  {file_jobs[name]:4}  {name}")
     print("by test:")
     for name, cpu in tests.most_common(count):
-        print(f"  {cpu:6.1f}  {name}")
+        print(f"  {cpu:6.1f}  {jobs[name]:4}  {name}")
 
 
 if __name__ == "__main__":

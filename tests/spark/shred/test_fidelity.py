@@ -21,6 +21,7 @@ import pytest
 from events_manifest._snowplow.fields import ATOMIC_AFTER, FIELD_NAMES
 from events_manifest.testing._servers import LocalServer
 from tests.commands import shredder, told
+from tests.once import made_once
 from tests.shred_helpers import contexts, line, read_bad, read_output, sdj, uuid5
 
 pytestmark = pytest.mark.every_line
@@ -87,8 +88,12 @@ def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Batch 1, then batch 2 twice on copies of the manifest: plain, and with cross-batch synthetic."""
-    root = tmp_path_factory.mktemp("fidelity")
+    """Batch 1, then batch 2 twice on copies of the manifest: plain, and with cross-batch synthetic;
+    run once by the suite's test processes between them (the tests only read the folder)."""
+    return made_once(tmp_path_factory, "fidelity", _make_runs)
+
+
+def _make_runs(root: Path) -> None:
     batch_1 = _write(root / "in-1", {"a.tsv": f"{line(X, 'fpA', ETL_1)}\n{line(W, 'fpA', ETL_1)}\n".encode()})
     batch_2 = _write(root / "in-2", _batch_2())
     manifest = root / "manifest.db"
@@ -103,7 +108,6 @@ def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     ):
         _run(root, "--input-folder", batch_2, "--output-folder", f"out-{name}", "--bad-folder", f"bad-{name}",
              "--manifest", f"sqlite://{db}", *extra)  # fmt: skip
-    return root
 
 
 def _atomic(out: Path) -> dict[tuple[str, str], str]:
