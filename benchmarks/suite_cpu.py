@@ -81,7 +81,7 @@ def main() -> None:
         began = time.monotonic()
         run = process_cpu.sampled(command, ROOT, environment, every=0.5)
         wall = time.monotonic() - began
-        tests, jobs = per_test_seconds(Path(per_test))
+        tests, jobs = read_per_test(Path(per_test))
     busy, idle = (now - before for now, before in zip(machine(), (busy, idle), strict=True))
     said = run.done.stdout.strip().splitlines()
     print(*(line for line in said if line.startswith(("FAILED", "ERROR"))), said[-1], sep="\n")
@@ -106,7 +106,7 @@ def main() -> None:
     sys.exit(run.done.returncode)
 
 
-def per_test_seconds(folder: Path) -> tuple[Counter[str], Counter[str]]:
+def read_per_test(folder: Path) -> tuple[Counter[str], Counter[str]]:
     """Each test's CPU seconds and Spark jobs, as `per_test_cpu.py` wrote them in `folder` (none
     without `--tests`)."""
     tests: Counter[str] = Counter()
@@ -125,8 +125,9 @@ def print_tests(tests: Counter[str], jobs: Counter[str], count: int) -> None:
     files: Counter[str] = Counter()
     file_jobs: Counter[str] = Counter()
     for test, cpu in tests.items():
-        files[test.split("::")[0]] += cpu
-        file_jobs[test.split("::")[0]] += jobs[test]
+        file = test.split("::")[0]
+        files[file] += cpu
+        file_jobs[file] += jobs[test]
     print(
         f"the tests' process trees while each ran: {sum(tests.values()):.0f} CPU s, "
         f"{sum(jobs.values())} Spark jobs; by file (CPU s, jobs):"
