@@ -9,6 +9,7 @@ keep Hadoop's own, as users run them. Without a Java compiler, Hadoop's own ever
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import tempfile
 from pathlib import Path
@@ -32,8 +33,9 @@ def settings() -> dict[str, str]:
 
 
 def _compiled() -> Path | None:
-    """The folder of the compiled classes, made unless there: against this environment's Hadoop,
-    written beside and renamed into place (the suite's processes may compile it at once)."""
+    """The folder of the compiled classes, made unless there: against this environment's Hadoop, by
+    the first of the suite's processes to ask (the others wait for it under a lock, rather than each
+    run the compiler at once), written beside and renamed into place (a compile cut short leaves none)."""
     import pyspark
 
     javac = jdk_tool("javac")
@@ -45,17 +47,16 @@ def _compiled() -> Path | None:
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        built = Path(scratch, "classes")
-        command = [javac, "-nowarn", "-cp", f"{jars}/*", "-d", str(built), str(SOURCE)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"{SOURCE.name} does not compile against {jars}:\n{done.stderr}")
-        try:
-            built.rename(target)
-        except OSError:  # another process's, renamed first
-            if not target.is_dir():
-                raise
+    with (target.parent / f"{target.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
+        if not target.is_dir():
+            with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+                built = Path(scratch, "classes")
+                command = [javac, "-nowarn", "-cp", f"{jars}/*", "-d", str(built), str(SOURCE)]
+                done = subprocess.run(command, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    raise RuntimeError(f"{SOURCE.name} does not compile against {jars}:\n{done.stderr}")
+                built.rename(target)
     return target
 
 
