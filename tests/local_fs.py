@@ -9,12 +9,12 @@ keep Hadoop's own, as users run them. Without a Java compiler, Hadoop's own ever
 
 from __future__ import annotations
 
-import fcntl
 import subprocess
 import tempfile
 from pathlib import Path
 
 from tests.jvm_archive import FOLDER, digest, jdk_tool
+from tests.once import exclusive
 
 SOURCE = Path(__file__).resolve().parent / "local_fs" / "InProcessChmodFileSystem.java"
 CLASS = "events_manifest_tests.InProcessChmodFileSystem"
@@ -47,8 +47,7 @@ def _compiled() -> Path | None:
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with (target.parent / f"{target.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
+    with exclusive(target.parent / f"{target.name}.lock"):
         if not target.is_dir():
             with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
                 built = Path(scratch, "classes")
