@@ -48,15 +48,20 @@ def _compiled() -> Path | None:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(target.parent / f"{target.name}.lock"):
-        if not target.is_dir():
-            with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-                built = Path(scratch, "classes")
-                command = [javac, "-nowarn", "-cp", f"{jars}/*", "-d", str(built), str(SOURCE)]
-                done = subprocess.run(command, capture_output=True, text=True, check=False)
-                if done.returncode != 0:
-                    raise RuntimeError(f"{SOURCE.name} does not compile against {jars}:\n{done.stderr}")
-                built.rename(target)
+        if not target.is_dir():  # compiled by another process while this one waited
+            _compile(javac, jars, target)
     return target
+
+
+def _compile(javac: str, jars: Path, target: Path) -> None:
+    """The classes compiled in a scratch folder beside `target`, then renamed into place."""
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        built = Path(scratch, "classes")
+        command = [javac, "-nowarn", "-cp", f"{jars}/*", "-d", str(built), str(SOURCE)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{SOURCE.name} does not compile against {jars}:\n{done.stderr}")
+        built.rename(target)
 
 
 if __name__ == "__main__":  # the settings as `benchmarks/session_settings.py`'s flags
