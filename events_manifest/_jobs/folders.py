@@ -25,6 +25,8 @@ CLAIM = "_claim.json"
 """Held by the run writing a folder (created exclusively), removed when it ends."""
 STAGING_PREFIX = ".staging-"
 """Where a run stages what it writes, inside its output folder; left by a killed run, it is the job's."""
+SEALED = "_sealed.json"
+"""In a staging folder: the run that staged it is sealed, to be delivered as it is (`staging`)."""
 
 
 class OutputExistsError(ManifestConfigError):
@@ -73,6 +75,8 @@ class Folder:
     created: bool
     run_id: str = ""
     replaced: list[str] = attrs.field(factory=list)
+    sealed: list[str] = attrs.field(factory=list)
+    """The staging folders here of runs killed once sealed (`check_contents`), by name."""
 
     def replace_old(self) -> None:
         """Delete what an earlier run of the job wrote here (found by `check_contents`)."""
@@ -92,11 +96,15 @@ class Folder:
 
 def check_contents(storage: Storage, layout: Layout, folder: Folder, overwrite: bool) -> None:
     """Refuse a folder that holds files, unless `overwrite` and every one of them is the job's
-    (a marker says the job wrote there); what is to be replaced goes into `folder.replaced`."""
+    (a marker says the job wrote there); what is to be replaced goes into `folder.replaced`. A
+    staging folder a killed run left is deleted, unless the run sealed it (`folder.sealed`)."""
     children = []
     for child in storage.children(folder.path):
-        if child.startswith(STAGING_PREFIX):  # left by a run that was killed while writing: ours now
-            storage.delete(join(folder.path, child))
+        if child.startswith(STAGING_PREFIX):  # left by a run that was killed: ours now
+            if storage.exists(join(folder.path, child, SEALED)):
+                folder.sealed.append(child)
+            else:
+                storage.delete(join(folder.path, child))
         elif child != CLAIM:
             children.append(child)
     if not children:
@@ -211,15 +219,15 @@ class JobFolders:
         """The qualified path of the folder of this role."""
         return next(folder.path for folder in self.folders if folder.role == role)
 
-    def commit(self, etl_time: str) -> None:
-        """Mark each folder as the job's, then delete what an earlier run wrote there."""
+    def commit(self, etl_time: str, *, replace: bool = True) -> None:
+        """Mark each folder as the job's, then delete what an earlier run wrote there (unless not
+        `replace`)."""
         for folder in self.folders:
-            if not self.layout.marker:  # a job whose folders hold only what it delivers
+            if self.layout.marker:  # else a job whose folders hold only what it delivers
+                marker = {"written_by": f"events-manifest {self.layout.job}", "role": folder.role, "etl_time": etl_time}
+                self.storage.write_text(join(folder.path, self.layout.marker), json.dumps(marker) + "\n")
+            if replace:
                 folder.replace_old()
-                continue
-            marker = {"written_by": f"events-manifest {self.layout.job}", "role": folder.role, "etl_time": etl_time}
-            self.storage.write_text(join(folder.path, self.layout.marker), json.dumps(marker) + "\n")
-            folder.replace_old()
 
     def release(self) -> None:
         for folder in self.folders:

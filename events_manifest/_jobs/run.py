@@ -6,7 +6,7 @@ every run is in the ledger and follows the same rerun rules (`ledger.plan`).
 
     with JobRun.begin(manifest, item, APPLICATION, folders=..., storage=..., layout=...) as run:
         etl_time = run.start(requested)      # before the first put
-        ...                                  # put, write (staged)
+        ...                                  # put, write (staged), seal
         run.commit(etl_text, publish)        # marker, old output replaced, staged output moved
 """
 
@@ -118,12 +118,12 @@ class JobRun:
         steps.reached("started")
         return self.record.etl_time
 
-    def commit(self, etl_text: str, publish: Callable[[], None]) -> None:
+    def commit(self, etl_text: str, publish: Callable[[], None], *, replace: bool = True) -> None:
         """Deliver the run's output: mark its folders as the job's, delete what an earlier run wrote
-        there (with overwrite), then `publish` what this run staged."""
-        steps.reached("staged")
+        there (with overwrite; not when `replace` is false: a delivery of this run began, and what
+        is there is its own), then `publish` what this run staged."""
         if self.folders is not None:
-            self.folders.commit(etl_text)
+            self.folders.commit(etl_text, replace=replace)
         steps.reached("committing")
         publish()
         steps.reached("committed")

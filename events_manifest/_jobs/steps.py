@@ -5,8 +5,10 @@ Without them, a step costs a lookup of the environment.
 
 Steps of a job's run, in order: `started` (its ledger record written, no put yet), `puts` (a
 batch's puts stored, in a worker), `staged` (every output line written under the staging folder),
-`committing` (the earlier output deleted, this run's not yet in place), `committed` (delivered,
-not yet finished in the ledger).
+`sealed` (what the run is and wrote recorded there: from here it is delivered as it is),
+`committing` (the earlier output deleted, this run's not yet in place), `moving` (a first part of
+it moved into place), `committed` (delivered, not yet finished in the ledger). A transformer's
+run has its own after `sealed` (`_transformer.run.commit`).
 """
 
 from __future__ import annotations

@@ -237,8 +237,11 @@ class Storage(abc.ABC):
         return self.kind(path) == FOLDER
 
     def merge(self, source: str, target: str) -> None:
-        """`move`, but a folder whose target exists already is merged into it, child by child."""
-        if self.exists(target) and self.is_folder(source):
+        """`move`, but a folder whose target exists already is merged into it, child by child, and
+        a file replaces one there (`move_file`: what a merge stopped half-way left is moved again)."""
+        if not self.is_folder(source):
+            self.move_file(source, target)
+        elif self.exists(target):
             for child in self.children(source):
                 self.merge(join(source, child), join(target, child))
         else:

@@ -1,15 +1,18 @@
 """One run of the shred job on a batch (docs/shred-job.md), without Spark: every check before the
 first put or deletion, the run's record in the ledger and claim of its folders (`_jobs.run.JobRun`),
 its lines read, decided and written under a staging folder by the engine the glue gives (Spark's:
-`spark_integration.shredder`), then moved into place with the summary. Nothing is written unless
-every line is accounted for and the manifest answered."""
+`spark_integration.shredder`), sealed, then moved into place with the summary (`_jobs.staging`,
+whose steps a kill may stop anywhere: a run sealed before the kill is delivered as it was by the
+next run of the same input). Nothing is written unless every line is accounted for and the
+manifest answered."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -114,12 +117,15 @@ class _Checked:
 
 def run(request: ShredRequest, engine: ShredEngine[S]) -> ShredSummary:
     """Run the shred job on one batch (see the module); its summary, also written as
-    `_summary.json` in the output folder (and as an HTML report with `request.report`)."""
+    `_summary.json` in the output folder (and as an HTML report with `request.report`). A run of
+    the same input into the same folders that a kill stopped once it was sealed is delivered as it
+    was sealed (`_jobs.staging`), not computed again."""
     checked = _check(request, engine)
     storage, started = engine.storage, time.monotonic()
+    item = request.item_id or ",".join(storage.qualify(source) for source in request.inputs)
     with JobRun.begin(
         checked.opened,
-        request.item_id or ",".join(storage.qualify(source) for source in request.inputs),
+        item,
         APPLICATION,
         source=checked.listing.identity(),
         output=storage.qualify(request.output),
@@ -130,29 +136,95 @@ def run(request: ShredRequest, engine: ShredEngine[S]) -> ShredSummary:
         folders=[(request.output, "output"), (request.bad, "bad")],
         overwrite=request.overwrite,
     ) as job_run:
-        scan = engine.scan(request.iglu)
-        try:
-            explicit = request.etl_time is not None
-            etl = job_run.start(request.etl_time or scan.etl_time or datetime(1970, 1, 1), explicit=explicit)
-            decide = Dedup(
-                checked.handle,
-                to_epoch_seconds(etl),
-                request.synthetic_dedup,
-                request.random_synthetic_ids,
-                request.cross_batch_synthetic,
-            )
-            shred = Shred(decide, legacy_bad_rows.failure_tstamp(datetime.now(UTC)), request.iglu)
-            staging = Staging(storage, engine.absolute(request.output))
-            written, summary = _stage(request, checked, engine, staging, scan, shred, etl)
-            moves = shred_output.places(written, request.output, request.bad)
-            job_run.commit(_text(etl), lambda: staging.commit(moves))
-        finally:
-            scan.release()
-        summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3))
+        identity = {
+            "item": item,
+            "source": checked.listing.identity(),
+            "output": storage.qualify(request.output),
+            "bad": storage.qualify(request.bad),
+        }
+        wanted = to_epoch_seconds(request.etl_time) if request.etl_time is not None else None
+        sealed, others = _sealed(storage, job_run, identity, wanted)
+        if sealed is not None:
+            summary = _deliver(request, job_run, *sealed, others)
+        else:
+            summary = _shred(request, checked, engine, job_run, identity, others)
+            summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3))
         storage.write_text(join(storage.qualify(request.output), shred_output.SUMMARY), summary.to_json())
         if request.report:
             storage.write_text(request.report, render_report(summary))
     return summary
+
+
+def _shred(
+    request: ShredRequest,
+    checked: _Checked,
+    engine: ShredEngine[S],
+    job_run: JobRun,
+    identity: dict[str, str],
+    others: list[Staging],
+) -> ShredSummary:
+    """Decide, put and stage every line, seal the run, then deliver it: its summary."""
+    storage, started = engine.storage, time.monotonic()
+    scan = engine.scan(request.iglu)
+    try:
+        explicit = request.etl_time is not None
+        etl = job_run.start(request.etl_time or scan.etl_time or datetime(1970, 1, 1), explicit=explicit)
+        _discard(others)
+        decide = Dedup(
+            checked.handle,
+            to_epoch_seconds(etl),
+            request.synthetic_dedup,
+            request.random_synthetic_ids,
+            request.cross_batch_synthetic,
+        )
+        shred = Shred(decide, legacy_bad_rows.failure_tstamp(datetime.now(UTC)), request.iglu)
+        staging = Staging(storage, engine.absolute(request.output))
+
+        def seal(made: tuple[list[str], ShredSummary]) -> None:
+            names = [staging.name(path) for path in made[0]]
+            summary = attrs.evolve(made[1], seconds=round(time.monotonic() - started, 3)).to_json()
+            staging.seal({"run": identity, "etl": to_epoch_seconds(etl), "written": names, "summary": summary})
+
+        stage = functools.partial(_stage, request, checked, engine, staging, scan, shred, etl)
+        written, summary = staging.stage_and_seal(stage, seal)
+        moves = shred_output.places(written, request.output, request.bad)
+        job_run.commit(_text(etl), lambda: staging.commit(moves))
+    finally:
+        scan.release()
+    return summary
+
+
+def _sealed(
+    storage: Storage, job_run: JobRun, identity: dict[str, str], etl: int | None
+) -> tuple[tuple[Staging, dict[str, Any]] | None, list[Staging]]:
+    """The staging folder in the output folder of a run of the same input into the same folders
+    (at the same etl time, when one is asked for) that a kill stopped once it was sealed, with its
+    record; and the other sealed ones there, to be deleted once this run is started in the ledger."""
+    assert job_run.folders is not None
+    output = next(folder for folder in job_run.folders.folders if folder.role == "output")
+    found = [Staging(storage, output.path, name) for name in output.sealed]
+    for staging in found:
+        record = staging.sealed()
+        if record is not None and record.get("run") == identity and etl in (None, record.get("etl")):
+            return (staging, record), [other for other in found if other is not staging]
+    return None, found
+
+
+def _deliver(
+    request: ShredRequest, job_run: JobRun, staging: Staging, record: dict[str, Any], others: list[Staging]
+) -> ShredSummary:
+    """Deliver a run a kill stopped once it was sealed, as it was sealed (`record`): its etl time
+    (the one its puts were stored with), its lines, its summary."""
+    etl = job_run.start(from_epoch_seconds(int(record["etl"])), explicit=True)
+    _discard(others)
+    moves = shred_output.places([staging.path(name) for name in record["written"]], request.output, request.bad)
+    job_run.commit(_text(etl), lambda: staging.commit(moves), replace=not staging.committing())
+    return ShredSummary.from_json(str(record["summary"]))
+
+
+def _discard(others: list[Staging]) -> None:
+    for staging in others:
+        staging.abort()
 
 
 def _check(request: ShredRequest, engine: ShredEngine[S]) -> _Checked:
@@ -191,25 +263,21 @@ def _stage(
     etl: datetime,
 ) -> tuple[list[str], ShredSummary]:
     """Every line decided, put and written under `staging`: what was written and the summary, every
-    line accounted for. Nothing staged stays when anything fails."""
-    try:
-        staged = engine.write(staging, scan, shred)
-        summary = ShredSummary.of(
-            scan.lines,
-            staged.counts,
-            staged.entities,
-            etl_time=_text(etl),
-            manifest=checked.handle.describe() if checked.handle else None,
-            input_path=",".join(request.inputs),
-            output_path=request.output,
-            bad_path=request.bad,
-            seconds=0.0,
-        )
-        if not summary.balanced:
-            raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
-    except BaseException:
-        staging.abort()
-        raise
+    line accounted for."""
+    staged = engine.write(staging, scan, shred)
+    summary = ShredSummary.of(
+        scan.lines,
+        staged.counts,
+        staged.entities,
+        etl_time=_text(etl),
+        manifest=checked.handle.describe() if checked.handle else None,
+        input_path=",".join(request.inputs),
+        output_path=request.output,
+        bad_path=request.bad,
+        seconds=0.0,
+    )
+    if not summary.balanced:
+        raise RuntimeError(f"internal error, nothing written: lines are unaccounted for\n{summary.table()}")
     return staged.written, summary
 
 

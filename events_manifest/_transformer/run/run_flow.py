@@ -15,7 +15,6 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from events_manifest._jobs import steps
 from events_manifest._jobs.folders import FolderClaimedError, Judge, claim
 from events_manifest._jobs.run import NOTHING_WRITTEN, JobRun
 from events_manifest._jobs.staging import Staging
@@ -221,14 +220,12 @@ def _transform(job: J, name: str, progress: Progress, write: Write[J]) -> RunRes
         with _begin(job, name, source=listing.identity(), rerun=job.rerun) as run:
             started = time.time_ns()
             staging = Staging(storage, base)
-            try:
+
+            def stage() -> tuple[RunCounts, str]:
                 counts = write(job, run, listing, staging.root, now)
-                steps.reached("staged")
-                message = _message(job, base, counts, started)
-                seal(storage, staging.root, message, counts)
-            except BaseException:
-                staging.abort()
-                raise
+                return counts, _message(job, base, counts, started)
+
+            counts, message = staging.stage_and_seal(stage, lambda made: seal(storage, staging.root, made[1], made[0]))
             progress.sealed = True
             deliver(storage, base, staging.root, job.send(name), outputs=job.outputs())
     except RunConflictError as e:

@@ -160,3 +160,71 @@ def test_lines_unaccounted_for_are_not_written_and_the_run_fails_in_the_ledger(t
     assert summary.balanced and summary.etl_time == "2026-11-01 06:00:00"
     with SqliteManifest(db) as manifest:
         assert [r.state for r in manifest.runs()][-1] == "finished"
+
+
+@attrs.define
+class Delivering(LocalShred):
+    """The engine of a run that must deliver what a killed run sealed: it reads the input (the
+    checks list its files), and fails if asked to compute it again."""
+
+    def scan(self, iglu: ResolverConfig | None) -> Scan:
+        raise AssertionError("the sealed run was computed again")
+
+
+SEALED_FIRST = ["sealed", "moving"]
+SEALED_REPLACING = ["sealed", "committing", "moving"]
+"""Steps once the run is sealed, of a first run into empty folders and of one that replaces its
+output on purpose (`committing`: the earlier output deleted, none of the new one moved yet)."""
+
+
+def test_a_run_killed_once_sealed_is_delivered_as_sealed_not_computed_again(
+    tmp_path: Path, subtests: pytest.Subtests
+) -> None:
+    """From `sealed` on, the next run of the same input delivers what the killed one staged: its
+    lines, its summary, its etl time in the ledger; with what it moved already kept where it is,
+    not replaced as an earlier run's output."""
+    source = generated_batch(tmp_path / "batch", events=300)
+    work, db = tmp_path / "work", tmp_path / "m.db"
+    work.mkdir()
+    first, replacing = Crashes(work, db, tmp_path / "first"), Crashes(work, db, tmp_path / "replacing")
+    with first.recording(SEALED_FIRST):
+        shred(work, source, manifest=f"sqlite:///{db}")
+    unbroken = written(work)
+    with replacing.recording(SEALED_REPLACING):
+        shred(work, source, manifest=f"sqlite:///{db}", overwrite=True, rerun=True)
+    assert written(work) == unbroken
+    for crashes, steps, options in ((first, SEALED_FIRST, {}), (replacing, SEALED_REPLACING, {"rerun": True})):
+        for step in steps:
+            with subtests.test(step=step, rerun=bool(options)):
+                url = crashes.restore(step)
+                assert url is not None
+                [staging] = (work / "out").glob(".staging-*")
+                moved = sorted(p.relative_to(work) for p in work.rglob("part-*") if ".staging-" not in str(p))
+                # into folders that hold no earlier output, no --overwrite is needed
+                overwrite = bool(options) or step != "sealed"
+                summary = shred(work, source, Delivering(), manifest=url, overwrite=overwrite, **options)
+                the_unbroken_output(work, unbroken, Path(url.removeprefix("sqlite:///")))
+                assert summary.kept_events == unbroken["kept"] and not staging.exists()
+                assert all((work / path).exists() for path in moved), "what was moved stays"
+
+
+def test_a_sealed_run_is_kept_until_a_run_of_its_own_input_delivers_it(tmp_path: Path) -> None:
+    """A run killed once sealed, then a run of another input into the same folders: refused by the
+    ledger (the killed run's events are stored, not delivered), its staging folder kept; the
+    killed run's input run again delivers it."""
+    source = generated_batch(tmp_path / "batch", events=100)
+    other = generated_batch(tmp_path / "other", events=50)
+    work, db = tmp_path / "work", tmp_path / "m.db"
+    work.mkdir()
+    crashes = Crashes(work, db, tmp_path / "crashes")
+    with crashes.recording(["sealed"]):
+        shred(work, source, manifest=f"sqlite:///{db}")
+    unbroken = written(work)
+    url = crashes.restore("sealed")
+    assert url is not None
+    with pytest.raises(ManifestConfigError, match=r"stopped without finishing.*Rerun it first"):
+        shred(work, other, manifest=url, overwrite=True)
+    [staging] = (work / "out").glob(".staging-*")
+    assert (staging / "_sealed.json").exists()
+    shred(work, source, Delivering(), manifest=url)
+    the_unbroken_output(work, unbroken, Path(url.removeprefix("sqlite:///")))

@@ -1,9 +1,11 @@
 """The shred job on Spark killed where its run meets Hadoop's file system, in this process
 (`tests.crashes`): its output staged, and in the middle of its commit (the earlier output deleted,
-its own not yet in place). A rerun of the same input from what the kill left gives the complete
-output of an unbroken run. Every named step of the run (`events_manifest._jobs.steps`), the puts
-among them, without Spark: `tests/core/snowplow/test_shred_run.py`; a kill during the puts, which
-Spark's workers store, a real kill of the process group (`tests/integration/test_processes.py`)."""
+its own not yet in place, then partly moved). A rerun of the same input from what the kill left
+gives the complete output of an unbroken run: in the commit, by delivering the sealed run, what it
+moved already merged with the rest on Hadoop's file system. Every named step of the run
+(`events_manifest._jobs.steps`), the puts among them, without Spark:
+`tests/core/snowplow/test_shred_run.py`; a kill during the puts, which Spark's workers store, a real
+kill of the process group (`tests/integration/test_processes.py`)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from tests.shred_helpers import generated_batch, rerun_gives_the_unbroken_output
 
 FIRST_RUN = ["staged"]
 """Steps of a first run into empty folders."""
-REPLACING_RUN = ["committing"]
-"""Steps of a run that replaces an earlier one's output, on purpose (`--overwrite --rerun`)."""
+REPLACING_RUN = ["committing", "moving"]
+"""Steps of a run that replaces an earlier one's output, on purpose (`--overwrite --rerun`): sealed, so
+delivered by the rerun."""
 
 
 def test_a_run_killed_at_each_step_is_finished_by_a_rerun(
