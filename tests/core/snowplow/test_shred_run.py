@@ -228,3 +228,28 @@ def test_a_sealed_run_is_kept_until_a_run_of_its_own_input_delivers_it(tmp_path:
     assert (staging / "_sealed.json").exists()
     shred(work, source, Delivering(), manifest=url)
     the_unbroken_output(work, unbroken, Path(url.removeprefix("sqlite:///")))
+
+
+def test_a_sealed_run_is_delivered_only_for_its_own_input_and_etl_time(tmp_path: Path) -> None:
+    """Without a manifest, no ledger stands between a sealed run and the next run into its folders:
+    a run of another input, or of its input at another etl time, computes its own output (the
+    sealed one deleted), never delivers the sealed one's."""
+    source = generated_batch(tmp_path / "batch", events=100)
+    other = generated_batch(tmp_path / "other", events=50)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shred(alone, other)
+    expected = written(alone)
+    work = tmp_path / "work"
+    work.mkdir()
+    crashes = Crashes(work, None, tmp_path / "crashes")
+    with crashes.recording(["sealed"]):
+        shred(work, source)
+    crashes.restore("sealed")
+    shred(work, other)
+    assert written(work) == expected
+    assert not list((work / "out").glob(".staging-*"))
+    crashes.restore("sealed")
+    later = datetime(2026, 11, 2, 6)
+    summary = shred(work, source, overwrite=True, etl_time=later)
+    assert summary.etl_time == "2026-11-02 06:00:00" and not list((work / "out").glob(".staging-*"))
