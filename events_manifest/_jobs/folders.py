@@ -215,9 +215,9 @@ class JobFolders:
             raise
         return taken
 
-    def path(self, role: str) -> str:
-        """The qualified path of the folder of this role."""
-        return next(folder.path for folder in self.folders if folder.role == role)
+    def folder(self, role: str) -> Folder:
+        """The folder of this role."""
+        return next(folder for folder in self.folders if folder.role == role)
 
     def commit(self, etl_time: str, *, replace: bool = True) -> None:
         """Mark each folder as the job's, then delete what an earlier run wrote there (unless not

@@ -147,7 +147,7 @@ def run(request: ShredRequest, engine: ShredEngine[S]) -> ShredSummary:
         if sealed is not None:
             summary = _deliver(request, job_run, *sealed, others)
         else:
-            summary = _shred(request, checked, engine, job_run, identity, others)
+            summary = _shred(request, checked, engine, job_run, identity, others, started)
             summary = attrs.evolve(summary, seconds=round(time.monotonic() - started, 3))
         storage.write_text(join(storage.qualify(request.output), shred_output.SUMMARY), summary.to_json())
         if request.report:
@@ -162,9 +162,11 @@ def _shred(
     job_run: JobRun,
     identity: dict[str, str],
     others: list[Staging],
+    started: float,
 ) -> ShredSummary:
-    """Decide, put and stage every line, seal the run, then deliver it: its summary."""
-    storage, started = engine.storage, time.monotonic()
+    """Decide, put and stage every line, seal the run (its seconds since `started`), then deliver
+    it: its summary."""
+    storage = engine.storage
     scan = engine.scan(request.iglu)
     try:
         explicit = request.etl_time is not None
@@ -201,7 +203,7 @@ def _sealed(
     (at the same etl time, when one is asked for) that a kill stopped once it was sealed, with its
     record; and the other sealed ones there, to be deleted once this run is started in the ledger."""
     assert job_run.folders is not None
-    output = next(folder for folder in job_run.folders.folders if folder.role == "output")
+    output = job_run.folders.folder("output")
     found = [Staging(storage, output.path, name) for name in output.sealed]
     for staging in found:
         record = staging.sealed()
