@@ -20,7 +20,7 @@ import attrs
 import pyarrow as pa
 import pytest
 
-from events_manifest import SqliteManifest
+from events_manifest import ManifestRequestError, ManifestUnavailableError, RunConflictError, SqliteManifest
 from events_manifest._iglu.resolver import ResolverConfig
 from events_manifest._jobs.folders import InputMissingError
 from events_manifest._jobs.staging import Staging
@@ -31,8 +31,9 @@ from events_manifest._snowplow.dedup import KEPT
 from events_manifest._snowplow.shred_run import ShredRequest, Staged, run
 from events_manifest._snowplow.summary import ShredSummary
 from events_manifest.errors import InputNotWholeError, ManifestConfigError, from_record
+from events_manifest.model import PutBatch
 from tests.crashes import Crashes
-from tests.shred_helpers import generated_batch, the_unbroken_output, written
+from tests.shred_helpers import generated_batch, line, the_unbroken_output, write_input, written
 
 ETL = datetime(2026, 11, 1, 6)
 """The generated batch's etl time (`generated_batch`)."""
@@ -55,6 +56,8 @@ class LocalShred:
 
     storage: LocalStorage = attrs.field(factory=LocalStorage)
     lost: int = 0
+    etl: datetime = ETL
+    """The etl time its scan finds (Spark's: the earliest etl_tstamp of the batch's valid lines)."""
     lines: list[str] = attrs.field(factory=list)
 
     def absolute(self, path: str) -> str:
@@ -74,7 +77,7 @@ class LocalShred:
         return Listing(tuple((self.storage.qualify(str(file)), file.stat().st_size) for file in files), copying=copying)
 
     def scan(self, iglu: ResolverConfig | None) -> Scan:
-        return Scan(len(self.lines), ETL)
+        return Scan(len(self.lines), self.etl)
 
     def write(self, staging: Staging, scan: Scan, shred: Shred) -> Staged:
         counts: Counter[str] = Counter()
@@ -253,3 +256,51 @@ def test_a_sealed_run_is_delivered_only_for_its_own_input_and_etl_time(tmp_path:
     later = datetime(2026, 11, 2, 6)
     summary = shred(work, source, overwrite=True, etl_time=later)
     assert summary.etl_time == "2026-11-02 06:00:00" and not list((work / "out").glob(".staging-*"))
+
+
+class FailingAfterPuts(SqliteManifest):
+    """A store that records a batch and then fails, as a crash right after the puts would."""
+
+    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
+        super()._put_batch(batch)
+        raise ManifestUnavailableError("the store went away after writing")
+
+
+A, B = "c6ef3124-b53a-4b13-a233-0088f79dcbcb", "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
+
+
+def test_a_run_that_failed_after_its_puts_is_finished_by_its_own_input_only(tmp_path: Path) -> None:
+    """Run again on the same input, a run that failed after its puts needs no flag: its events are
+    its own. Had the input gained a line of an earlier etl_tstamp since, the ledger knows the failed
+    run read other files, and refuses to let the changed input finish it (its events would be
+    mixed up with the failed run's); once the failed run is cleaned, the changed input runs whole."""
+    first = [line(A, "FP", etl="2026-11-01 06:00:00.000")]
+    sources = {case: str(write_input(tmp_path / case / "in", first)) for case in ("same", "changed")}
+    for case, source in sources.items():
+        work, store = tmp_path / case, tmp_path / f"{case}.db"
+        with pytest.raises(ManifestUnavailableError, match="went away"):
+            shred(work, source, manifest=FailingAfterPuts(store))
+        assert not (work / "out").exists() and not (work / "bad").exists(), "no folder left behind"
+        assert SqliteManifest(store).lookup(A, "FP") is not None, "the failed run recorded its event"
+    url = f"sqlite://{tmp_path / 'same.db'}"
+    again = shred(tmp_path / "same", sources["same"], manifest=url)
+    assert (again.kept_events, again.cross_batch_duplicates) == (1, 0), "its own event, not a duplicate"
+
+    work, store, url = tmp_path / "changed", tmp_path / "changed.db", f"sqlite://{tmp_path / 'changed.db'}"
+    changed = str(write_input(work / "in", [*first, line(B, "FP", etl="2026-11-01 05:00:00.000")]))
+    earlier = LocalShred(etl=datetime(2026, 11, 1, 5))
+    with pytest.raises(
+        RunConflictError, match=r"Finish it with --etl-time '2026-11-01 06:00:00', not 2026-11-01 05:00"
+    ):
+        shred(work, changed, earlier, manifest=url, etl_time=datetime(2026, 11, 1, 5))
+    with pytest.raises(
+        RunConflictError, match=r"names another input than the run of .* \(failed\), which read 1 files"
+    ):
+        shred(work, changed, earlier, manifest=url)
+    assert not (work / "out").exists(), "refused before any folder"
+    with SqliteManifest(store) as manifest:
+        manifest.clean(datetime(2026, 11, 1, 6))
+    summary = shred(work, changed, earlier, manifest=url)
+    assert (summary.kept_events, summary.cross_batch_duplicates) == (2, 0), "the failed run's event is kept"
+    with SqliteManifest(store) as manifest:
+        assert [run.state for run in manifest.runs()] == ["finished"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from events_manifest import (
     ManifestRequestError,
     ManifestThrottledError,
     ManifestUnavailableError,
-    RunConflictError,
     SqliteManifest,
 )
 from events_manifest.model import PutBatch
@@ -254,55 +252,3 @@ def test_the_readme_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixtu
     before = read_output(tmp_path / "batch-2" / "shredded")
     assert demo.main(["--out", str(tmp_path)]) == 0, "a rerun of the demo"
     assert read_output(tmp_path / "batch-2" / "shredded") == before
-
-
-class FailingAfterPuts(SqliteManifest):
-    """A store that records a batch and then fails, as a crash right after the puts would."""
-
-    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
-        super()._put_batch(batch)
-        raise ManifestUnavailableError("the store went away after writing")
-
-
-def test_a_failed_run_is_not_finished_by_a_changed_input(spark: Any, tmp_path: Path) -> None:
-    """The input gained a line of an earlier etl_tstamp after its run failed: the ledger knows the
-    failed run read other files, and refuses to let the changed input finish it (its events would be
-    mixed up with the failed run's). Once the failed run is cleaned, the changed input runs whole."""
-    store = tmp_path / "m.db"
-    first = [line(A, "FP", etl="2026-11-01 06:00:00.000")]
-    with pytest.raises(ManifestUnavailableError, match="went away"):
-        shred(
-            spark,
-            str(write_input(tmp_path / "in", first)),
-            str(tmp_path / "o"),
-            str(tmp_path / "b"),
-            manifest=FailingAfterPuts(store),
-        )
-    assert not (tmp_path / "o").exists() and not (tmp_path / "b").exists(), "no folder left behind"
-    assert SqliteManifest(store).lookup(A, "FP") is not None, "the failed run recorded its event"
-
-    changed = str(write_input(tmp_path / "in", [*first, line(B, "FP", etl="2026-11-01 05:00:00.000")]))
-    out, bad = str(tmp_path / "o2"), str(tmp_path / "b2")
-    with pytest.raises(
-        RunConflictError, match=r"Finish it with --etl-time '2026-11-01 06:00:00', not 2026-11-01 05:00"
-    ):
-        shred(spark, changed, out, bad, manifest=f"sqlite://{store}", etl_time=datetime(2026, 11, 1, 5))
-    with pytest.raises(
-        RunConflictError, match=r"names another input than the run of .* \(failed\), which read 1 files"
-    ):
-        shred(spark, changed, out, bad, manifest=f"sqlite://{store}")
-    assert not (tmp_path / "o2").exists(), "refused before any folder"
-    with SqliteManifest(store) as manifest:
-        manifest.clean(datetime(2026, 11, 1, 6))
-    summary = shred(spark, changed, out, bad, manifest=f"sqlite://{store}")
-    assert (summary.kept_events, summary.cross_batch_duplicates) == (2, 0), "the failed run's event is kept"
-    assert [run.state for run in SqliteManifest(store).runs()] == ["finished"]
-
-
-def test_rerun_after_a_failed_run_with_the_same_input_needs_no_flag(spark: Any, tmp_path: Path) -> None:
-    store = tmp_path / "m.db"
-    source = str(write_input(tmp_path / "in", [line(A, "FP")]))
-    with pytest.raises(ManifestUnavailableError):
-        shred(spark, source, str(tmp_path / "o"), str(tmp_path / "b"), manifest=FailingAfterPuts(store))
-    summary = shred(spark, source, str(tmp_path / "o"), str(tmp_path / "b"), manifest=f"sqlite://{store}")
-    assert summary.kept_events == 1
