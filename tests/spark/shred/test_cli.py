@@ -158,12 +158,17 @@ def test_cli_with_a_dynamodb_config(
     assert not [p for p in artifacts if SECRET.encode() in p.read_bytes()]
 
 
-def test_request_errors_become_bad_rows(spark: Any, tmp_path: Path) -> None:
-    source = write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP")])
+def test_request_errors_become_bad_rows_and_leave_a_sibling_its_id(spark: Any, tmp_path: Path) -> None:
+    """A put the store refuses (B/FP) makes its line a bad row that says why; synthetic dedup runs
+    over the events whose put succeeded, so that B/FP2 is not made a synthetic duplicate of it."""
+    source = write_input(tmp_path / "in", [line(A, "FP"), line(B, "FP"), line(B, "FP2")])
     summary = shred(
         spark, str(source), str(tmp_path / "o"), str(tmp_path / "b"), manifest=RefusingManifest(tmp_path / "m.db")
     )
-    assert (summary.kept_events, summary.bad_rows, summary.manifest_errors) == (1, 1, 1)
+    assert (summary.kept_events, summary.bad_rows, summary.manifest_errors) == (2, 1, 1)
+    assert summary.synthetic_duplicates == 0
+    atomic = read_output(tmp_path / "o")["atomic-events"]
+    assert sorted(text.split("\t")[6] for text in atomic) == sorted([A, B])
     assert read_bad(tmp_path / "b") == [
         {
             "line": line(B, "FP"),
@@ -176,19 +181,6 @@ def test_request_errors_become_bad_rows(spark: Any, tmp_path: Path) -> None:
             ],
         }
     ]
-
-
-def test_a_sibling_whose_put_failed_leaves_the_other_event_its_id(spark: Any, tmp_path: Path) -> None:
-    """Synthetic dedup runs over the events whose put succeeded: B/FP (a bad row here, its put
-    refused by the store) does not make B/FP2 a synthetic duplicate."""
-    source = write_input(tmp_path / "in", [line(B, "FP"), line(B, "FP2"), line(A, "FP")])
-    summary = shred(
-        spark, str(source), str(tmp_path / "o"), str(tmp_path / "b"), manifest=RefusingManifest(tmp_path / "m.db")
-    )
-    assert (summary.kept_events, summary.manifest_errors, summary.synthetic_duplicates) == (2, 1, 0)
-    atomic = read_output(tmp_path / "o")["atomic-events"]
-    assert sorted(text.split("\t")[6] for text in atomic) == sorted([A, B])
-    assert [row["line"] for row in read_bad(tmp_path / "b")] == [line(B, "FP")]
 
 
 def test_exhausted_throttling_fails_before_any_output(spark: Any, tmp_path: Path, dynalite: LocalServer) -> None:
