@@ -14,9 +14,11 @@ from events_manifest import (
     ManifestRequestError,
     ManifestThrottledError,
     ManifestUnavailableError,
+    RunConflictError,
     SqliteManifest,
 )
 from events_manifest.model import PutBatch
+from events_manifest.snowplow import sample_batches
 from events_manifest.testing import FaultProxy, LocalServer
 from events_manifest.testing._servers import free_port
 from spark_integration import OutputExistsError, demo, shred
@@ -232,15 +234,29 @@ def test_output_folder_must_be_empty(spark: Any, tmp_path: Path) -> None:
 
 @pytest.mark.every_line
 def test_the_readme_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's first command, twice: a rerun of a delivered batch over its own output (the demo
+    passes --overwrite and --rerun) gives the same bytes and counts, its own events not taken for
+    cross-batch duplicates; without --rerun, the overwrite is refused and nothing is replaced."""
     assert demo.main(["--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    first, second = (json.loads((tmp_path / f"batch-{n}" / "shredded" / "_summary.json").read_text()) for n in (1, 2))
+
+    def summaries() -> list[dict[str, Any]]:
+        return [json.loads((tmp_path / f"batch-{n}/shredded/_summary.json").read_text()) for n in (1, 2)]
+
+    first, second = summaries()
     assert first["cross_batch_duplicates"] == 0
     assert second["cross_batch_duplicates"] > 0
     assert re.search(rf"natural duplicates dropped cross-batch +{second['cross_batch_duplicates']}\n", printed)
     for summary in (first, second):
         assert summary["bad_rows"] > 0 and summary["in_batch_duplicates"] > 0 and summary["synthetic_duplicates"] > 0
         assert summary["events_per_event_id"][">100"] == 1
-    before = read_output(tmp_path / "batch-2" / "shredded")
+    batch = sample_batches()[1]
+    out, bad = tmp_path / batch.name / "shredded", tmp_path / batch.name / "bad"
+    before = read_output(out), read_bad(bad)
+    with pytest.raises(RunConflictError, match=r"was delivered already, by the run with etl time .* pass --rerun"):
+        shred(spark, str(batch), str(out), str(bad), manifest=f"sqlite://{tmp_path / 'manifest.db'}", overwrite=True)
+    assert (read_output(out), read_bad(bad)) == before, "refused: nothing replaced"
     assert demo.main(["--out", str(tmp_path)]) == 0, "a rerun of the demo"
-    assert read_output(tmp_path / "batch-2" / "shredded") == before
+    assert (read_output(out), read_bad(bad)) == before
+    counts = ("input_lines", "kept_events", "bad_rows", "in_batch_duplicates", "cross_batch_duplicates")
+    assert [{k: s[k] for k in counts} for s in summaries()] == [{k: s[k] for k in counts} for s in (first, second)]

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import pytest
 
-from events_manifest import RunConflictError, SqliteManifest
+from events_manifest import SqliteManifest
 from events_manifest._opening.handle import ManifestHandle
 from events_manifest._snowplow import dedup, shred_output
 from events_manifest._snowplow.legacy_bad_rows import INVALID_UTF8
@@ -216,23 +216,6 @@ def test_only_valid_first_events_reach_the_manifest(spark: Any, tmp_path: Path) 
     etl = int(datetime.strptime(summary.etl_time, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp())
     filled = uuid5(E, f"missing-fingerprint:{etl}:1")
     assert [e.fingerprint for e in entries[E]] == [filled], "filled as `dedup.filled_fingerprint` fills an id's first"
-
-
-def test_rerun_of_the_same_input_gives_identical_output(spark: Any, tmp_path: Path) -> None:
-    lines = [line(A, "FP1"), line(A, "FP1"), line(B, ""), line(B, ""), line(C, "FP3"), line(C, "FP4"), "broken"]
-    source = write_input(tmp_path / "in", lines)
-    manifest = f"sqlite://{tmp_path}/manifest.db"
-    first = shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest)
-    before = read_output(tmp_path / "out"), read_bad(tmp_path / "bad")
-    with pytest.raises(RunConflictError, match=r"was delivered already, by the run with etl time 2026-11-01 06:00:00"):
-        shred(spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest, overwrite=True)
-    assert (read_output(tmp_path / "out"), read_bad(tmp_path / "bad")) == before, "refused: nothing replaced"
-    second = shred(
-        spark, str(source), str(tmp_path / "out"), str(tmp_path / "bad"), manifest=manifest, overwrite=True, rerun=True
-    )
-    assert (read_output(tmp_path / "out"), read_bad(tmp_path / "bad")) == before
-    assert first == second
-    assert second.cross_batch_duplicates == 0
 
 
 NAN_CONTEXTS = contexts(sdj(LINK, '{"a":NaN}'))
