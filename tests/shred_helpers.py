@@ -12,9 +12,10 @@ from typing import Any
 
 import attrs
 
-from events_manifest import SqliteManifest
+from events_manifest import ManifestRequestError, ManifestUnavailableError, SqliteManifest
 from events_manifest._snowplow.fields import FIELD_NAMES
 from events_manifest._snowplow.generator import BatchSpec, write_batches
+from events_manifest.model import PutBatch
 from events_manifest.testing.strategies import Event
 from tests.commands import shredder, told
 
@@ -182,3 +183,14 @@ def the_unbroken_output(folder: Path, unbroken: dict[str, Any], db: Path) -> Non
     assert not any(p.name.startswith((".staging-", "_claim")) for p in [*(folder / "out").iterdir()])
     with SqliteManifest(db) as manifest:
         assert [run.state for run in manifest.runs()] == ["finished"]
+
+
+class FailingAfterPuts(SqliteManifest):
+    """A store that records a batch's puts and then fails with `message`, as a crash right after
+    the puts would."""
+
+    message = "the store went away after writing"
+
+    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
+        super()._put_batch(batch)
+        raise ManifestUnavailableError(self.message)

@@ -122,13 +122,18 @@ def run(request: ShredRequest, engine: ShredEngine[S]) -> ShredSummary:
     was sealed (`_jobs.staging`), not computed again."""
     checked = _check(request, engine)
     storage, started = engine.storage, time.monotonic()
-    item = request.item_id or ",".join(storage.qualify(source) for source in request.inputs)
+    identity = {  # what the run is: a sealed run is delivered only to a run of the same
+        "item": request.item_id or ",".join(storage.qualify(source) for source in request.inputs),
+        "source": checked.listing.identity(),
+        "output": storage.qualify(request.output),
+        "bad": storage.qualify(request.bad),
+    }
     with JobRun.begin(
         checked.opened,
-        item,
+        identity["item"],
         APPLICATION,
-        source=checked.listing.identity(),
-        output=storage.qualify(request.output),
+        source=identity["source"],
+        output=identity["output"],
         rerun=request.rerun,
         processing_table=request.processing_table,
         storage=storage,
@@ -136,12 +141,6 @@ def run(request: ShredRequest, engine: ShredEngine[S]) -> ShredSummary:
         folders=[(request.output, "output"), (request.bad, "bad")],
         overwrite=request.overwrite,
     ) as job_run:
-        identity = {
-            "item": item,
-            "source": checked.listing.identity(),
-            "output": storage.qualify(request.output),
-            "bad": storage.qualify(request.bad),
-        }
         wanted = to_epoch_seconds(request.etl_time) if request.etl_time is not None else None
         sealed, others = _sealed(storage, job_run, identity, wanted)
         if sealed is not None:
@@ -170,8 +169,7 @@ def _shred(
     scan = engine.scan(request.iglu)
     try:
         explicit = request.etl_time is not None
-        etl = job_run.start(request.etl_time or scan.etl_time or datetime(1970, 1, 1), explicit=explicit)
-        _discard(others)
+        etl = _start(job_run, request.etl_time or scan.etl_time or datetime(1970, 1, 1), explicit, others)
         decide = Dedup(
             checked.handle,
             to_epoch_seconds(etl),
@@ -189,8 +187,7 @@ def _shred(
 
         stage = functools.partial(_stage, request, checked, engine, staging, scan, shred, etl)
         written, summary = staging.stage_and_seal(stage, seal)
-        moves = shred_output.places(written, request.output, request.bad)
-        job_run.commit(_text(etl), lambda: staging.commit(moves))
+        _commit(request, job_run, staging, written, etl)
     finally:
         scan.release()
     return summary
@@ -217,16 +214,27 @@ def _deliver(
 ) -> ShredSummary:
     """Deliver a run a kill stopped once it was sealed, as it was sealed (`record`): its etl time
     (the one its puts were stored with), its lines, its summary."""
-    etl = job_run.start(from_epoch_seconds(int(record["etl"])), explicit=True)
-    _discard(others)
-    moves = shred_output.places([staging.path(name) for name in record["written"]], request.output, request.bad)
-    job_run.commit(_text(etl), lambda: staging.commit(moves), replace=not staging.committing())
+    etl = _start(job_run, from_epoch_seconds(int(record["etl"])), True, others)
+    written = [staging.path(name) for name in record["written"]]
+    _commit(request, job_run, staging, written, etl, replace=not staging.committing())
     return ShredSummary.from_json(str(record["summary"]))
 
 
-def _discard(others: list[Staging]) -> None:
+def _start(job_run: JobRun, etl: datetime, explicit: bool, others: list[Staging]) -> datetime:
+    """Start the run in the ledger at `etl`, then delete the other sealed runs' staging folders
+    (`_sealed`): after every check, the ledger's among them."""
+    started = job_run.start(etl, explicit=explicit)
     for staging in others:
         staging.abort()
+    return started
+
+
+def _commit(
+    request: ShredRequest, job_run: JobRun, staging: Staging, written: list[str], etl: datetime, replace: bool = True
+) -> None:
+    """Deliver what the run staged (`written`, under `staging`) into its output and bad folders."""
+    moves = shred_output.places(written, request.output, request.bad)
+    job_run.commit(_text(etl), lambda: staging.commit(moves), replace=replace)
 
 
 def _check(request: ShredRequest, engine: ShredEngine[S]) -> _Checked:

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 from events_manifest import ManifestUnavailableError, SqliteManifest
-from events_manifest.model import PutBatch
 from spark_integration import shred
 from tests.commands import error_line, shredder
 from tests.core.test_cli_safety import snapshot
-from tests.shred_helpers import line, read_bad, read_output, write_input
+from tests.shred_helpers import FailingAfterPuts, line, read_bad, read_output, write_input
 
 A = "c6ef3124-b53a-4b13-a233-0088f79dcbcb"
 B = "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
@@ -86,12 +85,10 @@ def test_overwrite_refuses_an_input_with_nothing_to_read(shred_batch: Path) -> N
         assert (read_output(cwd / "out"), read_bad(cwd / "bad")) == before, "the earlier output is whole"
 
 
-class FailingWithTwoLines(SqliteManifest):
+class FailingWithTwoLines(FailingAfterPuts):
     """A store that fails after a batch's puts, with a message of several lines."""
 
-    def _put_batch(self, batch: PutBatch) -> list[bool | Any]:
-        super()._put_batch(batch)
-        raise ManifestUnavailableError("the store went away\nat line two\nand three")
+    message = "the store went away\nat line two\nand three"
 
 
 def test_a_processing_table_keeps_a_one_line_reason(spark: Any, tmp_path: Path) -> None:

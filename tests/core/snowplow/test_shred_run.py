@@ -20,7 +20,7 @@ import attrs
 import pyarrow as pa
 import pytest
 
-from events_manifest import ManifestRequestError, ManifestUnavailableError, RunConflictError, SqliteManifest
+from events_manifest import ManifestUnavailableError, RunConflictError, SqliteManifest
 from events_manifest._iglu.resolver import ResolverConfig
 from events_manifest._jobs.folders import InputMissingError
 from events_manifest._jobs.staging import Staging
@@ -31,9 +31,8 @@ from events_manifest._snowplow.dedup import KEPT
 from events_manifest._snowplow.shred_run import ShredRequest, Staged, run
 from events_manifest._snowplow.summary import ShredSummary
 from events_manifest.errors import InputNotWholeError, ManifestConfigError, from_record
-from events_manifest.model import PutBatch
 from tests.crashes import Crashes
-from tests.shred_helpers import generated_batch, line, the_unbroken_output, write_input, written
+from tests.shred_helpers import FailingAfterPuts, generated_batch, line, the_unbroken_output, write_input, written
 
 ETL = datetime(2026, 11, 1, 6)
 """The generated batch's etl time (`generated_batch`)."""
@@ -256,14 +255,6 @@ def test_a_sealed_run_is_delivered_only_for_its_own_input_and_etl_time(tmp_path:
     later = datetime(2026, 11, 2, 6)
     summary = shred(work, source, overwrite=True, etl_time=later)
     assert summary.etl_time == "2026-11-02 06:00:00" and not list((work / "out").glob(".staging-*"))
-
-
-class FailingAfterPuts(SqliteManifest):
-    """A store that records a batch and then fails, as a crash right after the puts would."""
-
-    def _put_batch(self, batch: PutBatch) -> list[bool | ManifestRequestError]:
-        super()._put_batch(batch)
-        raise ManifestUnavailableError("the store went away after writing")
 
 
 A, B = "c6ef3124-b53a-4b13-a233-0088f79dcbcb", "d7f5fa2f-3b3a-4c97-a030-8e05d9f40b0a"
