@@ -19,6 +19,7 @@ from urllib.parse import quote
 import attrs
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from events_manifest import ManifestUnavailableError, RunConflictError, SqliteManifest
 from events_manifest._iglu.resolver import ResolverConfig
@@ -31,8 +32,20 @@ from events_manifest._snowplow.dedup import KEPT
 from events_manifest._snowplow.shred_run import ShredRequest, Staged, run
 from events_manifest._snowplow.summary import ShredSummary
 from events_manifest.errors import InputNotWholeError, ManifestConfigError, from_record
+from events_manifest.testing.strategies import EVENT_ID, TXN_ID, Batches, enriched_batches
 from tests.crashes import Crashes
-from tests.shred_helpers import FailingAfterPuts, generated_batch, line, the_unbroken_output, write_input, written
+from tests.examples import examples
+from tests.shred_helpers import (
+    FailingAfterPuts,
+    KeptOnce,
+    generated_batch,
+    line,
+    read_bad,
+    read_output,
+    the_unbroken_output,
+    write_input,
+    written,
+)
 
 ETL = datetime(2026, 11, 1, 6)
 """The generated batch's etl time (`generated_batch`)."""
@@ -55,7 +68,7 @@ class LocalShred:
 
     storage: LocalStorage = attrs.field(factory=LocalStorage)
     lost: int = 0
-    etl: datetime = ETL
+    etl: datetime | None = ETL
     """The etl time its scan finds (Spark's: the earliest etl_tstamp of the batch's valid lines)."""
     lines: list[str] = attrs.field(factory=list)
 
@@ -145,9 +158,9 @@ def test_every_check_comes_before_the_first_write(tmp_path: Path) -> None:
         (ManifestConfigError, "no data for the job to read", str(tmp_path / "empty"), "out", {"overwrite": True}),
         (InputNotWholeError, "part-9.tsv._COPYING_ is still being copied", str(copying), "out", {"manifest": url}),
     ]
-    for error, message, given, output, options in refusals:
+    for error, message, folder, output, options in refusals:
         with pytest.raises(error, match=message):
-            run(ShredRequest((given,), str(tmp_path / output), str(tmp_path / "bad"), **options), LocalShred())  # type: ignore[arg-type]
+            run(ShredRequest((folder,), str(tmp_path / output), str(tmp_path / "bad"), **options), LocalShred())  # type: ignore[arg-type]
         assert not (tmp_path / output).exists() and not (tmp_path / "bad").exists() and not db.exists()
 
 
@@ -295,3 +308,32 @@ def test_a_run_that_failed_after_its_puts_is_finished_by_its_own_input_only(tmp_
     assert (summary.kept_events, summary.cross_batch_duplicates) == (2, 0), "the failed run's event is kept"
     with SqliteManifest(store) as manifest:
         assert [run.state for run in manifest.runs()] == ["finished"]
+
+
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=enriched_batches(batches=2))
+def test_every_line_is_accounted_for_and_every_event_is_kept_once(
+    tmp_path_factory: pytest.TempPathFactory, data: Batches
+) -> None:
+    """Over a sequence of generated batches on one manifest: each input line is kept, dropped as a
+    duplicate (counted) or a bad row, the bad rows are the lines bad by construction, each event is
+    kept once (in the batch it first came in), and a rerun of the last batch gives the same output
+    and counts. Spark's paths give the engine's lines: `tests/spark/shred/test_pipeline_properties.py`."""
+    folder = tmp_path_factory.mktemp("sequence")
+    url = f"sqlite:///{folder}/manifest.db"
+    kept_once = KeptOnce()
+    for k, lines in enumerate(data.batches):
+        source = str(write_input(folder / f"in-{k}", lines))
+        engine = LocalShred(etl=min((e.etl for e in data.events[k]), default=None))
+        summary = shred(folder / f"run-{k}", source, engine, manifest=url)
+        atomic = read_output(folder / f"run-{k}/out")["atomic-events"]
+        dropped = summary.in_batch_duplicates + summary.cross_batch_duplicates
+        assert summary.input_lines == len(lines) == len(atomic) + summary.bad_rows + dropped
+        assert sorted(row["line"] for row in read_bad(folder / f"run-{k}/bad")) == sorted(data.bad[k])
+        kept_once.batch(k, data.events[k], [(a.split("\t")[TXN_ID], a.split("\t")[EVENT_ID]) for a in atomic])
+    kept_once.check()
+
+    last = folder / f"run-{len(data.batches) - 1}"
+    rerun = shred(folder / "rerun", source, engine, manifest=url, rerun=True)
+    assert written(folder / "rerun") == written(last)
+    assert rerun.counts() == summary.counts()

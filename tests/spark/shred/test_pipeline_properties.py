@@ -1,5 +1,7 @@
-"""Properties of the shred job on generated batches: every line accounted for, every event kept
-exactly once over a sequence of batches, reruns identical, the input's order and split irrelevant.
+"""Properties of the shred job on generated batches: its Spark paths, whatever the input's order
+and split, give the lines the core's engine gives (whose own properties over a sequence of batches,
+every line accounted for, every event kept once, reruns identical, run without Spark:
+`tests/core/snowplow/test_shred_run.py`); fuzzed lines never crash the job, each ends up once.
 
 Three examples per property in the suite; ten times as many with `EVENTS_MANIFEST_EXAMPLES=10 pytest ...`.
 """
@@ -11,20 +13,24 @@ import uuid
 from collections import Counter
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from events_manifest._backends.sqlite import SqliteManifest
 from events_manifest._opening.handle import ManifestHandle
+from events_manifest._snowplow.batch import Shred
+from events_manifest._snowplow.dedup import Dedup
 from events_manifest._snowplow.shred_output import COUNTS
-from events_manifest.testing.strategies import EPOCH, TXN_ID, Batches, Event, enriched_batches
+from events_manifest.model import to_epoch_seconds
+from events_manifest.testing.strategies import EPOCH, Batches, Event, enriched_batches
 from spark_integration import shred
 from spark_integration._shred.plan import output_lines
 from spark_integration._spark.enriched import load_enriched
 from spark_integration._spark.scan import scan_batch
 from tests.examples import examples
-from tests.shred_helpers import KeptOnce, read_bad, read_output, write_input
+from tests.shred_helpers import read_bad, read_output, write_input
 
 SLOW = settings(
     max_examples=examples(3),
@@ -34,39 +40,6 @@ SLOW = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 EVENT_ID = 6
-
-
-@pytest.mark.long
-@SLOW
-@given(data=enriched_batches(batches=2))
-def test_every_line_is_accounted_for_and_every_event_is_kept_once(
-    spark: Any, tmp_path_factory: pytest.TempPathFactory, data: Batches
-) -> None:
-    folder = tmp_path_factory.mktemp("sequence")
-    manifest = f"sqlite:///{folder}/manifest.db"
-    kept_once = KeptOnce()
-    for k, lines in enumerate(data.batches):
-        source = str(write_input(folder / f"in-{k}", lines))
-        summary = shred(spark, source, str(folder / f"out-{k}"), str(folder / f"bad-{k}"), manifest=manifest)
-        atomic = read_output(folder / f"out-{k}")["atomic-events"]
-        dropped = summary.in_batch_duplicates + summary.cross_batch_duplicates
-        assert summary.input_lines == len(lines) == len(atomic) + summary.bad_rows + dropped
-        assert sorted(row["line"] for row in read_bad(folder / f"bad-{k}")) == sorted(data.bad[k])
-        kept_once.batch(k, data.events[k], [(a.split("\t")[TXN_ID], a.split("\t")[EVENT_ID]) for a in atomic])
-    kept_once.check()
-
-    last = len(data.batches) - 1
-    rerun = shred(
-        spark,
-        str(folder / f"in-{last}"),
-        str(folder / "rerun"),
-        str(folder / "rerun-bad"),
-        manifest=manifest,
-        rerun=True,
-    )
-    assert read_output(folder / "rerun") == read_output(folder / f"out-{last}")
-    assert read_bad(folder / "rerun-bad") == read_bad(folder / f"bad-{last}")
-    assert rerun.counts() == summary.counts()
 
 
 @pytest.mark.every_line
@@ -80,9 +53,11 @@ def test_every_path_and_every_order_of_the_lines_give_the_same_bytes(
     """The job decides lines of ids found once where it reads them, and shuffles the others; with
     every line shuffled instead, and the lines read in another order from several files, the scan
     finds the same, and every output line, every count and every manifest entry is the same, batch
-    after batch, with cross-batch synthetic dedup on."""
+    after batch, with cross-batch synthetic dedup on; and the same as the core's engine gives,
+    deciding each batch whole in one call, as `tests/core/snowplow/test_shred_run.py` runs it over
+    generated batches: every line accounted for, every event kept once, reruns identical."""
     folder = tmp_path_factory.mktemp("paths")
-    stores = {name: folder / f"{name}.db" for name in ("split", "shuffled")}
+    stores = {name: folder / f"{name}.db" for name in ("split", "shuffled", "whole")}
     for k, lines in enumerate(data.batches):
         source = load_enriched(spark, str(write_input(folder / f"in-{k}", lines)))
         shuffled = order.sample(lines, len(lines))
@@ -97,8 +72,10 @@ def test_every_path_and_every_order_of_the_lines_give_the_same_bytes(
             for name, lines_read, keys in (("split", source, scan.shared_keys), ("shuffled", reordered, None)):
                 handle = ManifestHandle.of(f"sqlite://{stores[name]}")
                 plan = output_lines(lines_read, etl, handle, "T", shared_keys=keys, cross_batch_synthetic=True)
-                written.append(_written(plan.collect()))
-            assert written[0] == written[1]
+                written.append(_written([group.asDict() for group in plan.collect()]))
+            decide = Dedup(ManifestHandle.of(f"sqlite://{stores['whole']}"), to_epoch_seconds(etl), True, False, True)
+            whole = Shred(decide, "T").lines_of(pa.array(lines, pa.string()))
+            assert written[0] == written[1] == _written([row for batch in whole for row in batch.to_pylist()])
         finally:
             scan.release()
             other_scan.release()
@@ -112,13 +89,13 @@ def test_every_path_and_every_order_of_the_lines_give_the_same_bytes(
                     for i, found in manifest.entries_of(ids).items()
                 }
             )
-    assert contents[0] == contents[1]
+    assert contents[0] == contents[1] == contents[2]
 
 
-def _written(groups: list[Any]) -> tuple[list[tuple[str, str, str]], dict[str, int]]:
+def _written(groups: list[dict[str, Any]]) -> tuple[list[tuple[str, str, str]], dict[str, int]]:
     """The output lines of a run (where each goes, and its text), sorted, and its counts."""
-    lines = [(g.kind, g.type, text) for g in groups if g.value is not None for text in g.value.split("\n")]
-    assert len(lines) == sum(g.lines for g in groups)
+    lines = [(g["kind"], g["type"], text) for g in groups if g["value"] is not None for text in g["value"].split("\n")]
+    assert len(lines) == sum(g["lines"] for g in groups)
     return sorted(lines), {name: sum(g[name] or 0 for g in groups) for name in COUNTS}
 
 
