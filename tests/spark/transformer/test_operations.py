@@ -1,7 +1,9 @@
 """The transformer on an operator's day, through its command line: the runs an archive really
 holds (empty ones, odd names, sub-folders), a run stopped anywhere in its commit and finished by
-the next invocation, a queue that refuses or does not answer, an interruption, every ledger
-refusal's advice followed to the end, and flags that are used or refused, never ignored."""
+the next invocation, a queue that refuses or does not answer, an interruption, a held claim's and
+a delivered run's advice followed to the end (the ledger's other refusals, each followed, without
+Spark: tests/core/transformer/run/test_run_flow.py), and flags that are used or refused, never
+ignored."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from events_manifest import SqliteManifest
 from events_manifest._jobs import steps
 from events_manifest._transformer.run import queue as queues
 from events_manifest.testing._servers import LocalServer
-from tests.commands import events_manifest, told
+from tests.commands import told
 from tests.monitors import SentryServer
 from tests.shred_helpers import contexts, sdj, unstruct
 from tests.spark.transformer.test_command import (
@@ -218,12 +220,13 @@ def test_an_interruption_after_a_commit_says_what_was_committed(
         assert [record.state for record in manifest.runs()] == ["finished"] * 3
 
 
-@pytest.mark.long
-def test_every_refusal_s_advice_followed_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each refusal a transformer user meets, and its advice followed to a committed run."""
+def test_a_held_claim_and_a_delivered_run_s_advice_followed_works(tmp_path: Path) -> None:
+    """Through the command line, each refusal's advice followed to a committed run: a run another
+    transformer holds (wait, or delete the claim it names); a delivered run whose output was deleted
+    (`--rerun`). The ledger's other refusals in the transformer's words, each followed, without
+    Spark: tests/core/transformer/run/test_run_flow.py."""
     write_run(tmp_path, "run=1", [event(A)])
     command = flags(tmp_path, "", "--manifest", "sqlite://m.db")
-    # a run another transformer holds: wait, or delete the claim it names
     claim = tmp_path / "out/run=1/_claim.json"
     claim.parent.mkdir(parents=True)
     claim.write_text(json.dumps({"run": "other", "host": socket.gethostname(), "pid": 1, "since": time.time()}))
@@ -232,74 +235,10 @@ def test_every_refusal_s_advice_followed_works(tmp_path: Path, monkeypatch: pyte
     assert "it and the runs after it are left to it" in held.stderr
     claim.unlink()
     assert transformer(tmp_path, *command).returncode == 0 and good_ids(tmp_path / "out/run=1") == [A]
-    # a delivered run whose output was deleted: --rerun
     shutil.rmtree(tmp_path / "out/run=1")
     delivered = transformer(tmp_path, *command)
     assert delivered.returncode == 1 and "pass --rerun" in delivered.stderr, delivered.stderr
     assert transformer(tmp_path, *command, "--rerun").returncode == 0 and good_ids(tmp_path / "out/run=1") == [A]
-    # a run that failed after its puts, whose input then changed: clean its entries, run again
-    write_run(tmp_path, "run=2", [event(B)])
-    reached = steps.reached
-
-    def fail_when_staged(step: str) -> None:
-        if step == "staged":
-            raise RuntimeError("the disk is full")
-        reached(step)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(steps, "reached", fail_when_staged)
-        failed = transformer(tmp_path, *command)
-    assert failed.returncode == 1 and not (tmp_path / "out/run=2").exists(), failed.stderr
-    (tmp_path / "in/run=2/part-1.tsv").write_text(event(C) + "\n")
-    changed = transformer(tmp_path, *command)
-    assert changed.returncode == 1 and "holds other files than when the run of" in changed.stderr
-    clean = _advised_command(changed.stderr)
-    assert events_manifest(tmp_path, *clean).returncode == 0
-    assert transformer(tmp_path, *command).returncode == 0 and good_ids(tmp_path / "out/run=2") == sorted([B, C])
-    # another input's run, stopped before its commit: run that transformer, or clean its entries
-    write_run(tmp_path / "other", "run=9", [event(D)])
-    other = [
-        "--iglu-config",
-        "iglu.json",
-        "--config",
-        b64(config("other/in", "other/out")),
-        "--manifest",
-        "sqlite://m.db",
-    ]
-    with monkeypatch.context() as patch:
-        patch.setattr(steps, "reached", fail_when_staged)
-        assert transformer(tmp_path, *other).returncode == 1
-    write_run(tmp_path, "run=3", [event(D, "d")])
-    refused = transformer(tmp_path, *command)
-    assert refused.returncode == 1 and "Rerun it first (run the transformer whose input holds it" in refused.stderr
-    copy = tmp_path / "copy"
-    shutil.copytree(tmp_path, copy, ignore=shutil.ignore_patterns("copy"))
-    assert transformer(tmp_path, *other).returncode == 0 and good_ids(tmp_path / "other/out/run=9") == [D]
-    assert transformer(tmp_path, *command).returncode == 0 and good_ids(tmp_path / "out/run=3") == [D]
-    clean = _advised_command(transformer(copy, *command).stderr)
-    assert events_manifest(copy, *clean).returncode == 0
-    assert transformer(copy, *command).returncode == 0 and good_ids(copy / "out/run=3") == [D]
-    # a run a copy still writes into (`hadoop fs -put` names a file NAME._COPYING_ until it ends): run again
-    # once the copy ends, and the file is read
-    copying = write_run(tmp_path, "run=4", [event(A, "a4")]) / "part-1.tsv._COPYING_"
-    copying.write_text(event(B, "b4") + "\n")
-    waiting = transformer(tmp_path, *command)
-    assert waiting.returncode == 1 and not (tmp_path / "out/run=4").exists(), waiting.stderr
-    assert waiting.stderr.strip().splitlines()[-1] == (
-        f"transformer: error: input file file:{copying} is still being copied (Hadoop names a file *._COPYING_ "
-        "until its copy ends), and a run now would never read it: run again once the copy ends; if no copy is "
-        f"running, it failed: delete file:{copying}, or copy the file again"
-    )
-    copying.rename(copying.with_name("part-1.tsv"))
-    assert transformer(tmp_path, *command).returncode == 0 and good_ids(tmp_path / "out/run=4") == sorted([A, B])
-
-
-def _advised_command(stderr: str) -> list[str]:
-    """The `events-manifest ...` command a refusal advises, as its words."""
-    text = stderr.split("`events-manifest ", 1)[1].split("`", 1)[0]
-    import shlex
-
-    return shlex.split(text)
 
 
 def test_flags_are_used_or_refused_and_a_manifest_is_never_inside_an_input(

@@ -7,9 +7,12 @@ sealed message delivered as it was sealed, sent once more at most, the ledger's 
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -21,10 +24,11 @@ from events_manifest._manifest.contract import DuplicateStorage
 from events_manifest._manifest.ledger import COMMAND_LINE
 from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.run.commit import COMPLETE, RunCounts, State, inspect
-from events_manifest._transformer.run.job import TransformerJob
+from events_manifest._transformer.run.job import ADVICE, TransformerJob
 from events_manifest._transformer.run.metrics import Reporter
-from events_manifest._transformer.run.run_flow import Progress, RunResult, run, run_all
-from events_manifest.errors import InputNotWholeError
+from events_manifest._transformer.run.run_flow import Progress, RunResult, Write, run, run_all
+from events_manifest.errors import InputNotWholeError, RunConflictError
+from tests.commands import events_manifest
 from tests.crashes import Crashes
 
 STEPS = ["staged", "sealed", "moving", "moved", "messaged", "committed"]
@@ -41,7 +45,7 @@ class Job(TransformerJob[LocalStorage]):
     sent: list[str] = attrs.field(factory=list, kw_only=True)
 
     @classmethod
-    def of(cls, config: TransformerConfig, manifest: DuplicateStorage) -> Job:
+    def of(cls, config: TransformerConfig, manifest: str | DuplicateStorage, **options: Any) -> Job:
         def listing(name: str) -> Listing:
             """The run folder's files, and those still being copied apart, as the glue's listing."""
             folder = Path(config.input) / name
@@ -51,7 +55,7 @@ class Job(TransformerJob[LocalStorage]):
                 copying=tuple(name for name, _ in found if being_copied(name)),
             )
 
-        return cls.create(LocalStorage(), config, None, manifest, lister=listing, advice=COMMAND_LINE)
+        return cls.create(LocalStorage(), config, None, manifest, lister=listing, **{"advice": COMMAND_LINE, **options})
 
     def send(self, name: str) -> Callable[[str], None]:
         return self.sent.append
@@ -215,3 +219,64 @@ def test_what_a_failure_says_of_the_runs_committed_before_it() -> None:
         "interrupted during run=5: 4 runs committed before (the last three: run=2, run=3, run=4); its rows are "
         "sealed, and the next invocation finishes it"
     )
+
+
+def failing(job: Job, ledger: JobRun, listing: Listing, staging: str, now: int) -> RunCounts:
+    """A write that fails once its puts are made (the run started in the ledger): a full disk."""
+    write(job, ledger, listing, staging, now)
+    raise RuntimeError("the disk is full")
+
+
+def test_every_ledger_refusal_s_advice_followed_works(tmp_path: Path) -> None:
+    """The ledger's refusals in the transformer's words, each followed to a committed run: a run that
+    failed after its puts, whose input then changed (clean its entries with the command given); a
+    run of another input stopped before its commit (run that input's transformer, or clean its
+    entries). A held claim and `--rerun`, through the command: tests/spark/transformer/test_operations.py."""
+
+    def transform(root: Path, name: str, through: Write[Job] = write) -> list[str]:
+        """The runs the transformer of `root/name/in` commits, on the manifest `root/m.db`."""
+        document = {"input": str(root / name / "in"), "output": {"path": str(root / name / "out")}}
+        config = TransformerConfig.parse(json.dumps({**document, "formats": {"transformationType": "widerow"}}))
+        with SqliteManifest(root / "m.db") as manifest:
+            job = Job.of(config, manifest, advice=ADVICE)
+            return [
+                result.name for result in run_all(job, through, Reporter(config.monitoring), Progress(), print, print)
+            ]
+
+    def arrive(name: str, run: str, *files: str) -> None:
+        (tmp_path / name / "in" / run).mkdir(parents=True, exist_ok=True)
+        for file in files:
+            (tmp_path / name / "in" / run / file).write_text("lines\n")
+
+    def follow(root: Path, refusal: pytest.ExceptionInfo[RunConflictError]) -> None:
+        """The `events-manifest ...` command the refusal advises, run as its words say."""
+        text = str(refusal.value).split("`events-manifest ", 1)[1].split("`", 1)[0]
+        done = events_manifest(root, *shlex.split(text))
+        assert done.returncode == 0, done.stderr
+
+    arrive("this", "run=2", "part-0.tsv")
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        transform(tmp_path, "this", failing)
+    assert not (tmp_path / "this/out/run=2").exists()
+    arrive("this", "run=2", "part-1.tsv")
+    with pytest.raises(RunConflictError, match="holds other files than when the run of") as changed:
+        transform(tmp_path, "this")
+    follow(tmp_path, changed)
+    assert transform(tmp_path, "this") == ["run=2"]
+
+    arrive("other", "run=9", "part-0.tsv")
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        transform(tmp_path, "other", failing)
+    arrive("this", "run=3", "part-0.tsv")
+    copy = tmp_path / "copy"
+    for root in (tmp_path, copy):
+        with pytest.raises(
+            RunConflictError, match=r"Rerun it first \(run the transformer whose input holds it"
+        ) as other:
+            transform(root, "this")
+        if root == tmp_path:
+            shutil.copytree(tmp_path, copy, ignore=shutil.ignore_patterns("copy"))
+            assert transform(tmp_path, "other") == ["run=9"]
+        else:
+            follow(copy, other)
+        assert transform(root, "this") == ["run=3"]
