@@ -12,7 +12,6 @@ import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import attrs
 import pytest
@@ -21,7 +20,7 @@ from events_manifest import SqliteManifest
 from events_manifest._jobs.run import JobRun
 from events_manifest._jobs.storage import Listing, LocalStorage, being_copied, join
 from events_manifest._manifest.contract import DuplicateStorage
-from events_manifest._manifest.ledger import COMMAND_LINE
+from events_manifest._manifest.ledger import COMMAND_LINE, Advice
 from events_manifest._transformer.config import TransformerConfig
 from events_manifest._transformer.run.commit import COMPLETE, RunCounts, State, inspect
 from events_manifest._transformer.run.job import ADVICE, TransformerJob
@@ -45,7 +44,7 @@ class Job(TransformerJob[LocalStorage]):
     sent: list[str] = attrs.field(factory=list, kw_only=True)
 
     @classmethod
-    def of(cls, config: TransformerConfig, manifest: str | DuplicateStorage, **options: Any) -> Job:
+    def of(cls, config: TransformerConfig, manifest: DuplicateStorage, *, advice: Advice = COMMAND_LINE) -> Job:
         def listing(name: str) -> Listing:
             """The run folder's files, and those still being copied apart, as the glue's listing."""
             folder = Path(config.input) / name
@@ -55,7 +54,7 @@ class Job(TransformerJob[LocalStorage]):
                 copying=tuple(name for name, _ in found if being_copied(name)),
             )
 
-        return cls.create(LocalStorage(), config, None, manifest, lister=listing, **{"advice": COMMAND_LINE, **options})
+        return cls.create(LocalStorage(), config, None, manifest, lister=listing, advice=advice)
 
     def send(self, name: str) -> Callable[[str], None]:
         return self.sent.append
@@ -232,6 +231,7 @@ def test_every_ledger_refusal_s_advice_followed_works(tmp_path: Path) -> None:
     failed after its puts, whose input then changed (clean its entries with the command given); a
     run of another input stopped before its commit (run that input's transformer, or clean its
     entries). A held claim and `--rerun`, through the command: tests/spark/transformer/test_operations.py."""
+    site, copy = tmp_path / "site", tmp_path / "copy"
 
     def transform(root: Path, name: str, through: Write[Job] = write) -> list[str]:
         """The runs the transformer of `root/name/in` commits, on the manifest `root/m.db`."""
@@ -239,44 +239,40 @@ def test_every_ledger_refusal_s_advice_followed_works(tmp_path: Path) -> None:
         config = TransformerConfig.parse(json.dumps({**document, "formats": {"transformationType": "widerow"}}))
         with SqliteManifest(root / "m.db") as manifest:
             job = Job.of(config, manifest, advice=ADVICE)
-            return [
-                result.name for result in run_all(job, through, Reporter(config.monitoring), Progress(), print, print)
-            ]
+            committed = run_all(job, through, Reporter(config.monitoring), Progress(), print, print)
+        return [result.name for result in committed]
 
-    def arrive(name: str, run: str, *files: str) -> None:
-        (tmp_path / name / "in" / run).mkdir(parents=True, exist_ok=True)
-        for file in files:
-            (tmp_path / name / "in" / run / file).write_text("lines\n")
+    def arrive(name: str, run: str, file: str) -> None:
+        (site / name / "in" / run).mkdir(parents=True, exist_ok=True)
+        (site / name / "in" / run / file).write_text("lines\n")
 
     def follow(root: Path, refusal: pytest.ExceptionInfo[RunConflictError]) -> None:
-        """The `events-manifest ...` command the refusal advises, run as its words say."""
+        """The `events-manifest ...` command the refusal advises, run in `root` as its words say."""
         text = str(refusal.value).split("`events-manifest ", 1)[1].split("`", 1)[0]
         done = events_manifest(root, *shlex.split(text))
         assert done.returncode == 0, done.stderr
 
     arrive("this", "run=2", "part-0.tsv")
     with pytest.raises(RuntimeError, match="the disk is full"):
-        transform(tmp_path, "this", failing)
-    assert not (tmp_path / "this/out/run=2").exists()
+        transform(site, "this", failing)
+    assert not (site / "this/out/run=2").exists()
     arrive("this", "run=2", "part-1.tsv")
     with pytest.raises(RunConflictError, match="holds other files than when the run of") as changed:
-        transform(tmp_path, "this")
-    follow(tmp_path, changed)
-    assert transform(tmp_path, "this") == ["run=2"]
+        transform(site, "this")
+    follow(site, changed)
+    assert transform(site, "this") == ["run=2"]
 
     arrive("other", "run=9", "part-0.tsv")
     with pytest.raises(RuntimeError, match="the disk is full"):
-        transform(tmp_path, "other", failing)
+        transform(site, "other", failing)
     arrive("this", "run=3", "part-0.tsv")
-    copy = tmp_path / "copy"
-    for root in (tmp_path, copy):
-        with pytest.raises(
-            RunConflictError, match=r"Rerun it first \(run the transformer whose input holds it"
-        ) as other:
-            transform(root, "this")
-        if root == tmp_path:
-            shutil.copytree(tmp_path, copy, ignore=shutil.ignore_patterns("copy"))
-            assert transform(tmp_path, "other") == ["run=9"]
-        else:
-            follow(copy, other)
-        assert transform(root, "this") == ["run=3"]
+    stopped = r"Rerun it first \(run the transformer whose input holds it"
+    with pytest.raises(RunConflictError, match=stopped):
+        transform(site, "this")
+    shutil.copytree(site, copy)  # for the other advice
+    assert transform(site, "other") == ["run=9"]
+    assert transform(site, "this") == ["run=3"]
+    with pytest.raises(RunConflictError, match=stopped) as refused:
+        transform(copy, "this")
+    follow(copy, refused)
+    assert transform(copy, "this") == ["run=3"]
