@@ -39,7 +39,6 @@ SLOW = settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-EVENT_ID = 6
 
 
 @pytest.mark.every_line
@@ -73,7 +72,8 @@ def test_every_path_and_every_order_of_the_lines_give_the_same_bytes(
                 handle = ManifestHandle.of(f"sqlite://{stores[name]}")
                 plan = output_lines(lines_read, etl, handle, "T", shared_keys=keys, cross_batch_synthetic=True)
                 written.append(_written([group.asDict() for group in plan.collect()]))
-            decide = Dedup(ManifestHandle.of(f"sqlite://{stores['whole']}"), to_epoch_seconds(etl), True, False, True)
+            whole_store = ManifestHandle.of(f"sqlite://{stores['whole']}")
+            decide = Dedup(whole_store, to_epoch_seconds(etl), synthetic=True, cross_batch_synthetic=True)
             whole = Shred(decide, "T").lines_of(pa.array(lines, pa.string()))
             assert written[0] == written[1] == _written([row for batch in whole for row in batch.to_pylist()])
         finally:
