@@ -241,7 +241,7 @@ def test_the_readme_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixtu
     printed = capsys.readouterr().out
 
     def summaries() -> list[dict[str, Any]]:
-        return [json.loads((tmp_path / f"batch-{n}/shredded/_summary.json").read_text()) for n in (1, 2)]
+        return [json.loads((tmp_path / b.name / "shredded/_summary.json").read_text()) for b in sample_batches()]
 
     first, second = summaries()
     assert first["cross_batch_duplicates"] == 0
